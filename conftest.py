@@ -1,0 +1,7 @@
+"""Root conftest: loads nodegate's pytest plugins (options, gathering, reports).
+
+The plugins stay inactive unless the run targets suites/ or names --inventory/--target/--replay,
+so the project's own tests (tests/) run without touching any node.
+"""
+
+pytest_plugins = ["plugins.nodegate_plugin"]

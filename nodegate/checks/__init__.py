@@ -1,0 +1,95 @@
+"""Check declarations and evaluation.
+
+A check is declared once (id, title, scope, severity, evidence keys, remediation) with a pure
+rule ``(facts: NodeFacts, spec: Spec, gpu: GpuSlot | None) -> Result``. Rules raise nothing
+but ``EvidenceError`` (turned into ERROR here); suites only call ``evaluate`` and assert.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import EvidenceError
+from ..outcomes import Outcome, Result
+
+SEVERITIES = ("critical", "major", "minor")
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """One per-GPU test item: ``index`` and ``pci_bus_id`` as observed (or expected when the
+    GPU is missing: then ``present`` is False)."""
+
+    index: int
+    pci_bus_id: str | None = None
+    present: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"gpu{self.index}"
+
+
+@dataclass(frozen=True)
+class CheckDef:
+    id: str                 # stable, e.g. "NG-PCIE-001"
+    name: str               # suite test name without "test_", e.g. "pcie_link"
+    title: str
+    scope: str              # "node" | "gpu"
+    severity: str           # critical | major | minor
+    evidence: tuple[str, ...]
+    remediation: str
+    rule: str               # one-paragraph rule as in the catalog
+    func: Callable
+
+
+REGISTRY: dict[str, CheckDef] = {}
+
+# Modules holding check declarations; imported by load_all().
+CHECK_MODULES: tuple[str, ...] = ()
+
+
+def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],
+          remediation: str, rule: str):
+    """Decorator declaring a check. Duplicate ids or names are a programming error."""
+    if scope not in ("node", "gpu"):
+        raise ValueError(scope)
+    if severity not in SEVERITIES:
+        raise ValueError(severity)
+
+    def deco(fn):
+        if id in REGISTRY or any(c.name == name for c in REGISTRY.values()):
+            raise ValueError(f"duplicate check {id}/{name}")
+        REGISTRY[id] = CheckDef(id, name, title, scope, severity, tuple(evidence), remediation, rule, fn)
+        return fn
+
+    return deco
+
+
+def load_all() -> dict[str, CheckDef]:
+    for m in CHECK_MODULES:
+        importlib.import_module(f"{__name__}.{m}")
+    return REGISTRY
+
+
+def by_name(name: str) -> CheckDef:
+    load_all()
+    for c in REGISTRY.values():
+        if c.name == name:
+            return c
+    raise KeyError(name)
+
+
+def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
+    """Run one check. EvidenceError -> ERROR naming the key; FAIL gets the remediation appended."""
+    c = load_all()[check_id]
+    try:
+        res = c.func(facts, spec, gpu) if c.scope == "gpu" else c.func(facts, spec)
+    except EvidenceError as e:
+        res = Result.errored(str(e), evidence_keys=(e.key,))
+    if not isinstance(res, Result):
+        res = Result.errored(f"check {check_id} returned {type(res).__name__}, not a Result")
+    if res.outcome is Outcome.FAIL and c.remediation and "Remediation:" not in res.message:
+        res.message = f"{res.message} Remediation: {c.remediation}".strip()
+    return res

@@ -1,0 +1,33 @@
+"""Errors raised across nodegate. Each maps to one outcome or one exit code."""
+
+
+class NodegateError(Exception):
+    """Base class for every error nodegate raises on purpose."""
+
+
+class ParseError(NodegateError):
+    """Raised by a parser when text is not the shape it documents.
+
+    The only exception a parser may raise for bad input (property-tested).
+    """
+
+
+class EvidenceError(NodegateError):
+    """A fact could not be derived: evidence missing, tool missing, timed out or unparsable.
+
+    Checks let it propagate; the framework turns it into outcome ERROR.
+    ``key`` is the bundle evidence key (see docs/bundle.md) the fact needed.
+    """
+
+    def __init__(self, key: str, reason: str):
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{reason} [{key}]")
+
+
+class SpecError(NodegateError):
+    """The inventory or spec is invalid; raised before any node is contacted (exit code 2)."""
+
+
+class TransportError(NodegateError):
+    """Could not run the probe on a node (connect, auth, host key, deadline)."""

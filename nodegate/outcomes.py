@@ -1,0 +1,56 @@
+"""Outcome of one check on one node (or one GPU of a node).
+
+PASS meets the spec; FAIL violates it; SKIP only when the spec says the check does not
+apply (reason names the spec key) or explicitly allows an unverified state; ERROR when it
+could not be evaluated. See ../shared/spec/checks.md "Outcomes".
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+@dataclass
+class Result:
+    """What a check function returns.
+
+    outcome: the verdict.
+    expected: the spec value, human readable (the "Expected" column).
+    observed: what the node showed, human readable (the "Observed" column).
+    message: one line explaining the verdict; for FAIL it names the GPU and the remediation
+        is appended by the framework from the check's declaration.
+    evidence: the lines of raw output that decided the verdict (an excerpt, not the dump).
+    evidence_keys: bundle keys the verdict was drawn from.
+    """
+
+    outcome: Outcome
+    expected: str = ""
+    observed: str = ""
+    message: str = ""
+    evidence: str = ""
+    evidence_keys: tuple[str, ...] = ()
+    details: dict = field(default_factory=dict)
+
+    @classmethod
+    def passed(cls, expected: str = "", observed: str = "", message: str = "", **kw) -> "Result":
+        return cls(Outcome.PASS, expected, observed, message, **kw)
+
+    @classmethod
+    def failed(cls, expected: str = "", observed: str = "", message: str = "", **kw) -> "Result":
+        return cls(Outcome.FAIL, expected, observed, message, **kw)
+
+    @classmethod
+    def skipped(cls, message: str, expected: str = "", observed: str = "", **kw) -> "Result":
+        return cls(Outcome.SKIP, expected, observed, message, **kw)
+
+    @classmethod
+    def errored(cls, message: str, expected: str = "", observed: str = "", **kw) -> "Result":
+        return cls(Outcome.ERROR, expected, observed, message, **kw)

@@ -1,0 +1,194 @@
+"""The probe: ONE POSIX sh script per node that gathers every evidence item.
+
+``render_script()`` fills the script template; ``split_stream()`` turns the framed stdout
+of one run back into evidence items. Evidence keys are documented in ``ITEMS`` (and in
+docs/bundle.md, which a test keeps in step with this table).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from importlib import resources
+
+PROBE_VERSION = "1"
+
+#: Per-item cap on captured stdout, bytes. The node stops sending past it (``head -c``) and
+#: the item is marked truncated; parsers then report ERROR, never a partial verdict.
+DEFAULT_ITEM_CAP = 8 * 1024 * 1024
+
+#: Clocks event reason bits that trigger re-sampling on the node (HW slowdown 0x8,
+#: SW thermal 0x20, HW thermal 0x40, HW power brake 0x80; NVML nvmlClocksEventReasons).
+DEFAULT_FAILMASK = 0x8 | 0x20 | 0x40 | 0x80
+
+#: key -> (command as run on the node, what it is). The probe script is the authority for
+#: the exact invocation; this table is its documentation and the simulator's index.
+ITEMS: dict[str, tuple[str, str]] = {
+    "meta.uname_r": ("uname -r", "booted kernel release"),
+    "meta.boot_id": ("cat /proc/sys/kernel/random/boot_id", "boot id (changes every boot)"),
+    "meta.hostname": ("uname -n", "node's own hostname"),
+    "meta.id": ("id", "user the probe ran as"),
+    "modules.proc": ("cat /proc/modules", "loaded modules, most recent first"),
+    "modules.sys": ("for m in /sys/module/*: '<name> loadable <initstate>' | '<name> builtin'",
+                    "every module the kernel knows; no initstate = built in"),
+    "modules.nvidia_version": ("cat /sys/module/nvidia/version", "loaded nvidia module version"),
+    "modules.load_d": ("'== <file>' + content of modules-load.d/*.conf (/etc, /run, /usr/local/lib, /usr/lib, /lib) and /etc/modules",
+                       "modules loaded at boot"),
+    "kernels.installed": ("for d in /lib/modules/*: '<kver> build=yes|no'", "installed kernels"),
+    "driver.proc_version": ("cat /proc/driver/nvidia/version", "loaded module banner (flavor, version)"),
+    "driver.params": ("cat /proc/driver/nvidia/params", "module parameters"),
+    "driver.gpus_information": ("'== <file>' + cat /proc/driver/nvidia/gpus/*/information", "GPUs the module bound"),
+    "driver.libnvml": ("ldconfig -p | grep libnvidia-ml.so.1 + readlink -f; known paths",
+                       "'ldconfig <path> -> <target>' / 'path <path> -> <target>' lines"),
+    "dev.nvidia": ("ls -1 /dev", "device nodes (nvidia*, nvidia-caps)"),
+    "pci.sysfs": ("for NVIDIA display-class functions: '== <bdf> gpu' + link attrs; each upstream port: '== <bdf> upstream-of <gpu bdf>'",
+                  "sysfs current/max link speed and width"),
+    "ib.devices": ("ls -1 /sys/class/infiniband", "InfiniBand devices (peermem auto rule)"),
+    "peermem.registration": ("'<path>: <content>' of /sys/kernel/mm/memory_peers/*/version", "peer-memory clients registered with ib_core"),
+    "firmware.gsp": ("firmware_class.path, driver_version, then '== <dir>/nvidia/<ver>' + ls -ln (or 'absent') for each search dir",
+                     "GSP firmware files in the kernel's search path"),
+    "persistenced.process": ("'== pid N', Uid/Gid lines, 'cmdline: ...' per nvidia-persistenced process; 'processes: N'; 'rundir: <ls -ldn>'",
+                             "the running daemon"),
+    "persistenced.passwd": ("getent passwd <spec user>", "the configured user's passwd entry"),
+    "persistenced.unit_files": ("'== <file>' + content of nvidia-persistenced unit and drop-ins", "unit text"),
+    "modinfo.nvidia": ("modinfo -k $(uname -r) nvidia", "on-disk module (license, version, firmware, vermagic)"),
+    "modinfo.nvidia_peermem": ("modinfo -k $(uname -r) nvidia_peermem", "on-disk peermem module"),
+    "modinfo.nv_peer_mem": ("modinfo -k $(uname -r) nv_peer_mem", "legacy Mellanox peer-memory module"),
+    "systemd.persistenced_show": ("systemctl show nvidia-persistenced --no-pager -p LoadState,ActiveState,SubState,UnitFileState,ExecStart,MainPID,FragmentPath,DropInPaths,NRestarts,Result,User",
+                                  "effective unit state"),
+    "systemd.fabricmanager_show": ("systemctl show nvidia-fabricmanager --no-pager -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result",
+                                   "fabric manager unit state"),
+    "fabricmanager.version": ("nv-fabricmanager --version", "fabric manager version"),
+    "dkms.status": ("dkms status", "DKMS module states"),
+    "smi.version": ("nvidia-smi --version", "userspace driver / NVML versions"),
+    "smi.qx": ("nvidia-smi -q -x", "every GPU fact (XML)"),
+    "smi.clocks_samples": ("nvidia-smi --query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader (throttle name on old drivers); '# sample N' then more samples only when a failing bit is set",
+                           "clocks event reasons samples"),
+    "kernel.log": ("dmesg (else journalctl -k -b -o short-iso) | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'; first line '# source: ...'",
+                   "NVRM/Xid lines since boot"),
+    "nvml.json": ("python3 - < nodegate/nvml/probe_nvml.py (only when python3 exists on the node)",
+                  "NVML facts as JSON"),
+}
+
+_TEMPLATE_NAME = "probe.sh"
+_USER_RE = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+
+
+@dataclass
+class RawItem:
+    """One evidence item as framed by the probe.
+
+    stdout/stderr are raw bytes; rc is the exit code, or None when the item never finished
+    (the controller's deadline cut it: ``status == 'timeout'``).
+    """
+
+    key: str
+    stdout: bytes = b""
+    stderr: bytes = b""
+    rc: int | None = None
+    duration_s: float | None = None
+    status: str = "ok"  # ok | timeout | truncated | malformed
+
+
+def template() -> str:
+    return resources.files(__package__).joinpath(_TEMPLATE_NAME).read_text()
+
+
+def render_script(*, user: str = "", marker: str | None = None, cap: int = DEFAULT_ITEM_CAP,
+                  samples: int = 3, failmask: int = DEFAULT_FAILMASK, timeout_s: int = 30,
+                  extra: str = "") -> tuple[str, str]:
+    """Return ``(script, marker)``.
+
+    ``user`` is the spec's persistence daemon user (validated: it is pasted into the
+    script). ``marker`` defaults to a fresh random token so node output cannot forge frames.
+    ``extra`` is appended shell (e.g. the NVML item).
+    """
+    if user and not _USER_RE.match(user):
+        raise ValueError(f"invalid user name for probe: {user!r}")
+    marker = marker or f"@@NG-{secrets.token_hex(12)}"
+    if not re.fullmatch(r"@@NG-[0-9a-f]{8,64}", marker):
+        raise ValueError("bad marker")
+    s = template()
+    for k, v in {"MARKER": marker, "CAP": str(int(cap)), "USER": user, "SAMPLES": str(int(samples)),
+                 "FAILMASK": str(int(failmask)), "TIMEOUT": str(int(timeout_s)), "EXTRA": extra}.items():
+        s = s.replace(f"@@{k}@@", v)
+    return s, marker
+
+
+_FRAME = re.compile(rb"^(?P<m>@@NG-[0-9a-f]+) (?P<kind>BEGIN|END|ERR|ERREND|DONE)(?: (?P<rest>.*))?$")
+_KEY = re.compile(rb"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
+
+
+def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tuple[dict[str, RawItem], bool]:
+    """Split the probe's framed stdout into items.
+
+    Returns ``(items, complete)``; ``complete`` is True when the DONE frame was seen. An item
+    whose BEGIN was seen without END is kept with ``status='timeout'`` and whatever stdout
+    arrived. A key framed twice is ``malformed`` (a section that claims to be another).
+    Lines that look like frames but carry another marker are ordinary output.
+    """
+    mk = marker.encode()
+    items: dict[str, RawItem] = {}
+    complete = False
+    cur: RawItem | None = None
+    buf: list[bytes] = []
+    err_key: bytes | None = None
+    errbuf: list[bytes] = []
+    t_begin = 0.0
+    for line in data.split(b"\n"):
+        m = _FRAME.match(line)
+        if not m or m.group("m") != mk:
+            if err_key is not None:
+                errbuf.append(line)
+            elif cur is not None:
+                buf.append(line)
+            continue
+        kind, rest = m.group("kind"), (m.group("rest") or b"")
+        parts = rest.split(b" ")
+        if kind == b"BEGIN":
+            key = parts[0]
+            if not _KEY.match(key):
+                continue
+            cur = RawItem(key.decode())
+            buf = []
+            try:
+                t_begin = float(parts[1]) if len(parts) > 1 else 0.0
+            except ValueError:
+                t_begin = 0.0
+            if cur.key in items:
+                items[cur.key].status = "malformed"
+                cur = None
+        elif kind == b"END" and cur is not None and parts[0].decode(errors="replace") == cur.key:
+            out = b"\n".join(buf)
+            # the probe prints one newline before END so that output without one stays exact
+            cur.stdout = out
+            rc_field = parts[1] if len(parts) > 1 else b""
+            try:
+                cur.rc = int(rc_field.split(b"=", 1)[1])
+            except (IndexError, ValueError):
+                cur.rc = None
+                cur.status = "malformed"
+            try:
+                cur.duration_s = round(max(0.0, float(parts[2]) - t_begin), 3)
+            except (IndexError, ValueError):
+                pass
+            if len(cur.stdout) >= cap:
+                cur.status = "truncated"
+            items[cur.key] = cur
+            cur = None
+        elif kind == b"ERR":
+            err_key = parts[0]
+            errbuf = []
+        elif kind == b"ERREND" and err_key is not None:
+            k = err_key.decode(errors="replace")
+            if k in items:
+                items[k].stderr = b"\n".join(errbuf)
+            err_key = None
+        elif kind == b"DONE":
+            complete = True
+    if cur is not None:
+        cur.stdout = b"\n".join(buf)
+        cur.status = "timeout"
+        items[cur.key] = cur
+    return items, complete

@@ -1,0 +1,268 @@
+# nodegate probe (POSIX sh: dash, bash, busybox ash). Read-only: writes nothing on the node.
+# Sent on stdin to `sh -s` in ONE remote exec; the controller fills the @@...@@ fields.
+# Output framing (one line each, M = per-run random marker the node cannot predict):
+#   M BEGIN <key> <uptime>      then the item's stdout (capped at NG_CAP bytes)
+#   \nM END <key> rc=<n> <uptime>
+#   M ERR <key>  ...stderr...  M ERREND <key>      (only when stderr is not empty)
+# Every item is documented in docs/bundle.md and nodegate/probe/items.py.
+M='@@MARKER@@'
+NG_CAP=@@CAP@@
+NG_USER='@@USER@@'
+NG_SAMPLES=@@SAMPLES@@
+NG_FAILMASK=@@FAILMASK@@
+NG_TMO=@@TIMEOUT@@
+PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin"
+export PATH LC_ALL=C
+exec 5>&1
+
+ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-0}"; }
+
+# Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
+# controller enforces its own deadline regardless (a D-state process ignores signals).
+if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
+ng_to() { if [ -n "$NG_HAVE_TIMEOUT" ]; then timeout -k 3 "$NG_TMO" "$@"; else "$@"; fi; }
+
+# ng_item KEY CMD ARGS...: run one evidence item, framing stdout, stderr and exit code.
+ng_item() {
+  ng_k=$1; shift
+  printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$(ng_up)"
+  ng_err=$( { { "$@" 2>&3 3>&-; echo "$M RC $?" >&3; } | head -c "$NG_CAP" >&5 3>&-; } 3>&1 )
+  ng_rc=${ng_err##*"$M RC "}
+  ng_err=${ng_err%"$M RC "*}
+  printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
+  if [ -n "$ng_err" ]; then
+    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 65536)" "$M" "$ng_k"
+  fi
+}
+
+# ng_tool KEY TOOL ARGS...: like ng_item for an external tool; a missing tool is rc=127.
+ng_tool() {
+  ng_k2=$1; shift
+  if command -v "$1" >/dev/null 2>&1; then ng_item "$ng_k2" ng_to "$@"
+  else ng_item "$ng_k2" ng_missing "$1"; fi
+}
+ng_missing() { echo "$1: command not found" >&2; return 127; }
+# ng_need TOOL KEY FUNC ARGS...: run a shell function that uses TOOL, or record it missing.
+ng_need() {
+  ng_t=$1; ng_k3=$2; shift 2
+  if command -v "$ng_t" >/dev/null 2>&1; then ng_item "$ng_k3" "$@"; else ng_item "$ng_k3" ng_missing "$ng_t"; fi
+}
+ng_cat() { cat "$@"; }
+
+ng_f_sysmodule() {
+  for m in /sys/module/*; do
+    [ -d "$m" ] || continue
+    n=${m##*/}
+    if [ -e "$m/initstate" ]; then printf '%s loadable %s\n' "$n" "$(cat "$m/initstate" 2>/dev/null)"
+    else printf '%s builtin\n' "$n"; fi
+  done
+}
+
+ng_f_kernels() {
+  [ -d /lib/modules ] || { echo "/lib/modules: No such file or directory" >&2; return 2; }
+  for d in /lib/modules/*; do
+    [ -d "$d" ] || continue
+    if [ -e "$d/build" ] || [ -e "$d/kernel" ] || [ -e "$d/modules.dep" ]; then b=yes; else b=no; fi
+    printf '%s build=%s\n' "${d##*/}" "$b"
+  done
+}
+
+ng_f_headers() {  # print each existing file with a '== path' header
+  ng_found=
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    ng_found=1
+    printf '== %s\n' "$f"; cat "$f"; echo
+  done
+  [ -n "$ng_found" ] || return 1
+}
+
+ng_f_modulesload() {
+  set -- /etc/modules-load.d/*.conf /run/modules-load.d/*.conf /usr/local/lib/modules-load.d/*.conf \
+    /usr/lib/modules-load.d/*.conf /lib/modules-load.d/*.conf /etc/modules
+  ng_f_headers "$@"
+}
+
+ng_f_gpuinfo() { ng_f_headers /proc/driver/nvidia/gpus/*/information; }
+
+ng_f_libnvml() {
+  if command -v ldconfig >/dev/null 2>&1; then
+    ldconfig -p 2>/dev/null | grep 'libnvidia-ml\.so\.1 ' | while read -r _ _ _ p; do
+      printf 'ldconfig %s -> %s\n' "$p" "$(readlink -f "$p" 2>/dev/null)"
+    done
+  fi
+  for p in /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 /usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1 \
+           /usr/lib64/libnvidia-ml.so.1 /usr/lib/libnvidia-ml.so.1 /usr/local/nvidia/lib64/libnvidia-ml.so.1; do
+    [ -e "$p" ] && printf 'path %s -> %s\n' "$p" "$(readlink -f "$p" 2>/dev/null)"
+  done
+  return 0
+}
+
+ng_f_persistenced_proc() {
+  ng_n=0
+  for p in /proc/[0-9]*; do
+    c=$(cat "$p/comm" 2>/dev/null) || continue
+    case "$c" in nvidia-persiste*) ;; *) continue ;; esac
+    ng_n=$((ng_n + 1))
+    printf '== pid %s\n' "${p##*/}"
+    grep -E '^(Uid|Gid):' "$p/status" 2>/dev/null
+    printf 'cmdline: %s\n' "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+  done
+  printf 'processes: %s\n' "$ng_n"
+  for d in /run/nvidia-persistenced /var/run/nvidia-persistenced; do
+    if [ -e "$d" ]; then printf 'rundir: %s\n' "$(ls -ldn "$d" 2>&1)"; break; fi
+  done
+  return 0
+}
+
+ng_f_passwd() {
+  [ -n "$NG_USER" ] || { echo "no user configured in spec"; return 0; }
+  if command -v getent >/dev/null 2>&1; then getent passwd "$NG_USER"; return $?; fi
+  grep "^$NG_USER:" /etc/passwd
+}
+
+ng_f_dropins() {
+  ng_f_headers /etc/systemd/system/nvidia-persistenced.service.d/*.conf \
+    /run/systemd/system/nvidia-persistenced.service.d/*.conf \
+    /usr/lib/systemd/system/nvidia-persistenced.service.d/*.conf \
+    /etc/systemd/system/nvidia-persistenced.service \
+    /usr/lib/systemd/system/nvidia-persistenced.service /lib/systemd/system/nvidia-persistenced.service
+}
+
+ng_drvver() {
+  v=$(cat /sys/module/nvidia/version 2>/dev/null)
+  [ -n "$v" ] || v=$(sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version 2>/dev/null | head -n 1)
+  printf '%s' "$v"
+}
+
+ng_f_firmware() {
+  v=$(ng_drvver); kv=$(uname -r)
+  fp=$(cat /sys/module/firmware_class/parameters/path 2>/dev/null)
+  printf 'firmware_class.path: %s\n' "$fp"
+  printf 'driver_version: %s\n' "$v"
+  for d in "$fp" "/lib/firmware/updates/$kv" /lib/firmware/updates "/lib/firmware/$kv" /lib/firmware; do
+    [ -n "$d" ] || continue
+    printf '== %s/nvidia/%s\n' "$d" "$v"
+    if [ -n "$v" ] && [ -d "$d/nvidia/$v" ]; then ls -ln "$d/nvidia/$v" 2>&1; else echo "absent"; fi
+  done
+}
+
+ng_f_pci() {
+  ng_g=0
+  for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
+    cl=$(cat "$d/class" 2>/dev/null)
+    case "$cl" in 0x03*) ;; *) continue ;; esac
+    ng_g=$((ng_g + 1))
+    printf '== %s gpu\n' "${d##*/}"
+    for f in device class current_link_speed current_link_width max_link_speed max_link_width; do
+      [ -r "$d/$f" ] && printf '%s: %s\n' "$f" "$(cat "$d/$f" 2>/dev/null)"
+    done
+    r=$(readlink -f "$d"); p=${r%/*}
+    while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
+      b=${p##*/}
+      if [ -r "$p/current_link_speed" ]; then
+        printf '== %s upstream-of %s\n' "$b" "${d##*/}"
+        for f in current_link_speed current_link_width max_link_speed max_link_width; do
+          [ -r "$p/$f" ] && printf '%s: %s\n' "$f" "$(cat "$p/$f" 2>/dev/null)"
+        done
+      fi
+      p=${p%/*}
+    done
+  done
+  printf 'gpus: %s\n' "$ng_g"
+}
+
+ng_f_ls() { for d in "$@"; do [ -e "$d" ] && ls -1 "$d" 2>&1; done; return 0; }
+
+ng_f_peers() {
+  for f in /sys/kernel/mm/memory_peers/*/version; do
+    [ -r "$f" ] && printf '%s: %s\n' "$f" "$(cat "$f")"
+  done
+  return 0
+}
+
+ng_f_klog() {
+  # NVRM/Xid lines since boot. dmesg may need root (kernel.dmesg_restrict): then the
+  # journal; if both fail the item keeps their error and the check says ERROR.
+  if command -v dmesg >/dev/null 2>&1; then
+    ng_log=$(dmesg 2>&1); ng_lrc=$?
+    if [ $ng_lrc -eq 0 ]; then
+      echo "# source: dmesg"
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      return 0
+    fi
+    printf 'dmesg: %s\n' "$ng_log" | head -n 3 >&2
+  fi
+  if command -v journalctl >/dev/null 2>&1; then
+    ng_log=$(journalctl -k -b --no-pager -o short-iso 2>&1); ng_lrc=$?
+    if [ $ng_lrc -eq 0 ]; then
+      echo "# source: journalctl -k -b"
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      return 0
+    fi
+    printf 'journalctl: %s\n' "$ng_log" | head -n 3 >&2
+  fi
+  return 1
+}
+
+ng_f_clocks() {
+  # Clocks event reasons, sampled: one sample, more only when a failing bit is seen
+  # (a single sample may catch a P-state change; checks.md "Clocks event reasons").
+  q='index,pci.bus_id,pstate,clocks_event_reasons.active'
+  ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null || {
+    q='index,pci.bus_id,pstate,clocks_throttle_reasons.active'
+    ng_to nvidia-smi --query-gpu=$q --format=csv,noheader || return $?
+  }
+  ng_i=1
+  while [ "$ng_i" -lt "$NG_SAMPLES" ]; do
+    ng_hit=
+    ng_s=$(ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null) || break
+    for ng_m in $(printf '%s\n' "$ng_s" | sed -n 's/.*, \(0x[0-9a-fA-F]*\)$/\1/p'); do
+      [ $((ng_m & NG_FAILMASK)) -ne 0 ] 2>/dev/null && ng_hit=1
+    done
+    [ -n "$ng_hit" ] || [ "$ng_i" -gt 1 ] || break
+    sleep 1
+    echo "# sample $((ng_i + 1))"
+    printf '%s\n' "$ng_s"
+    ng_i=$((ng_i + 1))
+  done
+  return 0
+}
+
+ng_item meta.uname_r uname -r
+ng_item meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
+ng_item meta.hostname uname -n
+ng_item meta.id id
+ng_item modules.proc ng_cat /proc/modules
+ng_item modules.sys ng_f_sysmodule
+ng_item modules.nvidia_version ng_cat /sys/module/nvidia/version
+ng_item modules.load_d ng_f_modulesload
+ng_item kernels.installed ng_f_kernels
+ng_item driver.proc_version ng_cat /proc/driver/nvidia/version
+ng_item driver.params ng_cat /proc/driver/nvidia/params
+ng_item driver.gpus_information ng_f_gpuinfo
+ng_item driver.libnvml ng_f_libnvml
+ng_item dev.nvidia ng_f_ls /dev
+ng_item pci.sysfs ng_f_pci
+ng_item ib.devices ng_f_ls /sys/class/infiniband
+ng_item peermem.registration ng_f_peers
+ng_item firmware.gsp ng_f_firmware
+ng_item persistenced.process ng_f_persistenced_proc
+ng_item persistenced.passwd ng_f_passwd
+ng_item persistenced.unit_files ng_f_dropins
+ng_tool modinfo.nvidia modinfo -k "$(uname -r)" nvidia
+ng_tool modinfo.nvidia_peermem modinfo -k "$(uname -r)" nvidia_peermem
+ng_tool modinfo.nv_peer_mem modinfo -k "$(uname -r)" nv_peer_mem
+ng_tool systemd.persistenced_show systemctl show nvidia-persistenced --no-pager \
+  -p LoadState,ActiveState,SubState,UnitFileState,ExecStart,MainPID,FragmentPath,DropInPaths,NRestarts,Result,User
+ng_tool systemd.fabricmanager_show systemctl show nvidia-fabricmanager --no-pager \
+  -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result
+ng_tool fabricmanager.version nv-fabricmanager --version
+ng_tool dkms.status dkms status
+ng_tool smi.version nvidia-smi --version
+ng_tool smi.qx nvidia-smi -q -x
+ng_need nvidia-smi smi.clocks_samples ng_f_clocks
+ng_item kernel.log ng_f_klog
+@@EXTRA@@
+printf '%s DONE\n' "$M"

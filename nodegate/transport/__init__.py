@@ -1,0 +1,325 @@
+"""Transport: run the probe on a node in ONE exec, with deadlines and host-key policy ours.
+
+pytest-testinfra's backends are reused for URL grammar and connection set-up
+(``paramiko://user@host:port?ssh_identity_file=...``, ``ssh://``, ``local://``); testinfra is
+unmaintained since 2025-07 and pinned. Its paramiko backend accepts any host key (WarningPolicy)
+and has no command timeout, so ``SecureParamikoBackend`` replaces the client set-up with
+known_hosts verification and ``exec_stream`` enforces a client-side deadline.
+
+Result of a run: ``ExecResult`` (stdout bytes as streamed so far, stderr, rc or None,
+``timed_out``). Errors before the command runs raise ``TransportError`` with ``kind`` one of
+hostkey-unknown, hostkey-changed, auth, unreachable, refused, dns, timeout, ssh.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+from testinfra.backend import get_backend_class, parse_hostspec
+from testinfra.backend.paramiko import ParamikoBackend
+
+from ..errors import TransportError as _TransportError
+
+#: Total bytes read from one probe run before the rest is discarded (bounded memory).
+STREAM_CAP = 256 * 1024 * 1024
+
+
+class TransportError(_TransportError):
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
+
+
+@dataclass
+class ExecResult:
+    stdout: bytes
+    stderr: bytes
+    rc: int | None
+    timed_out: bool = False
+    connect_s: float = 0.0
+    exec_s: float = 0.0
+    stdout_capped: bool = False
+
+
+@dataclass
+class HostKeyPolicy:
+    """known_hosts verification. ``files``: known_hosts files read (the first one is where
+    accepted keys are recorded). ``accept_new``: accept and record unknown keys (never a
+    changed key)."""
+
+    files: list[Path] = field(default_factory=list)
+    accept_new: bool = False
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    return key.fingerprint  # "SHA256:..." (paramiko >= 3.2)
+
+
+class _RejectOrRecord(paramiko.MissingHostKeyPolicy):
+    def __init__(self, policy: HostKeyPolicy, lock: threading.Lock):
+        self.policy = policy
+        self.lock = lock
+
+    def missing_host_key(self, client, hostname, key):
+        if not self.policy.accept_new:
+            raise TransportError(
+                "hostkey-unknown",
+                f"host key for {hostname} is not in known_hosts ({key.get_name()} {fingerprint(key)}); "
+                "add it or run with --accept-new-host-keys")
+        if self.policy.files:
+            dest = self.policy.files[0]
+            with self.lock:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with open(dest, "a") as fh:
+                    fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
+_KH_LOCK = threading.Lock()
+
+
+class SecureParamikoBackend(ParamikoBackend):
+    """testinfra's ParamikoBackend with host keys verified and connect deadlines enforced."""
+
+    def __init__(self, hostspec: str, *, hostkeys: HostKeyPolicy, connect_timeout: float = 10.0, **kw):
+        super().__init__(hostspec, timeout=max(1, int(connect_timeout)), **kw)
+        self.hostkeys = hostkeys
+        self.connect_timeout = connect_timeout
+
+    @property
+    def client(self) -> paramiko.SSHClient:  # type: ignore[override]
+        c = self.__dict__.get("_ng_client")
+        if c is not None:
+            return c
+        client = paramiko.SSHClient()
+        for f in self.hostkeys.files:
+            if f.is_file():
+                client.load_host_keys(str(f))
+        client.set_missing_host_key_policy(_RejectOrRecord(self.hostkeys, _KH_LOCK))
+        port = int(self.host.port) if self.host.port else 22
+        cfg = dict(hostname=self.host.name, port=port, username=self.host.user,
+                   password=self.host.password, timeout=self.connect_timeout,
+                   banner_timeout=self.connect_timeout, auth_timeout=self.connect_timeout,
+                   channel_timeout=self.connect_timeout, allow_agent=True, look_for_keys=False)
+        if self.ssh_identity_file:
+            cfg["key_filename"] = self.ssh_identity_file
+        try:
+            client.connect(**cfg)
+        except TransportError:
+            client.close()
+            raise
+        except paramiko.BadHostKeyException as e:
+            client.close()
+            raise TransportError(
+                "hostkey-changed",
+                f"host key for {self.host.name} CHANGED: known_hosts has {e.expected_key.get_name()} "
+                f"{fingerprint(e.expected_key)}, node offered {e.key.get_name()} {fingerprint(e.key)}; "
+                "no command was sent") from None
+        except paramiko.AuthenticationException as e:
+            client.close()
+            raise TransportError("auth", f"authentication failed for {self.host.user}@{self.host.name}: {e}") from None
+        except socket.gaierror as e:
+            client.close()
+            raise TransportError("dns", f"cannot resolve {self.host.name}: {e.strerror or e}") from None
+        except ConnectionRefusedError:
+            client.close()
+            raise TransportError("refused", f"connection refused by {self.host.name}:{port}") from None
+        except (socket.timeout, TimeoutError):
+            client.close()
+            raise TransportError("timeout", f"connect to {self.host.name}:{port} timed out after {self.connect_timeout}s") from None
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            client.close()
+            kind = "unreachable" if isinstance(e, OSError) else "ssh"
+            raise TransportError(kind, f"{self.host.name}:{port}: {e}") from None
+        self.__dict__["_ng_client"] = client
+        return client
+
+    def close(self) -> None:
+        c = self.__dict__.pop("_ng_client", None)
+        if c is not None:
+            c.close()
+
+    def exec_stream(self, command: str, stdin: bytes, deadline_s: float, *, marker: str | None = None,
+                    item_timeout_s: float | None = None) -> ExecResult:
+        """Run ``command`` with ``stdin``; stop at ``deadline_s`` (whole exec) or when one probe
+        item (framed with ``marker``) stays open longer than ``item_timeout_s``."""
+        t0 = time.monotonic()
+        client = self.client
+        t1 = time.monotonic()
+        transport = client.get_transport()
+        if transport is None or not transport.is_active():
+            raise TransportError("ssh", "connection closed before exec")
+        try:
+            chan = transport.open_session(timeout=self.connect_timeout)
+            # No agent forwarding, no pty: the probe needs neither.
+            chan.exec_command(command)
+            chan.sendall(stdin)
+            chan.shutdown_write()
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            raise TransportError("ssh", f"exec failed: {e}") from None
+        out, err, capped = bytearray(), bytearray(), False
+        end = t1 + deadline_s
+        timed_out = False
+        chan.settimeout(0.0)
+        mk = marker.encode() + b" " if marker else None
+        open_since: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                left = end - now
+                if left <= 0 or (open_since is not None and item_timeout_s is not None
+                                 and now - open_since > item_timeout_s):
+                    timed_out = True
+                    break
+                r, _, _ = select.select([chan], [], [], min(left, 0.5))
+                got = False
+                while chan.recv_ready():
+                    b = chan.recv(65536)
+                    if not b:
+                        break
+                    got = True
+                    if mk is not None:
+                        i = b.rfind(mk)
+                        if i >= 0:
+                            word = b[i + len(mk):i + len(mk) + 5]
+                            open_since = time.monotonic() if word == b"BEGIN" else None
+                    if len(out) < STREAM_CAP:
+                        out += b
+                    else:
+                        capped = True
+                while chan.recv_stderr_ready():
+                    b = chan.recv_stderr(65536)
+                    if not b:
+                        break
+                    got = True
+                    if len(err) < 1024 * 1024:
+                        err += b
+                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                if chan.closed or (chan.eof_received and not got and not r):
+                    if chan.exit_status_ready():
+                        break
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            err += f"\n[nodegate] connection dropped mid-probe: {e}\n".encode()
+            return ExecResult(bytes(out), bytes(err), None, False, t1 - t0, time.monotonic() - t1, capped)
+        rc = None
+        if not timed_out and chan.exit_status_ready():
+            rc = chan.recv_exit_status()
+        elif not timed_out:
+            err += b"\n[nodegate] connection dropped mid-probe\n"
+        try:
+            chan.close()
+        except Exception:  # noqa: BLE001 - closing a dead channel must never mask the result
+            pass
+        return ExecResult(bytes(out), bytes(err), rc, timed_out, t1 - t0, time.monotonic() - t1, capped)
+
+
+def _popen_stream(argv: list[str], stdin: bytes, deadline_s: float) -> ExecResult:
+    """Run a local process (sh or the OpenSSH client) with a hard deadline: on expiry the
+    whole process group is killed and what was read so far is kept."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    out, err = bytearray(), bytearray()
+    capped = [False]
+
+    def pump(src, dst, cap):
+        for chunk in iter(lambda: src.read1(65536), b""):
+            if len(dst) < cap:
+                dst += chunk
+            else:
+                capped[0] = True
+
+    threads = [threading.Thread(target=pump, args=(p.stdout, out, STREAM_CAP), daemon=True),
+               threading.Thread(target=pump, args=(p.stderr, err, 1024 * 1024), daemon=True)]
+    for t in threads:
+        t.start()
+    try:
+        p.stdin.write(stdin)
+        p.stdin.close()
+    except BrokenPipeError:
+        pass
+    timed_out = False
+    try:
+        p.wait(timeout=deadline_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        try:
+            os.killpg(p.pid, 9)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    for t in threads:
+        t.join(timeout=2)
+    return ExecResult(bytes(out), bytes(err), None if timed_out else p.returncode, timed_out, 0.0,
+                      time.monotonic() - t0, capped[0])
+
+
+class Target:
+    """One node's connection: ``url`` in testinfra's grammar. ``run_probe`` does ONE exec."""
+
+    def __init__(self, url: str, *, hostkeys: HostKeyPolicy | None = None, connect_timeout: float = 10.0,
+                 sudo: bool = False):
+        self.url = url
+        self.hostkeys = hostkeys or HostKeyPolicy()
+        self.connect_timeout = connect_timeout
+        self.sudo = sudo
+        host, kw = parse_hostspec(url)
+        self.host = host
+        self.kw = kw
+        self.connection = kw.get("connection", "paramiko" if host else "local")
+        if self.connection not in ("paramiko", "ssh", "local"):
+            raise ValueError(f"unsupported connection type {self.connection!r} (paramiko, ssh, local)")
+
+    def _command(self) -> str:
+        return "sudo -n sh -s" if self.sudo or self.kw.get("sudo") else "sh -s"
+
+    def run_probe(self, script: str, deadline_s: float, *, marker: str | None = None,
+                  item_timeout_s: float | None = None) -> ExecResult:
+        data = script.encode()
+        if self.connection == "local":
+            cmd = ["sudo", "-n", "sh", "-s"] if self.sudo else ["sh", "-s"]
+            return _popen_stream(cmd, data, deadline_s)
+        if self.connection == "ssh":
+            return self._run_openssh(data, deadline_s)
+        be = SecureParamikoBackend(self.host, hostkeys=self.hostkeys, connect_timeout=self.connect_timeout,
+                                   ssh_identity_file=self.kw.get("ssh_identity_file"))
+        try:
+            return be.exec_stream(self._command(), data, deadline_s, marker=marker, item_timeout_s=item_timeout_s)
+        finally:
+            be.close()
+
+    def _run_openssh(self, data: bytes, deadline_s: float) -> ExecResult:
+        cls = get_backend_class("ssh")
+        be = cls(self.host, ssh_identity_file=self.kw.get("ssh_identity_file"),
+                 timeout=int(self.connect_timeout), controlpersist=0)
+        kh = self.hostkeys.files
+        extra = ["-o", "BatchMode=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
+                 "-o", f"StrictHostKeyChecking={'accept-new' if self.hostkeys.accept_new else 'yes'}",
+                 "-o", f"ConnectTimeout={int(self.connect_timeout)}"]
+        if kh:
+            extra += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in kh)]
+        h = be.host
+        if h.user:
+            extra += ["-l", h.user]
+        if h.port:
+            extra += ["-p", str(h.port)]
+        if be.ssh_identity_file:
+            extra += ["-i", be.ssh_identity_file]
+        r = _popen_stream(["ssh", *extra, h.name, self._command()], data, deadline_s)
+        if r.rc == 255 and not r.stdout:
+            msg = r.stderr.decode(errors="replace").strip()
+            low = msg.lower()
+            kind = ("hostkey-changed" if "changed" in low else "hostkey-unknown" if "host key verification" in low
+                    else "auth" if "permission denied" in low else "refused" if "refused" in low
+                    else "dns" if "resolve" in low else "unreachable")
+            raise TransportError(kind, msg.splitlines()[-1] if msg else "ssh exit 255")
+        return r

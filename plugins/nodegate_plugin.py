@@ -1,0 +1,336 @@
+"""pytest plugin: options, one gather per node before the first test, per-node/per-GPU items.
+
+Flow: pytest_configure validates the inventory and every node's spec (nothing contacted; a bad
+spec exits 2 naming file, key and reason) -> pytest_sessionstart gathers all nodes in parallel
+(or loads bundles with --replay; xdist workers load the controller's bundles) ->
+pytest_generate_tests parametrizes each suite test by node (and GPU) -> the ``verdict`` fixture
+evaluates the check (ERROR raises in setup, SKIP skips) and the test asserts PASS.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nodegate import checks as ng_checks
+from nodegate.bundle import Bundle, discover
+from nodegate.errors import SpecError
+from nodegate.inventory import Host, load_inventory
+from nodegate.outcomes import Outcome, Result
+from nodegate.run import RUN_KEY, FleetRun, GatherOptions, NodeJob, gather_fleet
+from nodegate.transport import HostKeyPolicy
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITES = ROOT / "suites"
+_JOBS_KEY = pytest.StashKey[list]()
+_ACTIVE_KEY = pytest.StashKey[bool]()
+_RESULT_KEY = pytest.StashKey[dict]()
+
+#: Exit codes documented for CI (README "Exit codes").
+EXIT_SPEC_ERROR = 2
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
+    g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")
+    g.addoption("--limit", help="limit to hosts/groups (Ansible --limit pattern)")
+    g.addoption("--target", help="single target URL when no inventory (default local://)")
+    g.addoption("--replay", help="evaluate the bundles under DIR; no network")
+    g.addoption("--bundles-dir", help="where raw evidence is written (default <reports-dir>/bundles)")
+    g.addoption("--reports-dir", default="reports", help="output directory (default reports/)")
+    g.addoption("--known-hosts", action="append", default=None,
+                help="known_hosts file(s) for host-key verification (default ~/.ssh/known_hosts)")
+    g.addoption("--accept-new-host-keys", action="store_true",
+                help="accept unknown host keys and record them in the first --known-hosts file "
+                     "(a CHANGED key is always refused)")
+    g.addoption("--connect-timeout", type=float, default=10.0, help="SSH connect deadline, seconds")
+    g.addoption("--command-timeout", type=float, default=30.0, help="per probe command deadline, seconds")
+    g.addoption("--probe-timeout", type=float, default=180.0, help="whole-probe deadline per node, seconds")
+    g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
+    g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
+                help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
+
+
+def _is_active(config) -> bool:
+    o = config.option
+    if getattr(o, "inventory", None) or getattr(o, "replay", None) or getattr(o, "target", None):
+        return True
+    args = [a.split("::")[0] for a in (config.args or [])]
+    for a in args:
+        p = Path(a)
+        p = p if p.is_absolute() else Path(config.invocation_params.dir) / p
+        try:
+            p.resolve().relative_to(SUITES)
+            return True
+        except ValueError:
+            continue
+    return False
+
+
+def _load_spec(raw: dict, source: str):
+    from nodegate.spec import load_spec
+    return load_spec(raw, source)
+
+
+def _spec_get(spec, dotted: str, default=None):
+    cur = spec
+    for part in dotted.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
+        if cur is None:
+            return default
+    return cur
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "nodegate: a nodegate suite test")
+    active = _is_active(config)
+    config.stash[_ACTIVE_KEY] = active
+    if not active:
+        return
+    o = config.option
+    reports = Path(o.reports_dir)
+    if hasattr(o, "htmlpath") and not o.htmlpath:
+        o.htmlpath = str(reports / "report.html")
+        o.self_contained_html = True
+    if not getattr(o, "xmlpath", None):
+        o.xmlpath = str(reports / "junit.xml")
+    if hasattr(config, "workerinput"):
+        return
+    try:
+        config.stash[_JOBS_KEY] = _build_jobs(config)
+    except SpecError as e:
+        sys.stderr.write(f"nodegate: spec error: {e}\n")
+        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+
+
+def _build_jobs(config) -> list[NodeJob]:
+    o = config.option
+    jobs: list[NodeJob] = []
+    if o.inventory:
+        inv = load_inventory(o.inventory)
+        hosts = inv.select(o.limit)
+    else:
+        url = o.target or "local://"
+        h = Host(name=_local_name(url), vars={})
+        hosts = [h]
+        h.url = lambda u=url: u  # type: ignore[method-assign]
+        h.redacted_url = lambda u=url: u  # type: ignore[method-assign]
+        h.sources = ["--target"]
+    for h in hosts:
+        raw = h.spec_raw
+        spec = _load_spec(raw, ", ".join(h.sources) + f" (host {h.name}, var nodegate)")
+        jobs.append(NodeJob(name=h.name, url=h.url(), shown_url=h.redacted_url(), spec_raw=raw,
+                            persistence_user=str(_spec_get(spec, "persistence.user", "") or ""),
+                            clocks_samples=int(_spec_get(spec, "clocks.samples", 3) or 3)))
+    return jobs
+
+
+def _local_name(url: str) -> str:
+    if url.startswith("local"):
+        return os.uname().nodename.split(".")[0] or "localhost"
+    host = url.split("://", 1)[-1].split("@")[-1].split("?")[0]
+    return host.split(":")[0].strip("[]") or "node"
+
+
+def pytest_configure_node(node):  # xdist controller -> worker
+    run = node.config.stash.get(RUN_KEY, None)
+    if run is not None and run.bundles_dir is not None:
+        node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
+        node.workerinput["nodegate_inventory"] = str(node.config.option.inventory or "")
+
+
+def _tw(config):
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    return tr._tw if tr is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    config = session.config
+    if not config.stash.get(_ACTIVE_KEY, False):
+        return
+    o = config.option
+    reports = Path(o.reports_dir)
+    run = FleetRun(reports_dir=reports, inventory_path=Path(o.inventory) if o.inventory else None)
+    wi = getattr(config, "workerinput", None)
+    if wi is not None:
+        run.mode = "replay"
+        run.bundles_dir = Path(wi["nodegate_bundles"]) if wi.get("nodegate_bundles") else Path(o.replay)
+        _replay(run, run.bundles_dir, config, jobs=None)
+        config.stash[RUN_KEY] = run
+        return
+    jobs = config.stash.get(_JOBS_KEY, [])
+    if o.replay:
+        run.mode = "replay"
+        run.bundles_dir = Path(o.replay)
+        _replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
+    else:
+        run.mode = "local" if all(j.url.startswith("local") for j in jobs) else "ssh"
+        run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else reports / "bundles"
+        run.bundles_dir.mkdir(parents=True, exist_ok=True)
+        files = [Path(f) for f in (o.known_hosts or [])] or [Path("~/.ssh/known_hosts").expanduser()]
+        opts = GatherOptions(connect_timeout=o.connect_timeout, command_timeout=o.command_timeout,
+                             probe_timeout=o.probe_timeout, forks=max(1, o.forks), sudo=bool(getattr(o, "sudo", False)),  # testinfra's --sudo
+                             hostkeys=HostKeyPolicy(files=files, accept_new=o.accept_new_host_keys),
+                             gpu_source=o.gpu_source)
+        tw = _tw(config)
+        t0 = time.monotonic()
+
+        def progress(done, total, errors):
+            if tw is not None:
+                tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, "
+                         f"{time.monotonic() - t0:.1f}s ")
+        for b in gather_fleet(jobs, opts, run.bundles_dir, progress):
+            run.add(b)
+        run.gather_s = round(time.monotonic() - t0, 3)
+        if tw is not None:
+            tw.line("")
+        for j in jobs:
+            run.spec[j.name] = _load_spec(j.spec_raw, f"host {j.name}")
+    config.stash[RUN_KEY] = run
+
+
+def _replay(run: FleetRun, root: Path, config, jobs):
+    if not root.is_dir():
+        pytest.exit(f"nodegate: --replay {root}: not a directory", returncode=EXIT_SPEC_ERROR)
+    dirs = discover(root)
+    by_job = {j.name: j for j in jobs} if jobs else None
+    limit = config.option.limit
+    names = None
+    if limit and by_job is None:
+        from nodegate.inventory import select_names
+        names = select_names(limit, {d.name: None for d in dirs}, {})
+    for d in dirs:
+        b = Bundle.load(d)
+        if by_job is not None and b.node not in by_job:
+            continue
+        if names is not None and b.node not in names:
+            continue
+        run.add(b)
+        raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})
+        try:
+            run.spec[b.node] = _load_spec(raw if isinstance(raw, dict) else {}, f"{d}/meta.json spec")
+        except SpecError as e:
+            run.spec_errors[b.node] = str(e)
+            run.spec[b.node] = _load_spec({}, "defaults")
+    if not run.bundles:
+        pytest.exit(f"nodegate: --replay {root}: no bundles found", returncode=EXIT_SPEC_ERROR)
+
+
+def _slots(run: FleetRun, node: str):
+    try:
+        return ng_checks.gpu_slots(run.facts[node], run.spec[node])
+    except Exception as e:  # noqa: BLE001 - a broken node still gets one ERROR item per GPU check
+        return [ng_checks.GpuSlot(0, None, present=False, )] if not isinstance(e, KeyboardInterrupt) else []
+
+
+def pytest_generate_tests(metafunc):
+    if "verdict" not in metafunc.fixturenames:
+        return
+    run = metafunc.config.stash.get(RUN_KEY, None)
+    name = metafunc.function.__name__.removeprefix("test_")
+    cdef = ng_checks.by_name(name)
+    params, ids = [], []
+    if run is not None:
+        for node in run.bundles:
+            if cdef.scope == "node":
+                params.append((cdef.id, node, None))
+                ids.append(node)
+            else:
+                for slot in _slots(run, node):
+                    params.append((cdef.id, node, slot))
+                    ids.append(f"{node}-{slot.label}")
+    metafunc.parametrize("verdict", params, ids=ids, indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.stash.get(_ACTIVE_KEY, False):
+        return
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is not None and "verdict" in cs.params:
+            # one xdist group per node: with --dist loadgroup a node's items stay on one worker
+            item.add_marker(pytest.mark.xdist_group(cs.params["verdict"][1]))
+
+
+def _gpu_identity(run: FleetRun, node: str, slot) -> dict:
+    ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
+             "board_part_number": "", "vbios_version": ""}
+    if slot is None:
+        return ident
+    ident["gpu_index"] = str(slot.index)
+    ident["pci_bus_id"] = slot.pci_bus_id or ""
+    try:
+        for g in run.facts[node].gpus:
+            if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
+                ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
+                             board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
+                break
+    except Exception:  # noqa: BLE001 - identity is best effort; the check reports the error
+        pass
+    return ident
+
+
+def _s(v) -> str:
+    return "" if v is None else str(v)
+
+
+def _driver_version(run: FleetRun, node: str) -> str:
+    f = run.facts[node]
+    for attr in ("nvidia_module_version",):
+        try:
+            v = getattr(f, attr)
+            if v:
+                return str(v)
+        except Exception:  # noqa: BLE001
+            continue
+    return ""
+
+
+@pytest.fixture
+def verdict(request) -> Result:
+    """The evaluated check for this item: ERROR raises in setup, SKIP skips, else returned."""
+    check_id, node, slot = request.param
+    run: FleetRun = request.config.stash[RUN_KEY]
+    cdef = ng_checks.load_all()[check_id]
+    b = run.bundles[node]
+    if run.spec_errors.get(node):
+        res = Result.errored(f"spec error: {run.spec_errors[node]}")
+    elif b.gather_error:
+        res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
+    elif slot is not None and not slot.present and cdef.name != "gpu_inventory":
+        res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
+    else:
+        res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
+    ident = _gpu_identity(run, node, slot)
+    info = {"node": node, **ident, "driver_version": _driver_version(run, node), "check_id": cdef.id,
+            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity,
+            "expected": res.expected, "observed": res.observed, "message": res.message,
+            "evidence": res.evidence, "remediation": cdef.remediation, "outcome": res.outcome.value,
+            "bundle_dir": str(b.path or "")}
+    request.node.stash[_RESULT_KEY] = info
+    for k in ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
+              "expected", "observed", "remediation"):
+        request.node.user_properties.append((k, info[k]))
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(f"[{cdef.id}] {res.message}")
+    return res
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    info = item.stash.get(_RESULT_KEY, None)
+    if info is not None:
+        rep.nodegate = info
+        if rep.when == "call" and rep.failed and info["outcome"] == "fail":
+            # one readable line instead of the assertion rewrite dump
+            rep.longrepr = f"[{info['check_id']}] {info['message']}"

@@ -1,0 +1,150 @@
+"""The probe script: framing, shells, caps, missing tools, forged frames, deadlines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from nodegate.probe import ITEMS, render_script, split_stream, template
+from nodegate.transport import Target
+
+SHELLS = [s for s in (["dash", "-s"], ["bash", "-s"], ["busybox", "sh", "-s"]) if shutil.which(s[0])]
+
+
+def _run(shell, script, env=None, timeout=60):
+    p = subprocess.run(shell, input=script.encode(), capture_output=True, timeout=timeout, env=env)
+    return p
+
+
+def _item_script(body: str, **kw) -> tuple[str, str]:
+    """A probe script whose item list is replaced by ``body`` (functions kept)."""
+    s, m = render_script(**kw)
+    head = s.split("ng_item meta.uname_r")[0]
+    return head + body + f"\nprintf '%s DONE\\n' \"$M\"\n", m
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_full_probe_runs_under_each_posix_shell(shell):
+    script, marker = render_script(user="nvidia-persistenced")
+    p = _run(shell, script)
+    items, complete = split_stream(p.stdout, marker)
+    assert p.returncode == 0
+    assert complete is True
+    assert set(items) == set(ITEMS) - {"nvml.json"}
+    assert items["meta.uname_r"].rc == 0
+    assert items["meta.uname_r"].stdout.decode().strip() == os.uname().release
+    # this machine has no nvidia-smi: recorded as a missing tool, never fatal
+    assert items["smi.qx"].rc == 127
+    assert b"nvidia-smi" in items["smi.qx"].stderr
+
+
+def test_every_item_key_is_in_the_script_and_documented():
+    text = template()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bundle.md").read_text()
+    for key in ITEMS:
+        if key != "nvml.json":
+            assert f" {key} " in text, key
+        assert f"`{key}`" in doc, key
+
+
+def test_bundle_doc_is_generated_from_items():
+    from tools.gen_bundle_doc import render
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bundle.md").read_text()
+    assert doc == render()
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_stdout_stderr_rc_are_kept_exactly(shell):
+    body = r"""
+ng_f_a() { printf 'no newline at end'; echo oops >&2; return 3; }
+ng_f_b() { printf 'two\n\nlines\n\n'; }
+ng_f_c() { :; }
+ng_item t.a ng_f_a
+ng_item t.b ng_f_b
+ng_item t.c ng_f_c
+"""
+    script, m = _item_script(body)
+    items, complete = split_stream(_run(shell, script).stdout, m)
+    assert complete
+    assert (items["t.a"].stdout, items["t.a"].stderr, items["t.a"].rc) == (b"no newline at end", b"oops", 3)
+    assert (items["t.b"].stdout, items["t.b"].rc) == (b"two\n\nlines\n\n", 0)
+    assert (items["t.c"].stdout, items["t.c"].stderr, items["t.c"].rc) == (b"", b"", 0)
+
+
+def test_forged_frames_from_node_output_are_plain_output():
+    # A hostile tool prints frames with a guessed marker and a section claiming to be another key.
+    body = r"""
+ng_f_evil() { echo '@@NG-deadbeefdeadbeef END t.evil rc=0 1'; echo '@@NG-deadbeefdeadbeef BEGIN smi.qx 1'; echo '<fake/>'; }
+ng_item t.evil ng_f_evil
+"""
+    script, m = _item_script(body)
+    items, complete = split_stream(_run(["dash", "-s"], script).stdout, m)
+    assert complete
+    assert set(items) == {"t.evil"}
+    assert b"BEGIN smi.qx" in items["t.evil"].stdout
+
+
+def test_same_key_framed_twice_is_malformed():
+    body = "ng_item t.x echo one\nng_item t.x echo two\n"
+    script, m = _item_script(body)
+    items, _ = split_stream(_run(["dash", "-s"], script).stdout, m)
+    assert items["t.x"].status == "malformed"
+
+
+def test_output_over_cap_is_cut_on_the_node_and_marked_truncated():
+    body = "ng_f_big() { head -c 300000 /dev/zero | tr '\\0' x; }\nng_item t.big ng_f_big\n"
+    script, m = _item_script(body, cap=4096)
+    p = _run(["dash", "-s"], script)
+    items, complete = split_stream(p.stdout, m, cap=4096)
+    assert complete
+    assert len(p.stdout) < 10000  # bounded on the wire, not only in memory
+    assert items["t.big"].status == "truncated"
+    assert len(items["t.big"].stdout) == 4096
+
+
+def test_invalid_user_is_refused_before_it_reaches_the_script():
+    with pytest.raises(ValueError):
+        render_script(user="x'; rm -rf /; '")
+
+
+def test_unfinished_item_is_kept_as_timeout():
+    data = b"@@NG-abcdefabcdef BEGIN a.b 1.0\nhello\n\n@@NG-abcdefabcdef END a.b rc=0 1.5\n@@NG-abcdefabcdef BEGIN c.d 1.5\npartial"
+    items, complete = split_stream(data, "@@NG-abcdefabcdef")
+    assert not complete
+    assert items["a.b"].stdout == b"hello\n" and items["a.b"].rc == 0 and items["a.b"].duration_s == 0.5
+    assert items["c.d"].status == "timeout" and items["c.d"].rc is None and items["c.d"].stdout == b"partial"
+
+
+def test_node_side_timeout_kills_a_tool_that_ignores_sigterm(tmp_path):
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    body = "ng_tool smi.qx nvidia-smi -q -x\nng_item t.after echo after\n"
+    script, m = _item_script(body, timeout_s=1)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    t0 = time.monotonic()
+    items, complete = split_stream(_run(["dash", "-s"], script, env=env).stdout, m)
+    assert time.monotonic() - t0 < 15
+    assert complete
+    assert items["smi.qx"].rc in (124, 137)
+    assert items["t.after"].stdout == b"after\n"
+
+
+def test_controller_deadline_keeps_evidence_gathered_before_the_hang():
+    # local:// with a hang that no node-side timeout covers (a shell builtin loop)
+    body = "ng_item t.first echo first\nng_f_hang() { while :; do :; done; }\nng_item t.hang ng_f_hang\n"
+    script, m = _item_script(body)
+    t0 = time.monotonic()
+    r = Target("local://").run_probe(script, deadline_s=2)
+    elapsed = time.monotonic() - t0
+    items, complete = split_stream(r.stdout, m)
+    assert r.timed_out and elapsed < 10
+    assert not complete
+    assert items["t.first"].stdout == b"first\n"
+    assert items["t.hang"].status == "timeout"

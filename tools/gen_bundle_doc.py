@@ -1,0 +1,69 @@
+"""Generate docs/bundle.md from nodegate.probe.ITEMS (a test keeps them in step)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nodegate.probe import DEFAULT_ITEM_CAP, ITEMS  # noqa: E402
+
+HEAD = """# Bundle format
+
+A bundle is the raw evidence of one node, gathered by ONE exec of the probe
+(`nodegate/probe/probe.sh`, POSIX sh: dash, bash, busybox ash; read-only; no root needed,
+`--sudo` optional). Bundles are what checks evaluate: `pytest --replay DIR` evaluates every bundle
+under DIR with no network, and a person can build one by hand from command outputs.
+
+## Layout
+
+```
+<bundles>/<node>/meta.json      node, target (password redacted), probe_version, started_at, finished_at,
+                                gather_s, connect_s, exec_s, complete, status, error, cut_at, spec, items{}
+<bundles>/<node>/<key>.out      stdout of the item, byte-exact (capped at CAP_MIB MiB per item)
+<bundles>/<node>/<key>.err      stderr of the item (only when not empty)
+<bundles>/<node>/<key>.rc       exit code, or `timeout` when the controller's deadline cut the item
+```
+
+- `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
+  (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
+  `probe-failed`) and `error` carries the message; every check of that node is ERROR with it.
+- `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when no inventory is given.
+- A hand-built bundle needs only `<key>.out` files (rc defaults to 0). Any item may be missing: the
+  checks that need it report ERROR "evidence not collected: KEY"; nothing passes on missing evidence.
+- Exit code 127 means the tool is missing on the node (ERROR "tool missing"), 124 a node-side timeout.
+- Items larger than the cap are marked truncated and are not evaluated (ERROR).
+
+## Evidence keys
+
+| key | command on the node | what it is |
+|---|---|---|
+"""
+
+TAIL = """
+## Building a bundle by hand
+
+```sh
+mkdir -p mybundles/node07 && cd mybundles/node07
+uname -r > meta.uname_r.out
+cat /proc/modules > modules.proc.out
+nvidia-smi -q -x > smi.qx.out; echo $? > smi.qx.rc
+dkms status > dkms.status.out 2> dkms.status.err; echo $? > dkms.status.rc
+# ... any other key from the table above, in the format the table describes
+cd ../.. && pytest --replay mybundles
+```
+"""
+
+
+def render() -> str:
+    rows = []
+    for key, (cmd, what) in ITEMS.items():
+        cmd = cmd.replace("|", "\\|")
+        rows.append(f"| `{key}` | `{cmd}` | {what} |")
+    return HEAD.replace("CAP_MIB", str(DEFAULT_ITEM_CAP // (1024 * 1024))) + "\n".join(rows) + "\n" + TAIL
+
+
+if __name__ == "__main__":
+    (ROOT / "docs" / "bundle.md").write_text(render())
