@@ -39,6 +39,11 @@ class Result:
     evidence_keys: tuple[str, ...] = ()
     details: dict = field(default_factory=dict)
 
+    @property
+    def ok(self) -> bool:
+        """True when the outcome is PASS (what a suite asserts)."""
+        return self.outcome is Outcome.PASS
+
     @classmethod
     def passed(cls, expected: str = "", observed: str = "", message: str = "", **kw) -> "Result":
         return cls(Outcome.PASS, expected, observed, message, **kw)

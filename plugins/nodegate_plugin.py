@@ -137,11 +137,12 @@ def _local_name(url: str) -> str:
     return host.split(":")[0].strip("[]") or "node"
 
 
-def pytest_configure_node(node):  # xdist controller -> worker
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # xdist controller -> worker (hook exists only with pytest-xdist)
     run = node.config.stash.get(RUN_KEY, None)
     if run is not None and run.bundles_dir is not None:
         node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
-        node.workerinput["nodegate_inventory"] = str(node.config.option.inventory or "")
+        node.workerinput["nodegate_nodes"] = list(run.bundles)
 
 
 def _tw(config):
@@ -161,7 +162,7 @@ def pytest_sessionstart(session):
     if wi is not None:
         run.mode = "replay"
         run.bundles_dir = Path(wi["nodegate_bundles"]) if wi.get("nodegate_bundles") else Path(o.replay)
-        _replay(run, run.bundles_dir, config, jobs=None)
+        _replay(run, run.bundles_dir, config, jobs=None, only=wi.get("nodegate_nodes"))
         config.stash[RUN_KEY] = run
         return
     jobs = config.stash.get(_JOBS_KEY, [])
@@ -195,7 +196,7 @@ def pytest_sessionstart(session):
     config.stash[RUN_KEY] = run
 
 
-def _replay(run: FleetRun, root: Path, config, jobs):
+def _replay(run: FleetRun, root: Path, config, jobs, only=None):
     if not root.is_dir():
         pytest.exit(f"nodegate: --replay {root}: not a directory", returncode=EXIT_SPEC_ERROR)
     dirs = discover(root)
@@ -210,6 +211,8 @@ def _replay(run: FleetRun, root: Path, config, jobs):
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:
+            continue
+        if only is not None and b.node not in only:
             continue
         run.add(b)
         raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})

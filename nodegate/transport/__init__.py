@@ -276,8 +276,8 @@ class Target:
         self.host = host
         self.kw = kw
         self.connection = kw.get("connection", "paramiko" if host else "local")
-        if self.connection not in ("paramiko", "ssh", "local"):
-            raise ValueError(f"unsupported connection type {self.connection!r} (paramiko, ssh, local)")
+        if self.connection not in ("paramiko", "ssh", "local", "chroot"):
+            raise ValueError(f"unsupported connection type {self.connection!r} (paramiko, ssh, local, chroot)")
 
     def _command(self) -> str:
         return "sudo -n sh -s" if self.sudo or self.kw.get("sudo") else "sh -s"
@@ -288,6 +288,10 @@ class Target:
         if self.connection == "local":
             cmd = ["sudo", "-n", "sh", "-s"] if self.sudo else ["sh", "-s"]
             return _popen_stream(cmd, data, deadline_s)
+        if self.connection == "chroot":  # testinfra's chroot:///path: a host root seen from a container
+            import urllib.parse
+            root = urllib.parse.urlparse(self.url).path or "/"
+            return _popen_stream(["chroot", root, "sh", "-s"], data, deadline_s)
         if self.connection == "ssh":
             return self._run_openssh(data, deadline_s)
         be = SecureParamikoBackend(self.host, hostkeys=self.hostkeys, connect_timeout=self.connect_timeout,
