@@ -5,18 +5,27 @@ result and raises ``EvidenceError(key, reason)`` when the evidence is missing, f
 missing, timeout, non-zero exit where that means no data), truncated or unparsable. Checks
 let that exception propagate; the check framework turns it into outcome ERROR.
 
+Exit codes that mean "no data" rather than failure are decided per key (see each docstring):
+e.g. ``cat`` of an absent file (rc 1) = the file does not exist, ``modinfo`` rc 1 "not found"
+= module not on disk, ``getent`` rc 2 = user unknown, the probe's '== <file>' listings rc 1 =
+no file matched. ``systemctl show`` of a missing unit is rc 0 with ``LoadState=not-found``.
+Everything else non-zero (127 tool missing, 124 timeout, permission denied) is EvidenceError.
+
 Imports point one way: parsers never import this module.
 """
 
 from __future__ import annotations
 
+import importlib
 from functools import cached_property
 
-from .bundle import Bundle
-from .errors import EvidenceError, ParseError
+from .bundle import Bundle, Evidence
+from .errors import EvidenceError, NodegateError, ParseError
 from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, LibNvml,
                     ModinfoFacts, ModuleState, PasswdEntry, PersistencedFacts, SmiError,
-                    SmiVersion, SysfsLink, SystemdUnit, UnitFile)
+                    SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
+from .parsers import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
+                      proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
 
 
 class NodeFacts:
@@ -29,27 +38,325 @@ class NodeFacts:
     persistenced_unit_files, persistenced, persistenced_user, firmware, pci_links,
     ib_devices, peermem_registered, kernel_events, kernel_log_source, fabricmanager_version,
     fabricmanager_unit, clocks_samples.
+    Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
+    peermem_clients.
     """
 
     def __init__(self, bundle: Bundle):
         self.bundle = bundle
         self.node = bundle.node
 
+    # ------------------------------------------------------------------ helpers
     def _parse(self, key: str, parser, text: str):
         try:
             return parser(text)
         except ParseError as e:
             raise EvidenceError(key, f"output unparsable: {e}") from None
 
-    # Implementations are filled in by the parser layer (see nodegate/parsers/*).
+    def _item(self, key: str, ok_rcs: tuple[int, ...] = (0,)) -> Evidence:
+        """The evidence item when usable (status ok, rc in ok_rcs), else EvidenceError."""
+        ev = self.bundle.get(key)
+        prob = ev.problem(ok_rcs)
+        if prob:
+            raise EvidenceError(key, prob)
+        return ev
+
+    def _text(self, key: str) -> str:
+        return self.bundle.text(key)
+
+    # ------------------------------------------------------------------ identity
     @cached_property
     def kernel_release(self) -> str:
         """``meta.uname_r``: the booted kernel release, stripped."""
-        raise NotImplementedError
+        t = self._text("meta.uname_r").strip()
+        if not t:
+            raise EvidenceError("meta.uname_r", "empty output")
+        return t
+
+    @cached_property
+    def boot_id(self) -> str:
+        """``meta.boot_id``: /proc/sys/kernel/random/boot_id, stripped."""
+        t = self._text("meta.boot_id").strip()
+        if not t:
+            raise EvidenceError("meta.boot_id", "empty output")
+        return t
+
+    @cached_property
+    def hostname(self) -> str:
+        """``meta.hostname``: ``uname -n``, stripped."""
+        return self._text("meta.hostname").strip()
+
+    @cached_property
+    def probe_user(self) -> str:
+        """``meta.id``: ``id`` output of the probe's user (e.g. ``uid=0(root) gid=0(root) ...``)."""
+        return self._text("meta.id").strip()
+
+    # ------------------------------------------------------------------ kernel modules
+    @cached_property
+    def modules(self) -> ModuleState:
+        """``modules.proc`` (/proc/modules, order = load order, most recent first) and
+        ``modules.sys`` (built-in = in /sys/module without initstate). Both required."""
+        proc = self._parse("modules.proc", modules.parse_proc_modules, self._text("modules.proc"))
+        builtin, loadable = self._parse("modules.sys", modules.parse_sys_modules, self._text("modules.sys"))
+        return ModuleState(loaded=proc, builtin=builtin, sys_loadable=loadable)
+
+    @cached_property
+    def nvidia_module_version(self) -> str | None:
+        """``modules.nvidia_version`` (/sys/module/nvidia/version). None when the file does not
+        exist (cat rc 1: module not loaded, or built without a version attribute)."""
+        ev = self._item("modules.nvidia_version", (0, 1))
+        return ev.text.strip() or None if ev.rc == 0 else None
+
+    def _modinfo(self, key: str) -> ModinfoFacts | None:
+        ev = self.bundle.get(key)
+        if ev.rc == 1 and "not found" in (ev.err_text + ev.text).lower():
+            return None   # modinfo: ERROR: Module X not found.
+        ev = self._item(key)
+        return self._parse(key, modinfo.parse_modinfo, ev.text)
+
+    @cached_property
+    def modinfo_nvidia(self) -> ModinfoFacts | None:
+        """``modinfo.nvidia`` (modinfo -k <kver> nvidia). None when the module is not on disk
+        for the booted kernel (rc 1 "not found"); EvidenceError when modinfo is missing."""
+        return self._modinfo("modinfo.nvidia")
+
+    @cached_property
+    def modinfo_peermem(self) -> ModinfoFacts | None:
+        """``modinfo.nvidia_peermem``; None when not on disk."""
+        return self._modinfo("modinfo.nvidia_peermem")
+
+    @cached_property
+    def modinfo_nv_peer_mem(self) -> ModinfoFacts | None:
+        """``modinfo.nv_peer_mem`` (legacy Mellanox module); None when not on disk."""
+        return self._modinfo("modinfo.nv_peer_mem")
+
+    @cached_property
+    def installed_kernels(self) -> dict[str, bool]:
+        """``kernels.installed``: {kver: has build/modules}. ``{}`` when /lib/modules does not
+        exist (probe rc 2 with 'No such file or directory')."""
+        ev = self.bundle.get("kernels.installed")
+        if ev.rc == 2 and "no such file" in ev.err_text.lower():
+            return {}
+        return self._parse("kernels.installed", sysfs_lists.parse_kernels_installed,
+                           self._text("kernels.installed"))
+
+    @cached_property
+    def modules_load_d(self) -> dict[str, list[str]]:
+        """``modules.load_d``: {file: [module, ...]}; rc 1 = no file exists -> {}."""
+        ev = self._item("modules.load_d", (0, 1))
+        return {} if ev.rc == 1 else self._parse("modules.load_d", sysfs_lists.parse_modules_load_d, ev.text)
+
+    @cached_property
+    def dkms(self) -> DkmsStatus:
+        """``dkms.status``. ``Error! ...`` output (stdout or stderr, any exit code) is kept in
+        ``errors`` (a broken DKMS tree, checks.md "DKMS"); tool missing -> EvidenceError."""
+        ev = self.bundle.get("dkms.status")
+        if ev.status == "ok" and ev.rc not in (0, 127, 124) and "Error!" in (ev.text + ev.err_text):
+            return self._parse("dkms.status", dkms.parse_dkms_status, ev.text + "\n" + ev.err_text)
+        return self._parse("dkms.status", dkms.parse_dkms_status, self._text("dkms.status"))
+
+    # ------------------------------------------------------------------ driver stack
+    @cached_property
+    def driver_banner(self) -> DriverBanner | None:
+        """``driver.proc_version`` (/proc/driver/nvidia/version): flavor and version of the
+        loaded module. None when the file does not exist (rc 1: nvidia not loaded)."""
+        ev = self._item("driver.proc_version", (0, 1))
+        if ev.rc == 1:
+            return None
+        return self._parse("driver.proc_version", proc_version.parse_proc_version, ev.text)
+
+    @cached_property
+    def driver_gpus(self) -> list[dict[str, str]]:
+        """``driver.gpus_information``: one dict per GPU the module bound ('Model', 'Bus
+        Location' normalised, 'GPU Firmware', 'Device Minor'); rc 1 = none -> []."""
+        ev = self._item("driver.gpus_information", (0, 1))
+        return [] if ev.rc == 1 else self._parse("driver.gpus_information",
+                                                 sysfs_lists.parse_gpus_information, ev.text)
+
+    @cached_property
+    def libnvml(self) -> LibNvml:
+        """``driver.libnvml``: resolved libnvidia-ml.so.1 and its version (all None = not found)."""
+        return self._parse("driver.libnvml", libnvml.parse_libnvml, self._text("driver.libnvml"))
+
+    @cached_property
+    def smi_version(self) -> SmiVersion:
+        """``smi.version`` (nvidia-smi --version). EvidenceError naming nvidia-smi's error when
+        it printed one instead."""
+        ev = self.bundle.get("smi.version")
+        if ev.status == "ok" and ev.rc not in (0, 124, 127):
+            err = smi_error.parse_smi_error(ev.text + "\n" + ev.err_text)
+            if err:
+                raise EvidenceError("smi.version", f"nvidia-smi failed: {err.message}")
+        return self._parse("smi.version", smi_version.parse_smi_version, self._text("smi.version"))
+
+    @cached_property
+    def smi_error(self) -> SmiError | None:
+        """The error nvidia-smi printed for ``smi.qx`` (driver/library mismatch, no driver, no
+        devices, device handle), or None when it reported normally. EvidenceError when
+        nvidia-smi is missing or timed out."""
+        ev = self.bundle.get("smi.qx")
+        prob = ev.problem(tuple(range(256)))  # 124/127/timeout are reported before ok_rcs
+        if prob:
+            raise EvidenceError("smi.qx", prob)
+        if ev.rc == 0 and ev.text.lstrip().startswith("<"):
+            return None
+        err = smi_error.parse_smi_error(ev.text + "\n" + ev.err_text)
+        if err is None and ev.rc != 0:
+            first = (ev.err_text.strip() or ev.text.strip()).splitlines()[:1]
+            err = SmiError("other", first[0][:300] if first else f"exit code {ev.rc}")
+        return err
+
+    @cached_property
+    def smi_report(self) -> SmiReport:
+        """``smi.qx`` parsed (nvidia-smi -q -x). EvidenceError naming ``smi_error`` when
+        nvidia-smi failed."""
+        err = self.smi_error
+        if err is not None:
+            raise EvidenceError("smi.qx", f"nvidia-smi failed ({err.kind}): {err.message}")
+        return self._parse("smi.qx", smi_xml.parse_smi_xml, self._text("smi.qx"))
+
+    @cached_property
+    def smi_driver_version(self) -> str | None:
+        """``smi.qx`` top-level ``driver_version``."""
+        return self.smi_report.driver_version
+
+    @cached_property
+    def _gpus_and_source(self) -> tuple[list[GpuFacts], str]:
+        nv = self._gpus_from_nvml()
+        if nv is not None:
+            return nv, "nvml"
+        return self.smi_report.gpus, "smi_xml"
+
+    def _gpus_from_nvml(self) -> list[GpuFacts] | None:
+        """``nvml.json`` through nodegate.nvml.mapping.gpus_from_nvml_json when both exist
+        and the item is usable; None otherwise (then smi.qx is the source)."""
+        if not self.bundle.has("nvml.json"):
+            return None
+        ev = self.bundle.get("nvml.json")
+        if ev.problem() or not ev.text.strip():
+            return None
+        try:
+            mapping = importlib.import_module("nodegate.nvml.mapping")
+            conv = getattr(mapping, "gpus_from_nvml_json")
+        except (ImportError, AttributeError):
+            return None
+        try:
+            gpus = conv(ev.text)
+        except (NodegateError, ValueError, KeyError, TypeError):
+            return None  # NVML unavailable or malformed: smi.qx is the source
+        return list(gpus) if gpus else None
 
     @cached_property
     def gpus(self) -> list[GpuFacts]:
         """GPU facts, in index order. Source order: ``nvml.json`` when usable, else
         ``smi.qx``. Raises EvidenceError naming the driver-stack error (``smi_error``) when
         nvidia-smi could not report (mismatch, no driver)."""
-        raise NotImplementedError
+        return self._gpus_and_source[0]
+
+    @cached_property
+    def gpu_source(self) -> str:
+        """``nvml`` or ``smi_xml``: where ``gpus`` came from."""
+        return self._gpus_and_source[1]
+
+    @cached_property
+    def clocks_samples(self) -> list[dict[int, GpuFacts]]:
+        """``smi.clocks_samples``: one {GPU index: GpuFacts(pstate, pci_bus_id,
+        clocks_event_reasons_mask, clocks_event_reasons)} per sample, first sample first."""
+        ev = self.bundle.get("smi.clocks_samples")
+        if ev.status == "ok" and ev.rc not in (0, 124, 127):
+            err = smi_error.parse_smi_error(ev.text + "\n" + ev.err_text)
+            if err:
+                raise EvidenceError("smi.clocks_samples", f"nvidia-smi failed ({err.kind}): {err.message}")
+        return self._parse("smi.clocks_samples", smi_csv.parse_clocks_samples, self._text("smi.clocks_samples"))
+
+    # ------------------------------------------------------------------ persistence daemon
+    @cached_property
+    def persistenced_unit(self) -> SystemdUnit:
+        """``systemd.persistenced_show`` (systemctl show). A missing unit is a SystemdUnit with
+        load_state ``not-found``; systemctl missing -> EvidenceError."""
+        return self._parse("systemd.persistenced_show", systemd.parse_systemctl_show,
+                           self._text("systemd.persistenced_show"))
+
+    @cached_property
+    def persistenced_unit_files(self) -> list[UnitFile]:
+        """``persistenced.unit_files``: unit file and drop-ins in the probe's order; rc 1 = no
+        file found -> []."""
+        ev = self._item("persistenced.unit_files", (0, 1))
+        return [] if ev.rc == 1 else self._parse("persistenced.unit_files", systemd.parse_unit_files, ev.text)
+
+    @cached_property
+    def persistenced(self) -> PersistencedFacts:
+        """``persistenced.process``: running daemons (pid, effective uid, argv) and the owner
+        of /run/nvidia-persistenced."""
+        return self._parse("persistenced.process", persistenced.parse_persistenced_process,
+                           self._text("persistenced.process"))
+
+    @cached_property
+    def persistenced_user(self) -> PasswdEntry | None:
+        """``persistenced.passwd`` (getent passwd <spec user>). None when no user is configured
+        or the user does not exist (getent rc 2, grep rc 1)."""
+        ev = self._item("persistenced.passwd", (0, 1, 2))
+        if ev.rc != 0 or ev.text.strip() == "no user configured in spec":
+            return None
+        entries = self._parse("persistenced.passwd", persistenced.parse_passwd, ev.text)
+        return entries[0] if entries else None
+
+    # ------------------------------------------------------------------ firmware, PCIe, IB
+    @cached_property
+    def firmware(self) -> FirmwareFacts:
+        """``firmware.gsp``: firmware_class.path and the GSP files per search directory."""
+        return self._parse("firmware.gsp", firmware.parse_firmware_gsp, self._text("firmware.gsp"))
+
+    @cached_property
+    def pci_links(self) -> list[SysfsLink]:
+        """``pci.sysfs``: link speed/width of each NVIDIA display-class function ("gpu") and
+        of its upstream ports ("upstream", ``upstream_of`` = the GPU bdf)."""
+        return self._parse("pci.sysfs", pci.parse_pci_sysfs, self._text("pci.sysfs"))
+
+    @cached_property
+    def ib_devices(self) -> list[str]:
+        """``ib.devices``: names under /sys/class/infiniband ([] when none)."""
+        return self._parse("ib.devices", sysfs_lists.parse_name_list, self._text("ib.devices"))
+
+    @cached_property
+    def dev_nodes(self) -> list[str]:
+        """``dev.nvidia``: names in /dev."""
+        return self._parse("dev.nvidia", sysfs_lists.parse_name_list, self._text("dev.nvidia"))
+
+    @cached_property
+    def peermem_clients(self) -> dict[str, str]:
+        """``peermem.registration``: {peer-memory client: version} under /sys/kernel/mm/memory_peers."""
+        return self._parse("peermem.registration", sysfs_lists.parse_peermem_registration,
+                           self._text("peermem.registration"))
+
+    @cached_property
+    def peermem_registered(self) -> bool:
+        """True when nvidia_peermem registered with ib_core: /sys/kernel/mm/memory_peers/nv_mem/version
+        exists (checks.md "Kernel modules")."""
+        return "nv_mem" in self.peermem_clients
+
+    # ------------------------------------------------------------------ kernel log
+    @cached_property
+    def kernel_events(self) -> list[KernelEvent]:
+        """``kernel.log``: NVRM/Xid records since boot. EvidenceError (with the dmesg/journal
+        error, e.g. permission) when neither could be read."""
+        return self._parse("kernel.log", kernel_log.parse_kernel_log, self._text("kernel.log"))
+
+    @cached_property
+    def kernel_log_source(self) -> str | None:
+        """``kernel.log`` header: ``dmesg`` or ``journalctl -k -b``."""
+        return kernel_log.kernel_log_source(self._text("kernel.log"))
+
+    # ------------------------------------------------------------------ fabric manager
+    @cached_property
+    def fabricmanager_version(self) -> str | None:
+        """``fabricmanager.version`` (nv-fabricmanager --version). EvidenceError when the tool
+        is missing (rc 127): the check decides whether fabric manager applies."""
+        return self._parse("fabricmanager.version", sysfs_lists.parse_fabricmanager_version,
+                           self._text("fabricmanager.version"))
+
+    @cached_property
+    def fabricmanager_unit(self) -> SystemdUnit:
+        """``systemd.fabricmanager_show`` (systemctl show nvidia-fabricmanager)."""
+        return self._parse("systemd.fabricmanager_show", systemd.parse_systemctl_show,
+                           self._text("systemd.fabricmanager_show"))

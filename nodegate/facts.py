@@ -340,13 +340,14 @@ class PasswdEntry:
 @dataclass
 class FirmwareFacts:
     """GSP firmware search result. ``dirs`` maps each searched ``<dir>/nvidia/<ver>`` to the
-    files found there (name -> size in bytes), or None when the directory is absent."""
+    files found there (name -> size in bytes; None when the listing gave no size), or None
+    when the directory is absent."""
 
     search_path: str | None = None        # firmware_class.path ("" when unset)
     driver_version: str | None = None
-    dirs: dict[str, dict[str, int] | None] = field(default_factory=dict)
+    dirs: dict[str, dict[str, int | None] | None] = field(default_factory=dict)
 
-    def find(self, name: str) -> tuple[str, int] | None:
+    def find(self, name: str) -> tuple[str, int | None] | None:
         """First (dir, size) holding ``name`` in kernel search order, or None."""
         for d, files in self.dirs.items():
             if files and name in files:

@@ -51,24 +51,26 @@ class NodeJob:
     clocks_samples: int = 3
 
 
-def _extra_probe_items(opts: GatherOptions) -> str:
+def _extra_probe_items(opts: GatherOptions, url: str) -> str:
+    """The NVML item (python3 + pynvml on the node, in the same exec) unless --gpu-source smi.
+    For local:// the controller's own interpreter is used: it is the one with nvidia-ml-py."""
     if opts.gpu_source == "smi":
         return ""
-    try:
-        from .nvml import probe_shell_snippet
-    except ImportError:
-        return ""
+    from .nvml import probe_shell_snippet
+    if url.startswith("local"):
+        import sys
+        return probe_shell_snippet(sys.executable)
     return probe_shell_snippet()
 
 
 def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
     """Run the probe on one node and return its Bundle (never raises for node problems)."""
-    meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(),
+    meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(), "gpu_source": opts.gpu_source,
                   "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "status": "ok"}
     t0 = time.monotonic()
     try:
         script, marker = probe.render_script(user=job.persistence_user, samples=job.clocks_samples,
-                                             timeout_s=int(opts.command_timeout), extra=_extra_probe_items(opts))
+                                             timeout_s=int(opts.command_timeout), extra=_extra_probe_items(opts, job.url))
         target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
         r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10)
     except TransportError as e:

@@ -46,8 +46,9 @@ class CheckDef:
 
 REGISTRY: dict[str, CheckDef] = {}
 
-# Modules holding check declarations; imported by load_all().
-CHECK_MODULES: tuple[str, ...] = ()
+# Modules holding check declarations (one per area); imported by load_all().
+CHECK_MODULES: tuple[str, ...] = ("driver", "persistence", "modules", "dkms", "flavor", "gsp", "pcie", "clocks",
+                                  "ecc", "kernel_log", "inventory")
 
 
 def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],
@@ -82,14 +83,27 @@ def by_name(name: str) -> CheckDef:
 
 
 def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
-    """Run one check. EvidenceError -> ERROR naming the key; FAIL gets the remediation appended."""
+    """Run one check. ``spec.checks.skip`` naming its id or name -> SKIP; EvidenceError -> ERROR
+    naming the key; FAIL gets the remediation appended."""
     c = load_all()[check_id]
+    # spec checks.skip: the operator declared the check not applicable (SKIP naming the key).
+    skip = getattr(getattr(spec, "checks", None), "skip", None) or ()
+    if c.id in skip or c.name in skip:
+        return Result.skipped(f"checks.skip lists {c.id if c.id in skip else c.name}: not applicable to this node",
+                              expected="checks.skip")
     try:
         res = c.func(facts, spec, gpu) if c.scope == "gpu" else c.func(facts, spec)
     except EvidenceError as e:
         res = Result.errored(str(e), evidence_keys=(e.key,))
+    except Exception as e:  # noqa: BLE001 - a bug in one rule must not stop the run: ERROR, never PASS
+        import traceback
+        res = Result.errored(f"internal error in check {check_id}: {type(e).__name__}: {e}",
+                             evidence="".join(traceback.format_exception(e))[-2000:])
     if not isinstance(res, Result):
         res = Result.errored(f"check {check_id} returned {type(res).__name__}, not a Result")
     if res.outcome is Outcome.FAIL and c.remediation and "Remediation:" not in res.message:
         res.message = f"{res.message} Remediation: {c.remediation}".strip()
     return res
+
+
+from .slots import gpu_slots  # noqa: E402  (needs GpuSlot defined above)

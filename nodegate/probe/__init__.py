@@ -46,7 +46,7 @@ ITEMS: dict[str, tuple[str, str]] = {
                   "sysfs current/max link speed and width"),
     "ib.devices": ("ls -1 /sys/class/infiniband", "InfiniBand devices (peermem auto rule)"),
     "peermem.registration": ("'<path>: <content>' of /sys/kernel/mm/memory_peers/*/version", "peer-memory clients registered with ib_core"),
-    "firmware.gsp": ("firmware_class.path, driver_version, then '== <dir>/nvidia/<ver>' + ls -ln (or 'absent') for each search dir",
+    "firmware.gsp": ("firmware_class.path, driver_version, then '== <dir>/nvidia/<ver>' + ls -lnL (or 'absent') for each search dir",
                      "GSP firmware files in the kernel's search path"),
     "persistenced.process": ("'== pid N', Uid/Gid lines, 'cmdline: ...' per nvidia-persistenced process; 'processes: N'; 'rundir: <ls -ldn>'",
                              "the running daemon"),
@@ -67,7 +67,7 @@ ITEMS: dict[str, tuple[str, str]] = {
                            "clocks event reasons samples"),
     "kernel.log": ("dmesg (else journalctl -k -b -o short-iso) | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'; first line '# source: ...'",
                    "NVRM/Xid lines since boot"),
-    "nvml.json": ("python3 - < nodegate/nvml/probe_nvml.py (only when python3 exists on the node)",
+    "nvml.json": ("python3 -B - < nodegate/nvml/probe_nvml.py (heredoc; only when python3 exists on the node)",
                   "NVML facts as JSON"),
 }
 

@@ -143,7 +143,7 @@ ng_f_firmware() {
   for d in "$fp" "/lib/firmware/updates/$kv" /lib/firmware/updates "/lib/firmware/$kv" /lib/firmware; do
     [ -n "$d" ] || continue
     printf '== %s/nvidia/%s\n' "$d" "$v"
-    if [ -n "$v" ] && [ -d "$d/nvidia/$v" ]; then ls -ln "$d/nvidia/$v" 2>&1; else echo "absent"; fi
+    if [ -n "$v" ] && [ -d "$d/nvidia/$v" ]; then ls -lnL "$d/nvidia/$v" 2>&1; else echo "absent"; fi
   done
 }
 

@@ -1,0 +1,137 @@
+"""Parsers: pure functions from one evidence form (command output) to facts (nodegate.facts).
+
+One module per form; each module docstring names the command it reads ("Usage"), the shape it
+returns ("Schema") and an example. Every parser raises only ``ParseError`` on bad input
+(property-tested) and returns an empty result for empty input where that makes sense.
+
+Dispatch by form name::
+
+    parse("smi_xml", text)            -> SmiReport
+    FORM_BY_KEY["smi.qx"] == "smi_xml"
+    guess_form(text)                  -> form name for unlabelled text (corpus, pasted output)
+
+Corpus helpers (for tests of every layer)::
+
+    parse_corpus_file(path) -> (header: dict, body: str)     # body byte-exact after the '---' line
+    corpus_sections(path)   -> [Section(command, form, text)]  # body split at shell-prompt lines
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from ..errors import ParseError
+from . import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
+               proc_version, smi_csv, smi_error, smi_text, smi_version, smi_xml, sysfs_lists,
+               systemd)
+
+#: form name -> parser (text -> facts).
+PARSERS: dict[str, Callable] = {
+    "smi_xml": smi_xml.parse_smi_xml,
+    "smi_text": smi_text.parse_smi_text,
+    "smi_csv": smi_csv.parse_query_gpu,
+    "clocks_samples": smi_csv.parse_clocks_samples,
+    "smi_error": smi_error.parse_smi_error,
+    "smi_version": smi_version.parse_smi_version,
+    "dkms": dkms.parse_dkms_status,
+    "modinfo": modinfo.parse_modinfo,
+    "proc_version": proc_version.parse_proc_version,
+    "proc_modules": modules.parse_proc_modules,
+    "lsmod": modules.parse_lsmod,
+    "sys_modules": modules.parse_sys_modules,
+    "systemctl_show": systemd.parse_systemctl_show,
+    "systemctl_status": systemd.parse_systemctl_status,
+    "unit_text": lambda t: systemd.parse_unit_text("<text>", t if isinstance(t, str) else t.decode("utf-8", "replace")),
+    "unit_files": systemd.parse_unit_files,
+    "persistenced_process": persistenced.parse_persistenced_process,
+    "passwd": persistenced.parse_passwd,
+    "lspci": pci.parse_lspci_vvv,
+    "pci_sysfs": pci.parse_pci_sysfs,
+    "sysfs_tail": pci.parse_sysfs_tail,
+    "firmware_gsp": firmware.parse_firmware_gsp,
+    "libnvml": libnvml.parse_libnvml,
+    "kernel_log": kernel_log.parse_kernel_log,
+    "kernels_installed": sysfs_lists.parse_kernels_installed,
+    "modules_load_d": sysfs_lists.parse_modules_load_d,
+    "name_list": sysfs_lists.parse_name_list,
+    "peermem_registration": sysfs_lists.parse_peermem_registration,
+    "gpus_information": sysfs_lists.parse_gpus_information,
+    "fabricmanager_version": sysfs_lists.parse_fabricmanager_version,
+}
+
+#: bundle evidence key (nodegate.probe.ITEMS) -> form.
+FORM_BY_KEY: dict[str, str] = {
+    "modules.proc": "proc_modules", "modules.sys": "sys_modules", "modules.load_d": "modules_load_d",
+    "kernels.installed": "kernels_installed", "driver.proc_version": "proc_version",
+    "driver.gpus_information": "gpus_information", "driver.libnvml": "libnvml",
+    "dev.nvidia": "name_list", "pci.sysfs": "pci_sysfs", "ib.devices": "name_list",
+    "peermem.registration": "peermem_registration", "firmware.gsp": "firmware_gsp",
+    "persistenced.process": "persistenced_process", "persistenced.passwd": "passwd",
+    "persistenced.unit_files": "unit_files", "modinfo.nvidia": "modinfo",
+    "modinfo.nvidia_peermem": "modinfo", "modinfo.nv_peer_mem": "modinfo",
+    "systemd.persistenced_show": "systemctl_show", "systemd.fabricmanager_show": "systemctl_show",
+    "fabricmanager.version": "fabricmanager_version", "dkms.status": "dkms",
+    "smi.version": "smi_version", "smi.qx": "smi_xml", "smi.clocks_samples": "clocks_samples",
+    "kernel.log": "kernel_log",
+}
+
+
+def parse(form: str, text: str | bytes):
+    """Run the parser of ``form``. KeyError for an unknown form; ParseError for bad text."""
+    return PARSERS[form](text)
+
+
+_LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?\s*$")
+
+
+def guess_form(text: str) -> str:
+    """Best form for unlabelled output (pasted or corpus text). Falls back to ``kernel_log``."""
+    s = text.lstrip()
+    if s.startswith("<?xml") or "<nvidia_smi_log" in text[:4096]:
+        return "smi_xml"
+    if "NVSMI LOG" in text or re.search(r"^\s*Clocks (?:Event|Throttle) Reasons\s*$", text, re.M):
+        return "smi_text"
+    if smi_error.parse_smi_error(text) is not None:
+        return "smi_error"
+    if "LnkCap:" in text or "LnkSta:" in text:
+        return "lspci"
+    if "==> /sys/" in text:
+        return "sysfs_tail"
+    if re.search(r"NVRM version:.*NVIDIA UNIX", text):
+        return "proc_version"
+    if re.search(r"^(?:Error! |[A-Za-z0-9_-]+(?:/|, )[^,:\s]+(?:, \S+)*: (?:added|built|installed|broken))", text, re.M):
+        return "dkms"
+    if re.search(r"^(?:filename|license|vermagic|srcversion):\s", text, re.M):
+        return "modinfo"
+    if re.search(r"^\[(?:Unit|Service|Install)\]\s*$", text, re.M):
+        return "unit_text"
+    if re.search(r"^\s*(?:Loaded|Active):\s", text, re.M):
+        return "systemctl_status"
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if lines and all(_LSMOD_LINE.match(ln.strip()) for ln in lines):
+        return "lsmod"
+    if lines and re.match(r"^[\w.]+(?: \[[^\]]+\])?(?:, [\w.]+(?: \[[^\]]+\])?)+$", lines[0].strip()):
+        return "smi_csv"
+    return "kernel_log"
+
+
+def parse_corpus_file(path) -> tuple[dict, str]:
+    """Split a corpus file (``../shared/corpus/NNN-*.txt``) into its header and body.
+
+    Header: ``key: value`` lines before the line ``---`` (``driver: X  gpu: Y`` gives both
+    ``driver`` and ``gpu``). Body: everything after ``---\\n``, byte-exact.
+    Raises ParseError when the ``---`` line is missing.
+    """
+    from .corpus import parse_corpus_file as _p
+    return _p(path)
+
+
+def corpus_sections(path):
+    """The corpus body split at shell-prompt command lines, each with its form (see corpus.py)."""
+    from .corpus import corpus_sections as _s
+    return _s(path)
+
+
+__all__ = ["PARSERS", "FORM_BY_KEY", "parse", "guess_form", "parse_corpus_file", "corpus_sections",
+           "ParseError"]

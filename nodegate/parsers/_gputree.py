@@ -1,0 +1,237 @@
+"""One GPU record as a tree named like nvidia-smi's XML, and the one mapping tree -> GpuFacts.
+
+Both ``nvidia-smi -q -x`` (smi_xml) and ``nvidia-smi -q`` text (smi_text) are turned into this
+tree (text labels are translated to the XML element names of nvsmi_device_v13.dtd), so the two
+forms of the same node give the same ``GpuFacts`` by construction.
+
+Layouts are selected by element presence, never by DTD version (checks.md "ECC and memory
+health": v12 exists with both throttle and event names):
+- clocks reasons: ``clocks_event_reasons`` (535+) or ``clocks_throttle_reasons`` (older);
+- ECC counters: ``single_bit``/``double_bit`` blocks (old), ``sram_*``/``dram_*`` (418-535),
+  ``sram_uncorrectable_parity``/``sram_uncorrectable_secded`` (570+), plus the 580+
+  ``sram_threshold_exceeded``, ``aggregate_uncorrectable_sram_sources``,
+  ``channel_repair_pending``, ``tpc_repair_pending``, ``unrepairable_memory``;
+- ``remapped_rows`` as a block, or the scalar ``N/A`` (pre-Ampere, MIG) -> NA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from ..facts import (CLOCKS_EVENT_BITS, NA, EccCounters, GpuFacts, PcieLink, RemappedRows,
+                     RetiredPages)
+from . import _values as V
+
+
+@dataclass
+class TNode:
+    """A named value with ordered children (a text section can have both, e.g. HW Slowdown)."""
+
+    name: str
+    value: str | None = None
+    children: list["TNode"] = field(default_factory=list)
+    parent: "TNode | None" = field(default=None, repr=False, compare=False)
+
+    def child(self, name: str) -> "TNode | None":
+        for c in self.children:
+            if c.name == name:
+                return c
+        return None
+
+    def get(self, *path: str) -> str | None:
+        """Text value at ``path`` (None when any step is absent)."""
+        node: TNode | None = self
+        for p in path:
+            node = node.child(p) if node else None
+        if node is None:
+            return None
+        return node.value if node.value is not None else ("" if not node.children else None)
+
+    def at(self, *path: str) -> "TNode | None":
+        node: TNode | None = self
+        for p in path:
+            node = node.child(p) if node else None
+        return node
+
+
+_REASON_PREFIXES = ("clocks_event_reason_", "clocks_throttle_reason_")
+
+
+def build_gpu(g: TNode, index: int, source: str) -> GpuFacts:
+    """GpuFacts from one ``<gpu>`` tree. Raises ParseError on malformed values."""
+    bus = g.get("pci", "pci_bus_id") or g.value
+    gf = GpuFacts(
+        index=index,
+        pci_bus_id=V.bus_id(bus) if bus else None,
+        name=_str(g.get("product_name")),
+        serial=V.text_value(g.get("serial")),
+        uuid=_str(g.get("uuid")),
+        vbios_version=V.text_value(g.get("vbios_version")),
+        board_part_number=V.text_value(g.get("board_part_number")),
+        pci_device_id=V.device_id_from_pci(g.get("pci", "pci_device_id")),
+        architecture=_str(g.get("product_architecture")),
+        persistence_mode=V.bool_value(g.get("persistence_mode"), field="persistence_mode"),
+        pstate=_str(g.get("performance_state")),
+        source=source,
+    )
+    gf.link = _link(g)
+    gf.clocks_event_reasons = _reasons(g)
+    gf.ecc_mode_current = V.bool_value(g.get("ecc_mode", "current_ecc"), field="current_ecc")
+    gf.ecc_mode_pending = V.bool_value(g.get("ecc_mode", "pending_ecc"), field="pending_ecc")
+    errs = g.at("ecc_errors")
+    if errs is not None:
+        gf.ecc_volatile = _ecc(errs.at("volatile"))
+        gf.ecc_aggregate = _ecc(errs.at("aggregate"))
+        _ecc_580(errs, gf)
+    gf.remapped_rows = _remapped(g.at("remapped_rows"))
+    gf.retired_pages = _retired(g.at("retired_pages"))
+    gf.gsp_firmware_version = V.text_value(g.get("gsp_firmware_version"))
+    gf.recovery_action = V.text_value(g.get("gpu_recovery_action"))
+    gf.mig_mode_current = V.bool_value(g.get("mig_mode", "current_mig"), field="current_mig")
+    gf.temperature_c = V.int_value(g.get("temperature", "gpu_temp"), field="gpu_temp")
+    gf.power_draw_w = _power(g)
+    return gf
+
+
+def _str(v: str | None) -> str | None:
+    if v is None:
+        return None
+    v = v.strip()
+    return v or None
+
+
+def _link(g: TNode) -> PcieLink:
+    gen = g.at("pci", "pci_gpu_link_info", "pcie_gen")
+    wid = g.at("pci", "pci_gpu_link_info", "link_widths")
+    lk = PcieLink()
+    if gen is not None:
+        lk.max_gen = V.int_value(gen.get("max_link_gen"), field="max_link_gen")
+        lk.current_gen = V.int_value(gen.get("current_link_gen"), field="current_link_gen")
+        lk.device_max_gen = V.int_value(gen.get("max_device_link_gen"), field="max_device_link_gen")
+        lk.host_max_gen = V.int_value(gen.get("max_host_link_gen"), field="max_host_link_gen")
+    if wid is not None:
+        lk.max_width = V.int_value(wid.get("max_link_width"), field="max_link_width")
+        lk.current_width = V.int_value(wid.get("current_link_width"), field="current_link_width")
+    return lk
+
+
+def _reasons(g: TNode) -> dict:
+    """clocks_event_reasons (535+) or clocks_throttle_reasons (older); canonical names only."""
+    node = g.at("clocks_event_reasons") or g.at("clocks_throttle_reasons")
+    out: dict = {}
+    if node is None:
+        return out
+    for c in node.children:
+        name = c.name
+        for p in _REASON_PREFIXES:
+            if name.startswith(p):
+                name = name[len(p):]
+        if name in CLOCKS_EVENT_BITS and name not in out:
+            out[name] = V.bool_value(c.value, field=c.name)
+    return out
+
+
+def _ecc(block: TNode | None) -> EccCounters:
+    ec = EccCounters()
+    if block is None:
+        return ec
+    if block.at("single_bit") is not None or block.at("double_bit") is not None:
+        for kind in ("single_bit", "double_bit"):
+            sub = block.at(kind)
+            if sub is None:
+                continue
+            for c in sub.children:
+                ec.by_location[f"{kind}.{c.name}"] = V.int_value(c.value, field=f"{kind}.{c.name}")
+        ec.correctable_total = ec.by_location.get("single_bit.total")
+        ec.uncorrectable_total = ec.by_location.get("double_bit.total")
+        return ec
+    for c in block.children:
+        if c.name == "sram_threshold_exceeded":
+            continue
+        ec.by_location[c.name] = V.int_value(c.value, field=c.name)
+    bl = ec.by_location
+    ec.correctable_total = _sum(bl, ("sram_correctable", "dram_correctable"))
+    ec.uncorrectable_total = _sum(bl, ("sram_uncorrectable", "sram_uncorrectable_parity",
+                                       "sram_uncorrectable_secded", "dram_uncorrectable"))
+    return ec
+
+
+def _sum(values: dict, keys: tuple[str, ...]):
+    """Sum of the integer parts; NA when every present part is NA; None when none present."""
+    present = [values[k] for k in keys if k in values and values[k] is not None]
+    if not present:
+        return None
+    ints = [v for v in present if isinstance(v, int)]
+    return sum(ints) if ints else NA
+
+
+def _ecc_580(errs: TNode, gf: GpuFacts) -> None:
+    agg = errs.at("aggregate")
+    if agg is not None and agg.at("sram_threshold_exceeded") is not None:
+        gf.sram_threshold_exceeded = V.bool_value(agg.get("sram_threshold_exceeded"),
+                                                  field="sram_threshold_exceeded")
+    src = errs.at("aggregate_uncorrectable_sram_sources")
+    if src is not None:
+        for c in src.children:
+            key = f"aggregate_uncorrectable_sram_sources.{c.name}"
+            gf.ecc_aggregate.by_location[key] = V.int_value(c.value, field=key)
+    for name in ("channel_repair_pending", "tpc_repair_pending", "unrepairable_memory"):
+        if errs.at(name) is not None:
+            setattr(gf, name, V.bool_value(errs.get(name), field=name))
+
+
+def _remapped(node: TNode | None):
+    if node is None:
+        return None
+    if not node.children:
+        v = (node.value or "").strip()
+        if V.is_na(v) or not v:
+            return NA
+        raise ParseError(f"remapped_rows: unexpected scalar {v[:60]!r}")
+    rr = RemappedRows(
+        correctable=V.int_value(node.get("remapped_row_corr"), field="remapped_row_corr"),
+        uncorrectable=V.int_value(node.get("remapped_row_unc"), field="remapped_row_unc"),
+        pending=V.bool_value(node.get("remapped_row_pending"), field="remapped_row_pending"),
+        failure=V.bool_value(node.get("remapped_row_failure"), field="remapped_row_failure"),
+    )
+    hist = node.at("row_remapper_histogram")
+    if hist is not None:
+        for c in hist.children:
+            key = c.name.replace("row_remapper_histogram_", "")
+            rr.histogram[key] = V.int_value(c.value, field=c.name)
+    return rr
+
+
+def _retired(node: TNode | None):
+    if node is None:
+        return None
+    if not node.children:
+        v = (node.value or "").strip()
+        if V.is_na(v) or not v:
+            return NA
+        raise ParseError(f"retired_pages: unexpected scalar {v[:60]!r}")
+    rp = RetiredPages(
+        sbe=V.int_value(node.get("multiple_single_bit_retirement", "retired_count"), field="sbe retired_count"),
+        dbe=V.int_value(node.get("double_bit_retirement", "retired_count"), field="dbe retired_count"),
+    )
+    flags = [V.bool_value(node.get(n), field=n) for n in ("pending_blacklist", "pending_retirement")]
+    flags = [f for f in flags if f is not None]
+    if any(f is True for f in flags):
+        rp.pending = True
+    elif any(f is False for f in flags):
+        rp.pending = False
+    elif flags:
+        rp.pending = NA
+    return rp
+
+
+def _power(g: TNode):
+    """Power draw, W: ``power_readings/power_draw`` (old), ``gpu_power_readings/power_draw``
+    (525-560), else ``instant_power_draw`` then ``average_power_draw`` (570+)."""
+    for block in ("gpu_power_readings", "power_readings"):
+        for name in ("power_draw", "instant_power_draw", "average_power_draw"):
+            v = g.get(block, name)
+            if v is not None:
+                return V.float_value(v, field=f"{block}/{name}")
+    return None

@@ -1,0 +1,180 @@
+"""Parser for kernel log lines about the NVIDIA driver (NVRM, Xid, nvidia-*).
+
+Usage::
+
+    probe kernel.log: dmesg | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'
+                      (else journalctl -k -b -o short-iso | grep ...); first line '# source: ...'
+
+Line shapes accepted (checks.md "Kernel log"): plain dmesg ``[  903.609564] msg``; ``dmesg -T``
+``[Thu Apr  4 18:03:56 2024] msg``; ``--time-format iso`` ``2024-11-15T05:39:15,491363+00:00 msg``;
+``--decode`` prefixes ``kern  :warn  : ``; journal/syslog ``Mar 03 13:47:27 host kernel: msg``,
+RFC3339 and short-iso ``2024-06-02T12:28:05.866240-04:00 host kernel: msg``; bare lines.
+
+Records: a line without its own timestamp after a timestamped record is a continuation
+(dmesg prints the header only on the first line of a multi-line printk); an ``NVRM:`` line whose
+text is indented or continues a sentence (lower-case prose word, e.g. ``NVRM: this kernel
+module has the version 550.78.``) joins the NVRM record before it even when the journal gave it
+its own timestamp. Joined text is separated by single spaces.
+
+Kinds (NVIDIA Xid catalog and NVRM messages seen in corpus/): ``xid`` (``xid`` number, bus id from
+``Xid (PCI:0000:19:00): 48``), ``fallen_off_bus``, ``rm_init_adapter_failed`` (details ``code``
+e.g. ``0x62:0x65:1792``), ``gsp_init_failed``, ``api_mismatch`` (details ``client_version``,
+``kernel_version``), ``requires_open`` (details ``pci_id``), ``probe_not_called`` (details
+``count``), ``persistence_legacy``, ``loading_banner`` (details ``flavor``, ``version``),
+``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``other``.
+
+Schema::
+
+    parse_kernel_log(text) -> [KernelEvent(kind, text, timestamp, bus_id, xid, details)]
+    kernel_log_source(text) -> "dmesg" | "journalctl -k -b" | None
+
+Example::
+
+    [Fri Apr  5 21:29:39 2024] NVRM: Xid (PCI:0000:a1:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
+    -> KernelEvent(kind="xid", xid=79, bus_id="0000:a1:00.0", timestamp="Fri Apr  5 21:29:39 2024", ...)
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from ..facts import KernelEvent
+from . import _values as V
+from .proc_version import parse_banner_line
+
+MAX_LOG_CHARS = 16 * 1024 * 1024
+
+_DECODE = re.compile(r"^[a-z0-9]+\s*:[a-z]+\s*: ")
+_TS = [
+    re.compile(r"^\[\s*(?P<ts>\d+\.\d+)\]\s?"),
+    re.compile(r"^\[(?P<ts>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]\s?"),
+    # journal RFC3339 / short-iso with host and identifier
+    re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\s+"
+               r"(?P<host>\S+)\s+(?P<ident>kernel|[A-Za-z0-9_.@/-]+\[\d+\]):\s?"),
+    # dmesg --time-format iso (no host)
+    re.compile(r"^(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[.,]\d+(?:Z|[+-]\d\d:?\d\d))\s?"),
+    # syslog/journal short: "Mar 03 13:47:27 host kernel: "
+    re.compile(r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)\s+(?P<host>\S+)\s+"
+               r"(?P<ident>kernel|[A-Za-z0-9_.@/-]+\[\d+\]):\s?"),
+]
+_BUS = re.compile(r"(?:PCI:)?\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<xid>\d+)")
+_RMINIT = re.compile(r"RmInitAdapter failed!(?: \((?P<code>0x[0-9a-fA-F]+:0x[0-9a-fA-F]+:\d+)\))?")
+_API = re.compile(r"API mismatch: the client has the version (?P<client>[0-9][\w.-]*?),? but.*?"
+                  r"this kernel module has the version (?P<kernel>[0-9][\w.-]*?)\.?(?:\s|$)")
+_REQ_OPEN = re.compile(r"requires use of the NVIDIA open kernel modules")
+_PCI_ID = re.compile(r"PCI ID: ([0-9a-fA-F]{4}:[0-9a-fA-F]{4})")
+_PROBE = re.compile(r"probe routine was not called for (?P<n>\d+) device")
+_GSP = re.compile(r"Cannot initialize GSP firmware RM|_kgspBootGspRm|kgspWaitForGfwBootOk|"
+                  r"failed to wait for GFW_?BOOT|GSP firmware .*fail", re.I)
+_LICENSE = re.compile(r"(?P<mod>[\w-]+): module license '(?P<lic>[^']*)' taints kernel")
+_DRM = re.compile(r"\[drm\] Initialized nvidia-drm .* for (?P<bus>[0-9a-fA-F:.]+)")
+_PROSE = re.compile(r"^[a-z][a-z0-9().,'/-]*(?:\s|$)")
+
+
+def kernel_log_source(text: str | bytes) -> str | None:
+    """The probe's ``# source: <tool>`` header, or None."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    for ln in text.splitlines()[:3]:
+        if ln.startswith("# source:"):
+            return ln.split(":", 1)[1].strip() or None
+    return None
+
+
+def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:
+    """Every record in order. Lines starting with ``#`` (probe header) and blank lines are
+    skipped. Empty -> []. Free text never raises (an unknown line is kind ``other``)."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    recs: list[list] = []   # [timestamp, text, stamped]
+    for raw in text.splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        ts, msg, stamped = _strip(raw)
+        if recs and _continues(recs[-1], msg, stamped):
+            recs[-1][1] += " " + _cont_text(msg)
+            continue
+        recs.append([ts, msg.strip(), stamped])
+    return [_classify(ts, msg) for ts, msg, _ in recs]
+
+
+def _strip(raw: str) -> tuple[str | None, str, bool]:
+    line = raw.rstrip()
+    line = _DECODE.sub("", line, count=1)
+    for rx in _TS:
+        m = rx.match(line)
+        if m:
+            rest = line[m.end():]
+            ident = m.groupdict().get("ident")
+            if ident and not ident.startswith("kernel"):
+                rest = f"{ident}: {rest}"
+            return m.group("ts"), rest, True
+    return None, line, False
+
+
+def _continues(prev: list, msg: str, stamped: bool) -> bool:
+    s = msg.strip()
+    prev_nvrm = prev[1].startswith("NVRM:")
+    if not stamped and prev[2] and (s.startswith("NVRM:") or msg[:1].isspace()):
+        return True
+    if not s.startswith("NVRM:") or not prev_nvrm:
+        return False
+    body = s[len("NVRM:"):]
+    if body.startswith("  "):
+        return True
+    return bool(_PROSE.match(body.strip()))
+
+
+def _cont_text(msg: str) -> str:
+    s = msg.strip()
+    if s.startswith("NVRM:"):
+        s = s[len("NVRM:"):].strip()
+    return s
+
+
+def _classify(ts: str | None, msg: str) -> KernelEvent:
+    ev = KernelEvent(kind="other", text=msg, timestamp=ts)
+    m = _XID.search(msg)
+    if m:
+        ev.kind, ev.xid = "xid", int(m.group("xid"))
+        ev.bus_id = _bus(m.group("bus"))
+        return ev
+    ev.bus_id = _first_bus(msg)
+    if (m := _RMINIT.search(msg)) or "rm_init_adapter failed" in msg:
+        ev.kind = "rm_init_adapter_failed"
+        if m and m.group("code"):
+            ev.details["code"] = m.group("code")
+    elif "fallen off the bus" in msg:
+        ev.kind = "fallen_off_bus"
+    elif _GSP.search(msg):
+        ev.kind = "gsp_init_failed"
+    elif m := _API.search(msg):
+        ev.kind = "api_mismatch"
+        ev.details = {"client_version": m.group("client"), "kernel_version": m.group("kernel")}
+    elif _REQ_OPEN.search(msg):
+        ev.kind = "requires_open"
+        if m := _PCI_ID.search(msg):
+            ev.details["pci_id"] = m.group(1).lower()
+    elif m := _PROBE.search(msg):
+        ev.kind, ev.details = "probe_not_called", {"count": m.group("n")}
+    elif "Persistence mode is deprecated" in msg:
+        ev.kind = "persistence_legacy"
+    elif "NVRM: loading NVIDIA UNIX" in msg and (b := parse_banner_line(msg)):
+        ev.kind, ev.details = "loading_banner", {"flavor": b.flavor or "", "version": b.version or ""}
+    elif m := _LICENSE.search(msg):
+        ev.kind, ev.details = "module_license", {"module": m.group("mod"), "license": m.group("lic")}
+    elif m := _DRM.search(msg):
+        ev.kind, ev.bus_id = "drm_initialized", _bus(m.group("bus"))
+    return ev
+
+
+def _bus(raw: str) -> str | None:
+    try:
+        return V.bus_id(raw)
+    except ParseError:
+        return None
+
+
+def _first_bus(msg: str) -> str | None:
+    m = _BUS.search(msg)
+    return _bus(m.group(1)) if m else None

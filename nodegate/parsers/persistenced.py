@@ -1,0 +1,88 @@
+"""Parsers for the running nvidia-persistenced and its configured user.
+
+Usage::
+
+    probe persistenced.process    # parse_persistenced_process
+    getent passwd <user>          # parse_passwd (key persistenced.passwd)
+
+persistenced.process format (nodegate/probe/probe.sh ng_f_persistenced_proc)::
+
+    == pid 1234
+    Uid:    1001    1001    1001    1001        (/proc/<pid>/status: real, effective, saved, fs)
+    Gid:    1001    1001    1001    1001
+    cmdline: /usr/bin/nvidia-persistenced --user nvpd
+    processes: 1
+    rundir: drwxr-xr-x 2 1001 1001 60 Nov 29 18:47 /run/nvidia-persistenced    (ls -ldn)
+
+The daemon drops privileges itself (``--user``), so ``uid`` is the effective uid.
+
+Schema::
+
+    parse_persistenced_process(text) -> PersistencedFacts(processes=[DaemonProcess(pid, uid, argv)],
+                                                          rundir_owner_uid, rundir_present)
+    parse_passwd(text) -> [PasswdEntry(name, uid, gid, home, shell)]
+
+Example::
+
+    processes: 0
+    -> PersistencedFacts(processes=[], rundir_owner_uid=None, rundir_present=False)
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from ..facts import DaemonProcess, PasswdEntry, PersistencedFacts
+from . import _values as V
+
+_PID = re.compile(r"^== pid (\d+)\s*$")
+_UID = re.compile(r"^Uid:\s+(\d+)\s+(\d+)")
+_RUNDIR = re.compile(r"^rundir:\s+\S+\s+\d+\s+(\d+)\s+\d+\s")
+_COUNT = re.compile(r"^processes:\s*(\d+)\s*$")
+
+
+def parse_persistenced_process(text: str | bytes) -> PersistencedFacts:
+    """Empty -> no process. ParseError on an unknown line or a count that disagrees."""
+    text = V.check_text(text, cap=1024 * 1024, what="persistenced.process")
+    pf = PersistencedFacts()
+    count = None
+    for ln in text.splitlines():
+        if not ln.strip():
+            continue
+        if m := _PID.match(ln):
+            pf.processes.append(DaemonProcess(pid=int(m.group(1))))
+        elif m := _UID.match(ln):
+            if pf.processes:
+                pf.processes[-1].uid = int(m.group(2))
+        elif ln.startswith("Gid:"):
+            continue
+        elif ln.startswith("cmdline:"):
+            if pf.processes:
+                pf.processes[-1].argv = ln[len("cmdline:"):].split()
+        elif m := _COUNT.match(ln):
+            count = int(m.group(1))
+        elif ln.startswith("rundir:"):
+            pf.rundir_present = True
+            if m := _RUNDIR.match(ln):
+                pf.rundir_owner_uid = int(m.group(1))
+        else:
+            raise ParseError(f"persistenced.process: unrecognised line {ln[:80]!r}")
+    if count is not None and count != len(pf.processes):
+        raise ParseError(f"persistenced.process: 'processes: {count}' but {len(pf.processes)} listed")
+    return pf
+
+
+def parse_passwd(text: str | bytes) -> list[PasswdEntry]:
+    """passwd(5) lines ``name:x:uid:gid:gecos:home:shell``. Empty -> []."""
+    text = V.check_text(text, cap=1024 * 1024, what="passwd")
+    out = []
+    for ln in text.splitlines():
+        if not ln.strip():
+            continue
+        parts = ln.strip().split(":")
+        if len(parts) != 7 or not parts[2].isdigit() or not parts[3].isdigit():
+            raise ParseError(f"passwd: not a passwd line: {ln[:80]!r}")
+        out.append(PasswdEntry(name=parts[0], uid=int(parts[2]), gid=int(parts[3]), home=parts[5],
+                               shell=parts[6]))
+    return out

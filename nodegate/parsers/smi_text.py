@@ -1,0 +1,212 @@
+"""Parser for ``nvidia-smi -q`` text (full, ``-d`` filtered, ``-i`` single GPU, or an excerpt).
+
+Usage::
+
+    nvidia-smi -q                 # also -q -d PERFORMANCE,ECC,... and -q -i <n>
+
+Each line is ``<indent><label> : <value>`` or a section label. Labels are padded to different
+columns by branch (36, 44, 56; checks.md "Traps"): the line is split on the FIRST ``' : '``,
+never on a column. Nesting follows indentation. Labels are translated to the XML element names
+(nvsmi_device_v13.dtd) and the result goes through the same mapping as ``smi_xml`` so both
+forms give equal GpuFacts. Old spellings are accepted: "Clocks Throttle Reasons" (pre-535),
+"Ecc Mode", "Single Bit"/"Double Bit" section lines with trailing spaces,
+"Remapped Rows : N/A" as a scalar.
+
+A partial excerpt without the ``==NVSMI LOG==`` header and ``GPU <bus id>`` line (e.g. only
+the "Clocks Throttle Reasons" block) becomes one GPU with ``pci_bus_id`` None.
+
+Schema::
+
+    SmiReport(driver_version, cuda_version, attached_gpus, gpus=[GpuFacts(source="smi_text")])
+
+Example::
+
+    GPU 00000000:00:06.0
+        PCI
+            GPU Link Info
+                PCIe Generation
+                    Max                 : 5
+                    Host Max            : N/A
+    -> GpuFacts(pci_bus_id="0000:00:06.0", link=PcieLink(max_gen=5, host_max_gen=NA))
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from ..facts import SmiReport
+from . import _values as V
+from ._gputree import TNode, build_gpu
+
+MAX_TEXT_CHARS = 32 * 1024 * 1024
+
+_GPU_LINE = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+
+# Label translation (lower-cased label) valid under a given parent (XML name). "*" = anywhere.
+_CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
+    "*": {
+        "serial number": "serial", "gpu uuid": "uuid", "gpu recovery action": "gpu_recovery_action",
+        "ecc mode": "ecc_mode", "ecc errors": "ecc_errors", "mig mode": "mig_mode",
+        "power readings": "power_readings",
+    },
+    "mig_mode": {"current": "current_mig", "pending": "pending_mig"},
+    "ecc_mode": {"current": "current_ecc", "pending": "pending_ecc"},
+    "pci": {"bus id": "pci_bus_id", "device id": "pci_device_id", "gpu link info": "pci_gpu_link_info"},
+    "pci_gpu_link_info": {"pcie generation": "pcie_gen", "link width": "link_widths"},
+    "pcie_gen": {"max": "max_link_gen", "current": "current_link_gen",
+                 "device current": "device_current_link_gen", "device max": "max_device_link_gen",
+                 "host max": "max_host_link_gen"},
+    "link_widths": {"max": "max_link_width", "current": "current_link_width"},
+    "single_bit": {"texture shared": "texture_shm"},
+    "double_bit": {"texture shared": "texture_shm"},
+    "volatile": {"sram uncorrectable sec-ded": "sram_uncorrectable_secded"},
+    "aggregate": {"sram uncorrectable sec-ded": "sram_uncorrectable_secded"},
+    "retired_pages": {
+        "single bit ecc": ("multiple_single_bit_retirement", "retired_count"),
+        "double bit ecc": ("double_bit_retirement", "retired_count"),
+        "pending page blacklist": "pending_blacklist",
+        "pending page retirement": "pending_retirement",
+    },
+    "remapped_rows": {
+        "correctable error": "remapped_row_corr", "inactive correctable error": "remapped_row_corr_inactive",
+        "uncorrectable error": "remapped_row_unc", "inactive uncorrectable error": "remapped_row_unc_inactive",
+        "pending": "remapped_row_pending", "remapping failure occurred": "remapped_row_failure",
+        "bank remap availability histogram": "row_remapper_histogram",
+    },
+    "row_remapper_histogram": {k: f"row_remapper_histogram_{k}" for k in ("max", "high", "partial", "low", "none")},
+    "temperature": {"gpu current temp": "gpu_temp", "memory current temp": "memory_temp"},
+    "gpu_power_readings": {"instantaneous power draw": "instant_power_draw"},
+}
+
+# "Clocks Event Reasons" / "Clocks Throttle Reasons" lines -> NVML reason names.
+_REASONS = {
+    "idle": "gpu_idle", "applications clocks setting": "applications_clocks_setting",
+    "sw power cap": "sw_power_cap", "hw slowdown": "hw_slowdown",
+    "hw thermal slowdown": "hw_thermal_slowdown", "hw power brake slowdown": "hw_power_brake_slowdown",
+    "sync boost": "sync_boost", "sw thermal slowdown": "sw_thermal_slowdown",
+    "display clock setting": "display_clocks_setting", "display clocks setting": "display_clocks_setting",
+}
+
+
+def parse_smi_text(text: str | bytes) -> SmiReport:
+    """Parse ``nvidia-smi -q`` text. Empty input -> empty SmiReport.
+
+    Raises ParseError when non-empty text holds no ``label : value`` line at all, or a field
+    nodegate reads holds a malformed value.
+    """
+    text = V.check_text(text, cap=MAX_TEXT_CHARS, what="nvidia-smi -q")
+    lines = [ln.expandtabs(4).rstrip() for ln in text.splitlines()]
+    if not any(ln.strip() for ln in lines):
+        return SmiReport()
+    rep = SmiReport()
+    blocks = _split_gpus(lines, rep)
+    if not blocks:
+        body = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith(("==", "$", "#"))]
+        if not any(" : " in ln or ln.endswith(" :") for ln in body):
+            raise ParseError("nvidia-smi -q: no 'label : value' lines")
+        if rep.driver_version is None or any(ln[:1] == " " for ln in body):
+            blocks = [(None, body)]
+    rep.gpus = [build_gpu(_tree(bus, body), i, "smi_text") for i, (bus, body) in enumerate(blocks)]
+    return rep
+
+
+def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list[str]]]:
+    """Header values into ``rep``; returns (bus id, lines) per ``GPU <bus id>`` block."""
+    blocks: list[tuple[str | None, list[str]]] = []
+    cur: list[str] | None = None
+    for ln in lines:
+        m = _GPU_LINE.match(ln)
+        if m:
+            cur = []
+            blocks.append((m.group(1), cur))
+            continue
+        if cur is not None and (ln[:1] == " " or not ln.strip()):
+            cur.append(ln)
+            continue
+        cur = None
+        key, val = _split(ln)
+        k = key.lower()
+        if k == "driver version":
+            rep.driver_version = val or None
+        elif k == "cuda version":
+            rep.cuda_version = val or None
+        elif k == "attached gpus":
+            n = V.int_value(val, field="Attached GPUs")
+            rep.attached_gpus = n if isinstance(n, int) else None
+    return blocks
+
+
+def _split(ln: str) -> tuple[str, str | None]:
+    s = ln.strip()
+    if " : " in s:
+        k, v = s.split(" : ", 1)
+        return k.strip(), v.strip()
+    if s.endswith(" :") or s.endswith(":") and s.count(":") == 1:
+        return s.rstrip(":").strip(), ""
+    return s, None
+
+
+def _tree(bus: str | None, body: list[str]) -> TNode:
+    root = TNode("gpu", bus)
+    stack: list[tuple[int, TNode]] = [(-1, root)]
+    for ln in body:
+        if not ln.strip():
+            continue
+        indent = len(ln) - len(ln.lstrip(" "))
+        label, val = _split(ln)
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        node = _attach(parent, label, val)
+        stack.append((indent, node))
+    return root
+
+
+def _attach(parent: TNode, label: str, val: str | None) -> TNode:
+    """Add ``label`` under ``parent`` with its XML name; returns the node for children."""
+    if parent.name in ("clocks_event_reasons", "clocks_throttle_reasons") or parent.name.startswith(
+            ("clocks_event_reason_", "clocks_throttle_reason_")):
+        return _attach_reason(parent, label, val)
+    target = _translate(parent.name, label)
+    if isinstance(target, tuple):
+        holder = parent
+        for name in target[:-1]:
+            nxt = holder.child(name)
+            if nxt is None:
+                nxt = TNode(name)
+                holder.children.append(nxt)
+            holder = nxt
+        node = TNode(target[-1], val)
+        holder.children.append(node)
+        return node
+    node = TNode(target, val)
+    parent.children.append(node)
+    return node
+
+
+def _attach_reason(parent: TNode, label: str, val: str | None) -> TNode:
+    # Sub-reasons (HW Thermal/Power Brake under HW Slowdown) are flattened into the block:
+    # each one is evaluated on its own (checks.md "Clocks event reasons").
+    block = parent
+    while block.parent is not None and block.name.startswith(("clocks_event_reason_", "clocks_throttle_reason_")):
+        block = block.parent
+    prefix = "clocks_event_reason_" if block.name == "clocks_event_reasons" else "clocks_throttle_reason_"
+    name = _REASONS.get(label.lower(), _snake(label))
+    node = TNode(prefix + name, val, parent=block)
+    block.children.append(node)
+    return node
+
+
+def _translate(parent: str, label: str):
+    k = label.lower()
+    ctx = _CONTEXT.get(parent, {})
+    if k in ctx:
+        return ctx[k]
+    if k in _CONTEXT["*"]:
+        return _CONTEXT["*"][k]
+    return _snake(label)
+
+
+def _snake(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
