@@ -222,28 +222,53 @@ class NodeFacts:
 
     @cached_property
     def _gpus_and_source(self) -> tuple[list[GpuFacts], str]:
-        nv = self._gpus_from_nvml()
+        forced = self.bundle.meta.get("gpu_source") == "nvml"
+        nv = self._gpus_from_nvml(forced)
         if nv is not None:
             return nv, "nvml"
         return self.smi_report.gpus, "smi_xml"
 
-    def _gpus_from_nvml(self) -> list[GpuFacts] | None:
-        """``nvml.json`` through nodegate.nvml.mapping.gpus_from_nvml_json when both exist
-        and the item is usable; None otherwise (then smi.qx is the source)."""
+    @cached_property
+    def nvml_status(self):
+        """``nvml.json`` init status (nodegate.nvml.NvmlStatus: kind ok | no_driver |
+        driver_library_mismatch | library_not_found | no_permission | pynvml_missing | other),
+        or None when the item was not gathered (no python3 on the node, or --gpu-source smi)."""
         if not self.bundle.has("nvml.json"):
             return None
         ev = self.bundle.get("nvml.json")
         if ev.problem() or not ev.text.strip():
             return None
+        from .nvml import nvml_status
         try:
-            mapping = importlib.import_module("nodegate.nvml.mapping")
-            conv = getattr(mapping, "gpus_from_nvml_json")
-        except (ImportError, AttributeError):
+            return nvml_status(ev.text)
+        except NodegateError:
+            return None
+
+    def _gpus_from_nvml(self, forced: bool = False) -> list[GpuFacts] | None:
+        """``nvml.json`` through nodegate.nvml.gpus_from_nvml_json when the item is usable;
+        None otherwise (then smi.qx is the source). With ``--gpu-source nvml`` (meta
+        gpu_source) an unusable NVML is an EvidenceError naming why, never a silent fallback."""
+        from .nvml import NvmlUnavailable, gpus_from_nvml_json
+        if not self.bundle.has("nvml.json"):
+            if forced:
+                raise EvidenceError("nvml.json", "evidence not collected: nvml.json (--gpu-source nvml)")
+            return None
+        ev = self.bundle.get("nvml.json")
+        prob = ev.problem()
+        if prob or not ev.text.strip():
+            if forced:
+                raise EvidenceError("nvml.json", prob or "empty output")
             return None
         try:
-            gpus = conv(ev.text)
-        except (NodegateError, ValueError, KeyError, TypeError):
-            return None  # NVML unavailable or malformed: smi.qx is the source
+            gpus = gpus_from_nvml_json(ev.text)
+        except NvmlUnavailable as e:
+            if forced:
+                raise EvidenceError("nvml.json", f"NVML unusable: {e.status.describe()}") from None
+            return None
+        except ParseError as e:
+            if forced:
+                raise EvidenceError("nvml.json", f"output unparsable: {e}") from None
+            return None
         return list(gpus) if gpus else None
 
     @cached_property
