@@ -16,7 +16,6 @@ Imports point one way: parsers never import this module.
 
 from __future__ import annotations
 
-import importlib
 from functools import cached_property
 
 from .bundle import Bundle, Evidence
