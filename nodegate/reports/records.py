@@ -1,0 +1,227 @@
+"""Per-test records and per-node summaries, built from pytest reports and the FleetRun.
+
+A ``Record`` is the compact, cleaned copy of one test's ``report.nodegate`` dict (the suite
+plugin's contract, docs/HELPERS.md): kept for every test of the run (6000 at 256 nodes x 8
+GPUs), so evidence is kept only for failures and every field is capped.
+
+``node_info`` reads node-level facts for the summary and drift tables. Facts come from
+untrusted bundles and may be missing: every access is guarded and a failure becomes the
+reason text, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from .text import clean, excerpt, one_line
+
+OUTCOMES = ("pass", "fail", "skip", "error")
+
+#: Fields copied from ``report.nodegate`` (contract order), all strings after cleaning.
+FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
+          "vbios_version", "driver_version", "check_id", "check_name", "title", "severity",
+          "expected", "observed", "message", "remediation", "bundle_dir", "action")
+
+_PARAM_RE = re.compile(r"\[(?P<node>.+?)(?:-gpu(?P<gpu>\d+))?\]$")
+
+
+@dataclass
+class Record:
+    """One test's verdict. ``outcome`` is pass|fail|skip|error (the nodegate verdict when the
+    report carries one, else derived from pytest's phases). ``evidence`` is kept (capped)
+    only when the outcome is fail."""
+
+    nodeid: str
+    outcome: str = "pass"
+    node: str = ""
+    gpu_index: str = ""
+    pci_bus_id: str = ""
+    gpu_serial: str = ""
+    gpu_uuid: str = ""
+    board_part_number: str = ""
+    vbios_version: str = ""
+    driver_version: str = ""
+    check_id: str = ""
+    check_name: str = ""
+    title: str = ""
+    severity: str = ""
+    expected: str = ""
+    observed: str = ""
+    message: str = ""
+    remediation: str = ""
+    bundle_dir: str = ""
+    action: str = ""
+    evidence: str = ""
+    has_nodegate: bool = False
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("has_nodegate")
+        return d
+
+
+def _pytest_outcome(report) -> str | None:
+    """pytest phase outcome -> nodegate outcome; None while undecided (passed setup)."""
+    when, out = getattr(report, "when", "call"), getattr(report, "outcome", "")
+    if out == "skipped":
+        return "skip"
+    if out == "failed":
+        return "fail" if when == "call" else "error"
+    if out == "passed" and when == "call":
+        return "pass"
+    return None
+
+
+def _first_line(report) -> str:
+    text = getattr(report, "longreprtext", "") or ""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def nodegate_dict(report) -> dict | None:
+    ng = getattr(report, "nodegate", None)
+    return ng if isinstance(ng, dict) else None
+
+
+class RecordBook:
+    """All records of a run, in the order tests finished. ``update(report)`` takes every
+    phase report (setup, call, teardown) of every test."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, Record] = {}
+
+    def update(self, report) -> Record | None:
+        nodeid = getattr(report, "nodeid", None)
+        if not nodeid or getattr(report, "when", None) is None:
+            return None
+        rec = self.records.get(nodeid)
+        if rec is None:
+            rec = self.records[nodeid] = Record(nodeid=clean(nodeid, 500))
+            m = _PARAM_RE.search(nodeid)
+            if m:   # fallback identity until a report carries the nodegate dict
+                rec.node = one_line(m.group("node"), 300)
+                rec.gpu_index = m.group("gpu") or ""
+        ng = nodegate_dict(report)
+        py = _pytest_outcome(report)
+        if ng is not None:
+            _fill(rec, ng)
+        elif py is not None and not rec.has_nodegate:
+            rec.outcome = py
+            if py in ("fail", "error"):   # e.g. a check that crashed before its verdict
+                rec.message = one_line(_first_line(report), 500)
+        if py == "error" and report.when == "teardown" and rec.outcome == "pass":
+            rec.outcome = "error"
+        return rec
+
+    def __iter__(self):
+        return iter(self.records.values())
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def by_node(self) -> dict[str, list[Record]]:
+        out: dict[str, list[Record]] = {}
+        for r in self.records.values():
+            out.setdefault(r.node, []).append(r)
+        return out
+
+
+def _fill(rec: Record, ng: dict) -> None:
+    for f in FIELDS:
+        if f in ng and ng[f] is not None:
+            limit = 300 if f in ("node", "check_id", "severity", "gpu_index", "bundle_dir") else 2000
+            setattr(rec, f, one_line(ng[f], limit) if f not in ("expected", "observed", "message",
+                                                               "remediation") else clean(ng[f], limit))
+    out = str(ng.get("outcome", "")).lower()
+    if out in OUTCOMES:
+        rec.outcome = out
+    rec.has_nodegate = True
+    rec.evidence = excerpt(ng.get("evidence", "")) if rec.outcome == "fail" else ""
+
+
+# ---------------------------------------------------------------------------- node level
+@dataclass
+class NodeInfo:
+    """Node-level facts for the summary and drift tables; ``None`` = unknown, and
+    ``problems`` maps the field to why it is unknown (gather error, evidence error)."""
+
+    node: str
+    gather_status: str = "ok"          # "ok" or the gather error text
+    gather_s: float | None = None
+    driver_version: str | None = None
+    flavor: str | None = None
+    kernel: str | None = None
+    vbios: str | None = None           # distinct VBIOS versions, ", "-joined
+    gpu_model: str | None = None       # "NVIDIA H200" or "A x4, B x4" when mixed
+    gpu_count: int | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    counts: Counter = field(default_factory=Counter)
+
+    @property
+    def has_problem(self) -> bool:
+        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"])
+
+
+def _try(info: NodeInfo, name: str, fn):
+    try:
+        return fn()
+    except Exception as e:  # untrusted input: any failure becomes the reason shown
+        info.problems[name] = one_line(f"{type(e).__name__}: {e}", 300)
+        return None
+
+
+def node_info(node: str, bundle=None, facts=None, records: list[Record] = ()) -> NodeInfo:
+    """Build the summary row of one node. ``bundle`` (nodegate.bundle.Bundle) gives the gather
+    status (``Bundle.gather_error``, meta ``gather_s``/``duration_s``); ``facts``
+    (nodegate.collect.NodeFacts) gives ``driver_banner`` (version, flavor),
+    ``nvidia_module_version``, ``kernel_release`` and ``gpus`` (name, vbios_version).
+    ``records`` give counts and a fallback driver version / VBIOS (report.nodegate)."""
+    info = NodeInfo(node=one_line(node, 300))
+    for r in records:
+        info.counts[r.outcome] += 1
+    if bundle is not None:
+        ge = _try(info, "gather", lambda: bundle.gather_error)
+        if ge:
+            info.gather_status = one_line(ge, 500)
+        meta = getattr(bundle, "meta", {}) or {}
+        secs = meta.get("gather_s", meta.get("duration_s")) if isinstance(meta, dict) else None
+        info.gather_s = secs if isinstance(secs, (int, float)) else None
+    elif facts is None and not records:
+        info.gather_status = "not gathered"
+    if facts is not None and info.gather_status == "ok":
+        _facts_into(info, facts)
+    if info.driver_version is None:
+        info.driver_version = next((r.driver_version for r in records if r.driver_version), None)
+    if info.vbios is None:
+        vb = sorted({r.vbios_version for r in records if r.vbios_version})
+        info.vbios = ", ".join(vb) if vb else None
+    return info
+
+
+def _facts_into(info: NodeInfo, facts) -> None:
+    banner = _try(info, "driver", lambda: facts.driver_banner)
+    if banner is not None:
+        info.flavor = _s(getattr(banner, "flavor", None))
+        info.driver_version = _s(getattr(banner, "version", None))
+    if info.driver_version is None:
+        info.driver_version = _s(_try(info, "driver", lambda: facts.nvidia_module_version))
+    info.kernel = _s(_try(info, "kernel", lambda: facts.kernel_release))
+    gpus = _try(info, "gpus", lambda: list(facts.gpus))
+    if gpus is not None:
+        info.gpu_count = len(gpus)
+        names = Counter(_s(getattr(g, "name", None)) or "?" for g in gpus)
+        if len(names) == 1:
+            info.gpu_model = next(iter(names))
+        elif names:
+            info.gpu_model = ", ".join(f"{n} x{c}" for n, c in sorted(names.items()))
+        vb = sorted({_s(getattr(g, "vbios_version", None)) or "?" for g in gpus})
+        info.vbios = ", ".join(vb) if vb else None
+
+
+def _s(v) -> str | None:
+    """A fact value as a cleaned one-line string; None stays None (unknown)."""
+    if v is None:
+        return None
+    return one_line(v, 300) or None

@@ -1,0 +1,43 @@
+"""The end-of-run terminal summary: one line per node (nodes with problems first, at most
+``MAX_NODES`` lines so it fits one screen at 256 nodes), fleet totals, and output paths.
+Node strings are cleaned (no terminal escape sequences from a hostile node name)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .records import NodeInfo
+from .text import one_line
+
+MAX_NODES = 20
+
+
+def _short(s: str, n: int) -> str:
+    s = one_line(s, 0)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int = MAX_NODES) -> list[str]:
+    """Lines to print; ``outputs`` are (what, path) pairs of files written."""
+    total: Counter = Counter()
+    for i in infos:
+        total.update(i.counts)
+    bad = [i for i in infos if i.has_problem]
+    out = [f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems; "
+           f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
+           f"{total['error']} error"]
+    shown = sorted(infos, key=lambda i: (not i.has_problem, i.node))[:max_nodes]
+    if shown:
+        w = min(40, max(len(_short(i.node, 40)) for i in shown))
+        out.append(f"{'node':<{w}}  {'pass':>5} {'fail':>5} {'skip':>5} {'error':>5}  gather")
+        for i in shown:
+            c = i.counts
+            out.append(f"{_short(i.node, 40):<{w}}  {c['pass']:>5} {c['fail']:>5} {c['skip']:>5} "
+                       f"{c['error']:>5}  {_short(i.gather_status, 80)}")
+    if len(infos) > len(shown):
+        hidden_bad = len(bad) - sum(1 for i in shown if i.has_problem)
+        out.append(f"... {len(infos) - len(shown)} more node(s) not listed "
+                   f"({hidden_bad} with problems): see the HTML report")
+    for what, path in outputs:
+        out.append(f"{what}: {one_line(path, 500)}")
+    return out

@@ -1,0 +1,75 @@
+"""Cleaning of untrusted text (node output, node names) before it reaches any report.
+
+``clean`` makes a string safe for every output format we write: C0/C1 control characters
+(which XML 1.0 forbids or discourages, and which terminals interpret) become visible
+``\\xNN`` text, lone surrogates become U+FFFD, and the length is capped. ``esc`` is
+``clean`` followed by HTML escaping (quotes too: values also land in attributes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+
+# C0 controls except TAB and LF, DEL, C1 controls; CR is dropped separately (CRLF output).
+_CTRL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+
+#: Default cap on one cell / property value, characters.
+CELL_CAP = 2000
+
+
+def _ctrl_repl(m: re.Match) -> str:
+    return f"\\x{ord(m.group(0)):02x}"
+
+
+def clean(value: object, limit: int = CELL_CAP, keep_newlines: bool = True) -> str:
+    """Any value -> str without control characters, at most ``limit`` characters
+    (a cut is marked with `` … [N more characters]``). ``None`` -> ``""``."""
+    if value is None:
+        return ""
+    s = value if isinstance(value, str) else str(value)
+    s = s.replace("\r\n", "\n").replace("\r", "\n")
+    if not keep_newlines:
+        s = s.replace("\n", " ").replace("\t", " ")
+    s = _SURROGATE_RE.sub("\ufffd", _CTRL_RE.sub(_ctrl_repl, s))
+    if limit and len(s) > limit:
+        s = f"{s[:limit]} … [{len(s) - limit} more characters]"
+    return s
+
+
+def one_line(value: object, limit: int = CELL_CAP) -> str:
+    """``clean`` with newlines and tabs turned into spaces (CSV cells, table cells)."""
+    return clean(value, limit, keep_newlines=False)
+
+
+def esc(value: object, limit: int = CELL_CAP, keep_newlines: bool = True) -> str:
+    """``clean`` then HTML-escape (``<>&"'``): safe as element text and attribute value."""
+    return html.escape(clean(value, limit, keep_newlines), quote=True)
+
+
+def excerpt(text: object, max_lines: int = 40, max_chars: int = 4000) -> str:
+    """The first ``max_lines`` lines / ``max_chars`` characters of evidence, cleaned."""
+    s = clean(text, limit=0)
+    lines = s.split("\n")
+    cut = ""
+    if len(lines) > max_lines:
+        cut = f"\n… [{len(lines) - max_lines} more lines]"
+        lines = lines[:max_lines]
+    s = "\n".join(lines)
+    if len(s) > max_chars:
+        s = s[:max_chars] + " … [cut]"
+    return s + cut
+
+
+def safe_filename(node: str) -> str:
+    """A node name as a file name: unchanged when it is plain (letters, digits, ``_.-``),
+    else a slug plus a hash of the original, so two hostile names never collide and no
+    name escapes the directory (``..``, ``/``)."""
+    if _SAFE_NAME_RE.match(node) and node not in (".", ".."):
+        return node
+    slug = re.sub(r"[^A-Za-z0-9_.\-]+", "_", node).strip("._")[:60] or "node"
+    digest = hashlib.sha256(node.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{slug}-{digest}"

@@ -1,0 +1,83 @@
+"""records.py: per-test records from pytest phase reports, and node summaries."""
+
+from nodegate.bundle import Bundle
+from nodegate.facts import DriverBanner, GpuFacts
+from nodegate.errors import EvidenceError
+from nodegate.reports.records import RecordBook, node_info
+
+from .helpers import ng, rec, report
+
+
+def test_nodegate_outcome_wins_over_pytest_phase():
+    book = RecordBook()
+    book.update(report(when="setup", outcome="passed", nodegate=ng(outcome="skip")))
+    r = book.update(report(when="call", outcome="skipped", nodegate=ng(outcome="skip")))
+    assert (r.outcome, r.node, r.check_id) == ("skip", "n1", "NG-X-001")
+
+
+def test_setup_failure_without_nodegate_is_error_with_node_from_test_id():
+    book = RecordBook()
+    r = book.update(report(nodeid="suites/t.py::test_x[node7-gpu3]", when="setup", outcome="failed"))
+    assert (r.outcome, r.node, r.gpu_index, r.has_nodegate) == ("error", "node7", "3", False)
+
+
+def test_crash_without_nodegate_keeps_the_error_line():
+    book = RecordBook()
+    rep = report(nodeid="suites/t.py::test_x[n1]", when="setup", outcome="failed")
+    rep.longreprtext = "Traceback ...\n  File x\nE   TypeError: '<=' not supported\n"
+    assert book.update(rep).message == "E   TypeError: '<=' not supported"
+
+
+def test_teardown_failure_turns_pass_into_error():
+    book = RecordBook()
+    book.update(report(when="call", outcome="passed", nodegate=ng(outcome="pass")))
+    r = book.update(report(when="teardown", outcome="failed", nodegate=ng(outcome="pass")))
+    assert r.outcome == "error"
+
+
+def test_evidence_kept_only_for_failures():
+    assert rec(outcome="fail").evidence == "decisive line 1\ndecisive line 2"
+    assert rec(outcome="pass").evidence == ""
+    assert rec(outcome="error").evidence == ""
+
+
+def test_record_fields_are_cleaned():
+    r = rec(node="n\x1b[2J1", observed="a\x00b")
+    assert (r.node, r.observed) == ("n\\x1b[2J1", "a\\x00b")
+
+
+class _Facts:
+    """NodeFacts stand-in: kernel fails like a missing evidence item would."""
+
+    driver_banner = DriverBanner(flavor="open", version="580.159.04")
+    gpus = [GpuFacts(index=0, name="NVIDIA H200", vbios_version="96.00.99.00.01"),
+            GpuFacts(index=1, name="NVIDIA H200", vbios_version="96.00.99.00.02")]
+
+    @property
+    def kernel_release(self):
+        raise EvidenceError("meta.uname_r", "evidence not collected: meta.uname_r")
+
+
+def test_node_info_reads_facts_and_guards_errors():
+    b = Bundle("n1", meta={"status": "ok", "gather_s": 2.5})
+    i = node_info("n1", b, _Facts(), [rec(outcome="fail"), rec(outcome="pass", check_id="B")])
+    assert (i.gather_status, i.driver_version, i.flavor, i.kernel, i.gpu_model, i.gpu_count, i.vbios,
+            i.gather_s) == ("ok", "580.159.04", "open", None, "NVIDIA H200", 2,
+                            "96.00.99.00.01, 96.00.99.00.02", 2.5)
+    assert i.problems == {"kernel": "EvidenceError: evidence not collected: meta.uname_r [meta.uname_r]"}
+    assert (i.counts["fail"], i.counts["pass"], i.has_problem) == (1, 1, True)
+
+
+def test_node_info_gather_error_skips_facts():
+    b = Bundle("down", meta={"status": "unreachable", "error": "connect timeout"})
+    i = node_info("down", b, _Facts(), [rec(node="down", outcome="error")])
+    assert (i.gather_status, i.gpu_model, i.flavor, i.driver_version) == (
+        "unreachable: connect timeout", None, None, "580.159.04")
+
+
+def test_node_info_mixed_models():
+    class F(_Facts):
+        gpus = [GpuFacts(name="A"), GpuFacts(name="B"), GpuFacts(name="A")]
+        kernel_release = "6.8.0"
+    i = node_info("n", Bundle("n", meta={}), F(), [])
+    assert (i.gpu_model, i.gpu_count, i.kernel) == ("A x2, B x1", 3, "6.8.0")
