@@ -1,0 +1,119 @@
+"""Helpers shared by the check rules: find a GPU, label it, read optional facts, format values.
+
+Pure functions over facts (NodeFacts or a fake with the same attribute names).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import EvidenceError
+from ..facts import NA, GpuFacts
+from ..outcomes import Result
+from ..spec import spec_or_default
+
+__all__ = ["NA", "gpu_for", "gpu_label", "optional", "version_matches", "loaded_driver_version",
+           "fmt", "same_bus", "spec_or_default", "skip_by_spec", "lines"]
+
+
+def optional(facts, name: str) -> tuple[Any, EvidenceError | None]:
+    """``(value, None)`` or ``(None, error)``: for facts that only refine a verdict."""
+    try:
+        return getattr(facts, name), None
+    except EvidenceError as e:
+        return None, e
+
+
+def gpu_for(facts, slot) -> GpuFacts:
+    """The GpuFacts of ``slot`` (matched by bus id, else index).
+
+    Raises EvidenceError when the GPUs cannot be read or the slot's GPU is not there (a
+    missing GPU is the inventory check's FAIL; other per-GPU checks report ERROR)."""
+    gpus = facts.gpus
+    if slot is None:
+        raise EvidenceError("smi.qx", "per-GPU check called without a GPU slot")
+    if getattr(slot, "present", True):
+        for i, g in enumerate(gpus):
+            if slot.pci_bus_id and g.pci_bus_id and same_bus(g.pci_bus_id, slot.pci_bus_id, function=True):
+                return g
+        for i, g in enumerate(gpus):
+            if (g.index if g.index is not None else i) == slot.index:
+                return g
+    where = f" (expected at {slot.pci_bus_id})" if slot.pci_bus_id else ""
+    raise EvidenceError("smi.qx", f"GPU slot {slot.index}{where} not present on the node; see NG-INV-001")
+
+
+def gpu_label(g: GpuFacts | None, slot=None) -> str:
+    """``GPU 0 (0000:19:00.0, serial 1650000000001)``: index, PCI bus id, serial."""
+    idx = g.index if g is not None and g.index is not None else getattr(slot, "index", "?")
+    bus = (g.pci_bus_id if g is not None else None) or getattr(slot, "pci_bus_id", None) or "bus id unknown"
+    serial = g.serial if g is not None else None
+    s = f", serial {fmt(serial)}" if serial not in (None,) else ""
+    return f"GPU {idx} ({bus}{s})"
+
+
+def fmt(v) -> str:
+    if v is NA:
+        return "N/A"
+    if v is None:
+        return "not reported"
+    if isinstance(v, bool):
+        return "Yes" if v else "No"
+    return str(v)
+
+
+_BUS = re.compile(r"^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})(?:\.([0-7]))?$")
+
+
+def _bus_parts(b: str):
+    m = _BUS.match(b.strip().lower())
+    if not m:
+        return None
+    dom, bus, dev, fn = m.groups()
+    return int(dom or "0", 16), int(bus, 16), int(dev, 16), (int(fn) if fn is not None else None)
+
+
+def same_bus(a: str | None, b: str | None, function: bool = False) -> bool:
+    """Same PCI device. Kernel log lines omit the function (``PCI:0000:19:00``): a missing
+    function matches any; ``function=True`` compares functions when both carry one."""
+    if not a or not b:
+        return False
+    pa, pb = _bus_parts(a), _bus_parts(b)
+    if pa is None or pb is None:
+        return a.strip().lower() == b.strip().lower()
+    if pa[:3] != pb[:3]:
+        return False
+    if function and pa[3] is not None and pb[3] is not None:
+        return pa[3] == pb[3]
+    return True
+
+
+def version_matches(spec_version: str | None, observed: str | None) -> bool:
+    """Spec '580' (branch) or '580.159.04' (exact): compare dotted components as a prefix."""
+    if spec_version is None:
+        return True
+    if not observed:
+        return False
+    want, got = spec_version.split("."), observed.strip().split(".")
+    return got[: len(want)] == want
+
+
+def loaded_driver_version(facts) -> str:
+    """Loaded kernel module version: /sys/module/nvidia/version, else /proc/driver/nvidia/version.
+    Raises the first EvidenceError when neither is readable."""
+    v, err = optional(facts, "nvidia_module_version")
+    if v:
+        return v
+    banner, err2 = optional(facts, "driver_banner")
+    if banner is not None and banner.version:
+        return banner.version
+    raise err or err2 or EvidenceError("modules.nvidia_version", "nvidia module version not reported")
+
+
+def skip_by_spec(key: str, value, why: str, **kw) -> Result:
+    return Result.skipped(f"{key}={value}: {why}", expected=f"{key}={value}", **kw)
+
+
+def lines(*items) -> str:
+    return "\n".join(str(i) for i in items if i not in (None, ""))

@@ -1,0 +1,89 @@
+"""Clocks event reasons: no active HW slowdown (catalog "Clocks event reasons")."""
+
+from __future__ import annotations
+
+from ..facts import CLOCKS_EVENT_BITS
+from ..outcomes import Result
+from . import check
+from ._util import fmt, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+
+
+def reason_active(g, reason: str):
+    """True/False/None (not reported) for one canonical reason: the sub-reason's own line or
+    XML element first (a power brake can be Active while its parent 'HW Slowdown' is not),
+    else the bitmask (NVML / --query-gpu clocks_event_reasons.active)."""
+    v = g.clocks_event_reasons.get(reason)
+    if isinstance(v, bool):
+        return v
+    mask = g.clocks_event_reasons_mask
+    if isinstance(mask, int) and not isinstance(mask, bool):
+        return bool(mask & CLOCKS_EVENT_BITS[reason])
+    return None
+
+
+def _samples_for(facts, g) -> tuple[list | None, str]:
+    """This GPU's entries in smi.clocks_samples (one dict {index: GpuFacts} per sample)."""
+    samples, err = optional(facts, "clocks_samples")
+    if samples is None:
+        return None, f"samples unavailable ({err.reason})" if err else "samples unavailable"
+    mine = []
+    for s in samples:
+        hit = s.get(g.index) if g.index is not None else None
+        if hit is None or (hit.pci_bus_id and g.pci_bus_id and not same_bus(hit.pci_bus_id, g.pci_bus_id, True)):
+            hit = next((x for x in s.values() if same_bus(x.pci_bus_id, g.pci_bus_id, True)), None)
+        if hit is not None:
+            mine.append(hit)
+    return mine, f"{len(mine)} sample(s)"
+
+
+@check(id="NG-CLK-001", name="clocks_event_reasons", title="No active HW slowdown clocks event reason",
+       scope="gpu", severity="major", evidence=("smi.qx", "smi.clocks_samples"),
+       remediation="Check cooling, PSU and BMC power-brake signalling (e.g. GPU missing from the BMC power table), "
+                   "then reset or reseat; a sustained HW power brake or thermal slowdown needs the platform fixed.",
+       rule="FAIL when any reason in clocks.fail_reasons (default HW Slowdown 0x8, HW Thermal Slowdown 0x40, HW Power "
+            "Brake Slowdown 0x80, SW Thermal Slowdown 0x20) is active, each sub-reason evaluated on its own, and "
+            "confirmed by every repeated sample (clocks.samples); a reason that clears in a later sample is "
+            "transient. GpuIdle, SW Power Cap, Sync Boost, application/display clocks are healthy. Reads both "
+            "'Clocks Throttle Reasons' (pre-535) and 'Clocks Event Reasons'.")
+def clocks_event_reasons(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    want = spec.clocks.fail_reasons
+    snap = {r: reason_active(g, r) for r in want}
+    reported = {r: v for r, v in snap.items() if v is not None}
+    expected = "not active: " + ", ".join(want)
+    ev = lines(*(f"{r}: {'Active' if v else 'Not Active'}" for r, v in g.clocks_event_reasons.items()
+                 if isinstance(v, bool)),
+               f"clocks_event_reasons_mask: {g.clocks_event_reasons_mask:#x}"
+               if isinstance(g.clocks_event_reasons_mask, int) else None)
+    keys = ("smi.qx", "smi.clocks_samples")
+    if not reported:
+        return Result.errored(f"{name}: clocks event reasons not reported", expected, "not reported",
+                              evidence=ev, evidence_keys=keys)
+    unreported = [r for r in want if snap[r] is None]
+    active = [r for r, v in reported.items() if v]
+    samples, sdesc = _samples_for(facts, g)
+    confirmed, transient = [], []
+    for r in active:
+        seen = [reason_active(s, r) for s in (samples or [])]
+        if seen and not all(seen):
+            transient.append(f"{r} ({sum(1 for x in seen if x)}/{len(seen)} samples)")
+        else:
+            confirmed.append(r)
+    # a reason set in every sample although the snapshot missed it is sustained too
+    for r in want:
+        if r not in active and samples and len(samples) >= spec.clocks.samples and \
+                all(reason_active(s, r) for s in samples):
+            confirmed.append(r)
+    obs_active = ", ".join(confirmed) or "none of the fail reasons"
+    obs = f"active: {obs_active}; {sdesc}" + (f"; transient: {', '.join(transient)}" if transient else "") + \
+          (f"; not reported by this driver: {', '.join(unreported)}" if unreported else "")
+    if samples is not None:
+        ev = lines(ev, *(f"sample {i + 1}: {s.pstate or ''} mask {fmt(s.clocks_event_reasons_mask) if not isinstance(s.clocks_event_reasons_mask, int) else hex(s.clocks_event_reasons_mask)}"
+                         for i, s in enumerate(samples)))
+    if confirmed:
+        short = "" if samples else " (single snapshot: no repeated samples to confirm)"
+        return Result.failed(expected, obs, f"{name}: active {', '.join(confirmed)}{short}", evidence=ev,
+                             evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

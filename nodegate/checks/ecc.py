@@ -1,0 +1,235 @@
+"""ECC mode and counters, row remapping, retired pages, recovery action (catalog "ECC and memory health")."""
+
+from __future__ import annotations
+
+from ..facts import NA, RemappedRows, RetiredPages
+from ..outcomes import Result
+from ..spec import expectations
+from . import check
+from ._util import fmt, gpu_for, gpu_label, lines, spec_or_default
+
+_ONOFF = {True: "Enabled", False: "Disabled"}
+
+
+def _unsupported_ecc(spec, name, what, expected, observed, keys, ev="") -> Result:
+    """ECC unsupported on this board (N/A): SKIP when ecc.required=false, else FAIL."""
+    if not spec.ecc.required:
+        return Result.skipped(f"ecc.required=false: {what} not supported on this board", expected, observed,
+                              evidence=ev, evidence_keys=keys)
+    return Result.failed(expected, observed, f"{name}: {what} not supported (N/A) but ecc.required=true",
+                         evidence=ev, evidence_keys=keys)
+
+
+@check(id="NG-ECC-001", name="ecc_mode", title="ECC mode current and pending as specified",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
+       remediation="nvidia-smi -e 1 (as root) and reboot/reset the GPU; pending != current means a reboot is due.",
+       rule="ecc_mode_current and ecc_mode_pending equal ecc.mode (default enabled). N/A (board without ECC): "
+            "SKIP naming ecc.required when it is false, else FAIL.")
+def ecc_mode(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    keys = ("smi.qx",)
+    want = spec.ecc.mode
+    cur, pend = g.ecc_mode_current, g.ecc_mode_pending
+    obs = f"current {_ONOFF.get(cur, fmt(cur))}, pending {_ONOFF.get(pend, fmt(pend))}"
+    ev = f"ecc_mode current: {fmt(cur)}\necc_mode pending: {fmt(pend)}"
+    expected = f"{want} (current and pending)"
+    if cur is NA:
+        return _unsupported_ecc(spec, name, "ECC mode", expected, obs, keys, ev)
+    if cur is None:
+        return Result.errored(f"{name}: ECC mode not reported", expected, obs, evidence=ev, evidence_keys=keys)
+    if want == "any":
+        return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+    target = want == "enabled"
+    bad = []
+    if cur is not target:
+        bad.append(f"current {_ONOFF[cur]}")
+    if isinstance(pend, bool) and pend is not target:
+        bad.append(f"pending {_ONOFF[pend]}")
+    if bad:
+        return Result.failed(expected, obs, f"{name}: ECC {', '.join(bad)}, expected {want}", evidence=ev,
+                             evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+
+
+_REPAIR_FLAGS = ("channel_repair_pending", "tpc_repair_pending", "unrepairable_memory")
+
+
+@check(id="NG-ECC-002", name="ecc_counters", title="ECC error counters below thresholds",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
+       remediation="Drain the node and reset the GPU; uncorrectable errors that recur, or SRAM threshold exceeded / "
+                   "unrepairable memory, make the GPU an RMA candidate (run field diagnostics).",
+       rule="Volatile (since driver load) and aggregate (lifetime) uncorrectable totals <= ecc.max_uncorrectable_* "
+            "(default 0); correctable totals <= ecc.max_correctable_* when set. SRAM threshold exceeded, "
+            "channel/TPC repair pending, unrepairable memory (580+) FAIL. Counters N/A: SKIP naming ecc.required "
+            "when false, else FAIL.")
+def ecc_counters(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    e = spec.ecc
+    keys = ("smi.qx",)
+    limits = {("volatile", "uncorrectable"): e.max_uncorrectable_volatile,
+              ("aggregate", "uncorrectable"): e.max_uncorrectable_aggregate,
+              ("volatile", "correctable"): e.max_correctable_volatile,
+              ("aggregate", "correctable"): e.max_correctable_aggregate}
+    expected = ", ".join(f"{s} {k} <= {v}" for (s, k), v in limits.items() if v is not None) + \
+        "; sram_threshold_exceeded No"
+    values = {}
+    for scope in ("volatile", "aggregate"):
+        c = getattr(g, f"ecc_{scope}")
+        values[(scope, "uncorrectable")] = c.uncorrectable_total
+        values[(scope, "correctable")] = c.correctable_total
+    obs = ", ".join(f"{s} {k} {fmt(v)}" for (s, k), v in values.items()) + \
+        f"; sram_threshold_exceeded {fmt(g.sram_threshold_exceeded)}"
+    ev = lines(*(f"{s}.{loc}: {fmt(v)}" for s in ("volatile", "aggregate")
+                 for loc, v in getattr(g, f"ecc_{s}").by_location.items()), obs)
+    if all(v is NA for v in values.values()) or (g.ecc_mode_current is NA and all(v in (NA, None) for v in values.values())):
+        return _unsupported_ecc(spec, name, "ECC counters", expected, obs, keys, ev)
+    bad, missing = [], []
+    for key, lim in limits.items():
+        v = values[key]
+        if not isinstance(v, int):
+            if key[1] == "uncorrectable" or lim is not None:
+                missing.append(f"{key[0]} {key[1]}")
+            continue
+        if lim is not None and v > lim:
+            bad.append(f"{key[0]} {key[1]} {v} > {lim}")
+    if g.sram_threshold_exceeded is True:
+        bad.append("SRAM error threshold exceeded (RMA)")
+    for scope in ("volatile", "aggregate"):
+        for flag in _REPAIR_FLAGS:
+            v = getattr(g, f"ecc_{scope}").by_location.get(flag)
+            if isinstance(v, int) and v:
+                bad.append(f"{flag} {v}")
+    if bad:
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(dict.fromkeys(bad)), evidence=ev,
+                             evidence_keys=keys)
+    if missing:
+        return Result.errored(f"{name}: counters not reported: {', '.join(missing)}", expected, obs, evidence=ev,
+                              evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+
+
+def _repair(spec, g) -> tuple[str | None, str]:
+    ex = expectations(spec, g)
+    if ex.memory_repair:
+        return ex.memory_repair, ex.memory_repair_source
+    if isinstance(g.remapped_rows, RemappedRows):
+        return "row_remap", "remapped rows reported"
+    if isinstance(g.retired_pages, RetiredPages) and any(
+            isinstance(v, (int, bool)) for v in (g.retired_pages.sbe, g.retired_pages.dbe, g.retired_pages.pending)):
+        return "page_retirement", "retired pages reported"
+    return None, "unknown"
+
+
+@check(id="NG-MEM-001", name="row_remapping", title="Row remapping: no failure, nothing pending, spare rows left",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
+       remediation="Pending: drain and reset the GPU (or reboot) to activate the remap before acceptance. Failure "
+                   "occurred, no spare rows, or >= 512 uncorrectable remaps: RMA the GPU.",
+       rule="Ampere and later (memory.repair, SKU profile, architecture): remapping failure occurred FAIL (RMA); "
+            "pending FAIL (reset); bank histogram 'None' > memory.max_banks_no_spare FAIL; uncorrectable remaps "
+            ">= memory.max_uncorrectable_remaps (512) FAIL. 'N/A' scalar under MIG: ERROR unless "
+            "memory.allow_mig_unsupported_remap (SKIP). Page-retirement GPUs: SKIP naming memory.repair.")
+def row_remapping(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    keys = ("smi.qx",)
+    rr = g.remapped_rows
+    repair, src = _repair(spec, g)
+    expected = f"no failure, not pending, uncorrectable < {spec.memory.max_uncorrectable_remaps}, " \
+               f"banks without spare rows <= {spec.memory.max_banks_no_spare}"
+    if repair == "page_retirement":
+        return Result.skipped(f"memory.repair={spec.memory.repair}: {name} uses page retirement ({src}), not row "
+                              "remapping", expected="not applicable", observed=f"remapped_rows {fmt(rr) if not isinstance(rr, RemappedRows) else 'reported'}")
+    if rr is NA or (isinstance(rr, RemappedRows) and rr.pending is NA and rr.failure is NA):
+        if g.mig_mode_current is True:
+            if spec.memory.allow_mig_unsupported_remap:
+                return Result.skipped("memory.allow_mig_unsupported_remap=true: remapped rows N/A while MIG is "
+                                      "enabled", expected, "N/A (MIG enabled)", evidence="remapped_rows: N/A",
+                                      evidence_keys=keys)
+            return Result.errored(f"{name}: remapped rows N/A while MIG is enabled (unsupported under MIG); set "
+                                  "memory.allow_mig_unsupported_remap to accept", expected, "N/A (MIG enabled)",
+                                  evidence="remapped_rows: N/A", evidence_keys=keys)
+        return Result.errored(f"{name}: remapped rows N/A on a row-remapping GPU ({src})", expected, "N/A",
+                              evidence="remapped_rows: N/A", evidence_keys=keys)
+    if not isinstance(rr, RemappedRows):
+        return Result.errored(f"{name}: remapped rows not reported", expected, "not reported", evidence_keys=keys)
+    h = rr.histogram
+    obs = (f"correctable {fmt(rr.correctable)}, uncorrectable {fmt(rr.uncorrectable)}, pending {fmt(rr.pending)}, "
+           f"failure {fmt(rr.failure)}" + (", histogram " + " ".join(f"{k}={fmt(v)}" for k, v in h.items()) if h else ""))
+    ev = obs.replace(", ", "\n")
+    bad = []
+    if rr.failure is True:
+        bad.append("remapping failure occurred (RMA candidate)")
+    if rr.pending is True:
+        bad.append("row remapping pending (reset required)")
+    if isinstance(rr.uncorrectable, int) and rr.uncorrectable >= spec.memory.max_uncorrectable_remaps:
+        bad.append(f"uncorrectable remaps {rr.uncorrectable} >= {spec.memory.max_uncorrectable_remaps}")
+    none = h.get("none")
+    if isinstance(none, int) and none > spec.memory.max_banks_no_spare:
+        bad.append(f"{none} bank(s) without spare rows > {spec.memory.max_banks_no_spare}")
+    if bad:
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=ev, evidence_keys=keys)
+    if not isinstance(rr.pending, bool) or not isinstance(rr.failure, bool):
+        return Result.errored(f"{name}: remapped rows pending/failure not reported", expected, obs, evidence=ev,
+                              evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+
+
+@check(id="NG-MEM-002", name="retired_pages", title="Retired pages below DCGM limits, none pending",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
+       remediation="Pending: drain and reboot/reset to retire the pages. Over the limits: RMA the GPU.",
+       rule="Pre-Ampere (page retirement): pending FAIL; sbe+dbe retired >= memory.retired_pages_max_total (63) or "
+            "dbe > memory.retired_pages_max_dbe (15) FAIL (DCGM limits). N/A: SKIP naming ecc.required when "
+            "false, else FAIL. Row-remapping GPUs (N/A there): SKIP naming memory.repair.")
+def retired_pages(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    keys = ("smi.qx",)
+    rp = g.retired_pages
+    repair, src = _repair(spec, g)
+    m = spec.memory
+    expected = f"not pending, total < {m.retired_pages_max_total}, dbe <= {m.retired_pages_max_dbe}"
+    obs = (f"sbe {fmt(rp.sbe)}, dbe {fmt(rp.dbe)}, pending {fmt(rp.pending)}" if isinstance(rp, RetiredPages)
+           else f"retired pages {fmt(rp)}")
+    if repair == "row_remap":
+        return Result.skipped(f"memory.repair={m.repair}: {name} uses row remapping ({src}); retired pages do not "
+                              "apply", expected="not applicable", observed=obs)
+    vals = (rp.sbe, rp.dbe, rp.pending) if isinstance(rp, RetiredPages) else ()
+    if rp is NA or (vals and all(v is NA for v in vals)):
+        return _unsupported_ecc(spec, name, "page retirement", expected, obs, keys, f"retired_pages: {obs}")
+    if not isinstance(rp, RetiredPages) or not isinstance(rp.pending, bool) or \
+            not isinstance(rp.sbe, int) or not isinstance(rp.dbe, int):
+        return Result.errored(f"{name}: retired pages not fully reported ({obs})", expected, obs, evidence_keys=keys)
+    bad = []
+    if rp.pending:
+        bad.append("page retirement pending (reboot/reset required)")
+    if rp.sbe + rp.dbe >= m.retired_pages_max_total:
+        bad.append(f"{rp.sbe + rp.dbe} retired pages >= {m.retired_pages_max_total}")
+    if rp.dbe > m.retired_pages_max_dbe:
+        bad.append(f"{rp.dbe} DBE retired pages > {m.retired_pages_max_dbe}")
+    if bad:
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=obs, evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=obs, evidence_keys=keys)
+
+
+@check(id="NG-MEM-003", name="gpu_recovery_action", title="GPU recovery action is None",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
+       remediation="Perform the reported recovery action (GPU reset, node reboot, drain and reset) and re-run.",
+       rule="GPU recovery action (driver 570+) other than None FAILs with the action; a driver that does not report "
+            "it (pre-570, N/A) is shown as such.")
+def gpu_recovery_action(facts, spec, gpu) -> Result:
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    v = g.recovery_action
+    keys = ("smi.qx",)
+    ev = f"gpu_recovery_action: {fmt(v)}"
+    if v is None or v is NA:
+        return Result.passed("None", f"{fmt(v)} (field added in driver 570)", evidence=ev, evidence_keys=keys)
+    if v.strip().lower() != "none":
+        return Result.failed("None", v, f"{name}: recovery action {v}", evidence=ev, evidence_keys=keys)
+    return Result.passed("None", v, evidence=ev, evidence_keys=keys)

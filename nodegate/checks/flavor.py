@@ -1,0 +1,96 @@
+"""Kernel module flavor: loaded vs spec and GPU constraints; on-disk vs loaded (catalog "Kernel module flavor")."""
+
+from __future__ import annotations
+
+from ..outcomes import Result
+from ..spec import expectations
+from . import check
+from ._util import gpu_label, lines, optional, spec_or_default
+
+# modinfo -F license nvidia: "Dual MIT/GPL" = open, "NVIDIA" = proprietary (catalog).
+_LICENSE_FLAVOR = {"dual mit/gpl": "open", "nvidia": "proprietary"}
+
+
+def license_flavor(license: str | None) -> str | None:
+    return _LICENSE_FLAVOR.get((license or "").strip().lower())
+
+
+@check(id="NG-FLV-001", name="module_flavor", title="Loaded kernel module flavor as specified and supported by the GPUs",
+       scope="node", severity="critical", evidence=("driver.proc_version", "smi.qx", "kernel.log"),
+       remediation="Install the required flavor (open: nvidia-open / kernel-open packages; proprietary for "
+                   "pre-Turing) and reboot.",
+       rule="Loaded flavor from /proc/driver/nvidia/version ('Open Kernel Module' = open, 'x86_64 Kernel Module' = "
+            "proprietary) equals driver.flavor (any = no constraint). Every GPU's required flavor holds: Blackwell "
+            "and Grace Hopper require open (kernel log 'requires use of the NVIDIA open kernel modules' FAILs), "
+            "pre-Turing (Maxwell/Pascal/Volta) requires proprietary.")
+def module_flavor(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    want = spec.driver.flavor
+    events, _ = optional(facts, "kernel_events")
+    refused = [e for e in (events or []) if e.kind == "requires_open"]
+    if refused:
+        banner, _ = optional(facts, "driver_banner")
+        obs = f"{banner.flavor if banner is not None and banner.flavor else 'proprietary'} module refused a GPU"
+        buses = ", ".join(sorted({e.bus_id for e in refused if e.bus_id})) or "bus id not logged"
+        return Result.failed("open (GPU requires the open kernel modules)", obs,
+                             f"the loaded module refuses GPU {buses}: it requires the NVIDIA open kernel modules",
+                             evidence=lines(*(e.text for e in refused[:3])), evidence_keys=("kernel.log",))
+    banner = facts.driver_banner
+    if banner is None:
+        return Result.errored("nvidia module not loaded (no /proc/driver/nvidia/version): see NG-DRV-001",
+                              evidence_keys=("driver.proc_version",))
+    loaded = banner.flavor
+    if loaded not in ("open", "proprietary"):
+        return Result.errored(f"flavor not recognised in banner: {banner.raw.strip()!r}",
+                              evidence=banner.raw, evidence_keys=("driver.proc_version",))
+    problems, need = [], []
+    if want != "any" and loaded != want:
+        problems.append(f"driver.flavor={want} but {loaded} is loaded")
+    gpus, gerr = optional(facts, "gpus")
+    for g in gpus or []:
+        ex = expectations(spec, g)
+        if ex.flavor != "any":
+            need.append(f"{gpu_label(g)} {ex.architecture or ''} requires {ex.flavor} ({ex.flavor_source})")
+            if ex.flavor != loaded:
+                problems.append(f"{gpu_label(g)} ({ex.architecture}) requires the {ex.flavor} module "
+                                f"({ex.flavor_source}), {loaded} is loaded")
+    expected = f"driver.flavor={want}" + (f"; {'; '.join(need)}" if need else "")
+    obs = f"{loaded} {banner.version or ''}".strip() + ("" if gerr is None else f" (GPU constraints not evaluated: "
+                                                              f"{gerr.reason})")
+    kw = dict(evidence=banner.raw.strip(), evidence_keys=("driver.proc_version", "smi.qx"))
+    if problems:
+        return Result.failed(expected, obs, "; ".join(problems), **kw)
+    return Result.passed(expected, obs, **kw)
+
+
+@check(id="NG-FLV-002", name="module_flavor_on_disk", title="On-disk kernel module flavor equals the loaded one",
+       scope="node", severity="major", evidence=("modinfo.nvidia", "driver.proc_version"),
+       remediation="Reboot to load the installed module (an upgrade or flavor switch is waiting for a reboot).",
+       rule="On-disk flavor (modinfo -F license nvidia: 'Dual MIT/GPL' = open, 'NVIDIA' = proprietary) and version "
+            "equal the loaded module's; loaded != on-disk means an upgrade awaiting reboot: FAIL naming both.")
+def module_flavor_on_disk(facts, spec) -> Result:
+    mi = facts.modinfo_nvidia
+    banner = facts.driver_banner
+    if banner is None:
+        return Result.errored("nvidia module not loaded (no /proc/driver/nvidia/version): see NG-DRV-001",
+                              evidence_keys=("driver.proc_version",))
+    if mi is None:
+        return Result.failed(f"on-disk = loaded ({banner.flavor} {banner.version})",
+                             f"no nvidia module on disk for the booted kernel; loaded {banner.flavor} {banner.version}",
+                             "the loaded nvidia module is no longer installed for the booted kernel",
+                             evidence="modinfo: ERROR: Module nvidia not found.", evidence_keys=("modinfo.nvidia",))
+    disk = license_flavor(mi.license)
+    ev = lines(f"modinfo license: {mi.license}", f"modinfo version: {mi.version}", banner.raw.strip())
+    keys = ("modinfo.nvidia", "driver.proc_version")
+    if disk is None:
+        return Result.errored(f"unknown module license {mi.license!r}", evidence=ev, evidence_keys=keys)
+    loaded = banner.flavor
+    expected = f"on-disk = loaded ({loaded} {banner.version or ''})".strip()
+    obs = f"on-disk {disk} {mi.version or ''}, loaded {loaded} {banner.version or ''}".strip()
+    if loaded not in ("open", "proprietary"):
+        return Result.errored("loaded flavor not recognised in /proc/driver/nvidia/version", expected, obs,
+                              evidence=ev, evidence_keys=keys)
+    if disk != loaded or (mi.version and banner.version and mi.version != banner.version):
+        return Result.failed(expected, obs, f"installed module ({disk} {mi.version}) differs from the loaded one "
+                             f"({loaded} {banner.version}): reboot pending", evidence=ev, evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

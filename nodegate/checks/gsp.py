@@ -1,0 +1,122 @@
+"""GSP firmware: files in the kernel's firmware search path, per-GPU firmware version (catalog "GSP firmware")."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import EvidenceError
+from ..facts import NA
+from ..outcomes import Result
+from ..spec import expectations
+from . import check
+from ._util import fmt, gpu_for, gpu_label, lines, loaded_driver_version, optional, spec_or_default
+
+
+def _gsp_required(facts, spec) -> tuple[bool, str]:
+    """(required, why). auto: the open module always uses GSP; a GPU reporting a GSP version uses it."""
+    req = spec.gsp.required
+    if req is True:
+        return True, "gsp.required=true"
+    if req is False:
+        return False, "gsp.required=false"
+    banner, _ = optional(facts, "driver_banner")
+    if banner is not None and banner.flavor == "open":
+        return True, "gsp.required=auto and the open kernel module is loaded (it always runs GSP)"
+    gpus, _ = optional(facts, "gpus")
+    if any(isinstance(g.gsp_firmware_version, str) for g in gpus or []):
+        return True, "gsp.required=auto and a GPU runs GSP firmware"
+    flavor = banner.flavor if banner is not None and banner.flavor else "unknown"
+    return False, f"gsp.required=auto, {flavor} kernel module and no GPU reports GSP firmware"
+
+
+def _needed_files(facts, spec) -> tuple[list[str], str]:
+    gpus, err = optional(facts, "gpus")
+    if gpus:
+        need = sorted({f for g in gpus if (f := expectations(spec, g).gsp_firmware)})
+        return need, "per GPU architecture (SKU profiles)"
+    mi, _ = optional(facts, "modinfo_nvidia")
+    if mi is not None and mi.firmware:
+        return sorted({os.path.basename(f) for f in mi.firmware}), "modinfo -F firmware nvidia"
+    raise err or EvidenceError("modinfo.nvidia", "no GPU and no modinfo firmware list to tell which GSP file is needed")
+
+
+@check(id="NG-GSP-001", name="gsp_firmware_files", title="GSP firmware files present in the firmware search path",
+       scope="node", severity="critical", evidence=("firmware.gsp", "driver.proc_version", "modinfo.nvidia", "smi.qx"),
+       remediation="Install the driver's firmware package (nvidia-firmware-<version> / the .run installer's "
+                   "firmware) so nvidia/<version>/gsp_*.bin exists in /lib/firmware or firmware_class.path.",
+       rule="For the loaded driver version, each needed file (gsp_tu10x.bin for Turing/GA100, gsp_ga10x.bin for "
+            "GA10x/Ada/Hopper/Blackwell) is found, non-empty, first in kernel search order: firmware_class.path, "
+            "/lib/firmware/updates/<kver>, /lib/firmware/updates, /lib/firmware/<kver>, /lib/firmware. "
+            "gsp.required=false or auto without GSP in use -> SKIP naming the key.")
+def gsp_firmware_files(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    required, why = _gsp_required(facts, spec)
+    if not required:
+        return Result.skipped(why, expected="GSP not in use")
+    version = loaded_driver_version(facts)
+    fw = facts.firmware
+    keys = ("firmware.gsp", "driver.proc_version")
+    need, src = _needed_files(facts, spec)
+    expected = f"nvidia/{version}/{', '.join(need) or '(none)'} non-empty ({src})"
+    ev = lines(f"firmware_class.path: {fw.search_path or '(unset)'}",
+               *(f"{d}: {', '.join(f'{n} {s}' for n, s in files.items()) if files else 'absent'}"
+                 for d, files in fw.dirs.items()))
+    if fw.driver_version and fw.driver_version != version:
+        return Result.errored(f"firmware listing is for {fw.driver_version}, loaded driver is {version}",
+                              expected, evidence=ev, evidence_keys=keys)
+    if not need:
+        return Result.passed(expected, "no GPU needs GSP firmware (pre-Turing)", evidence=ev, evidence_keys=keys)
+    found, problems, unknown = [], [], []
+    for name in need:
+        hit = fw.find(name)
+        if hit is None:
+            problems.append(f"{name} not found in {', '.join(fw.dirs) or 'the search path'}")
+        elif not isinstance(hit[1], int):
+            unknown.append(f"{hit[0]}/{name} (size not listed)")
+        elif hit[1] <= 0:
+            problems.append(f"{hit[0]}/{name} is empty (the kernel loads the first match)")
+        else:
+            found.append(f"{hit[0]}/{name} ({hit[1]} bytes)")
+    obs = "; ".join(found + unknown + problems)
+    if problems:
+        return Result.failed(expected, obs, "GSP firmware missing: " + "; ".join(problems), evidence=ev,
+                             evidence_keys=keys)
+    if unknown:
+        return Result.errored("GSP firmware found but its size is not listed (cannot tell it is non-empty): "
+                              + "; ".join(unknown), expected, obs, evidence=ev, evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+
+
+@check(id="NG-GSP-002", name="gsp_firmware_version", title="GPU runs GSP firmware of the driver version",
+       scope="gpu", severity="major", evidence=("smi.qx", "nvml.json", "modules.nvidia_version"),
+       remediation="Install matching GSP firmware and reboot; do not disable GSP (NVreg_EnableGpuFirmware=0) when "
+                   "the spec requires it.",
+       rule="gsp_firmware_version equals the loaded driver version. N/A means GSP off: FAIL when GSP is required "
+            "(gsp.required=true, or auto with the open module, which always requires it); auto with the "
+            "proprietary module or a pre-Turing GPU -> SKIP naming gsp.required.")
+def gsp_firmware_version(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    ex = expectations(spec, g)
+    required, why = _gsp_required(facts, spec)
+    v = g.gsp_firmware_version
+    keys = ("smi.qx", "modules.nvidia_version")
+    if ex.pre_turing and spec.gsp.required != True:  # noqa: E712 (auto or False)
+        return Result.skipped(f"gsp.required={spec.gsp.required}: {ex.architecture} has no GSP",
+                              expected="no GSP", observed=fmt(v))
+    if not required:
+        return Result.skipped(why, expected="GSP not required", observed=f"gsp_firmware_version {fmt(v)}")
+    version = loaded_driver_version(facts)
+    expected = f"gsp_firmware_version {version} ({why})"
+    ev = f"gsp_firmware_version: {fmt(v)}"
+    if v is None:
+        return Result.errored(f"{name}: gsp_firmware_version not reported", expected, "not reported",
+                              evidence=ev, evidence_keys=keys)
+    if v is NA:
+        return Result.failed(expected, "N/A (GSP off)", f"{name}: GSP firmware not running ({why})", evidence=ev,
+                             evidence_keys=keys)
+    if v.strip() != version:
+        return Result.failed(expected, v, f"{name}: GSP firmware {v} != driver {version}", evidence=ev,
+                             evidence_keys=keys)
+    return Result.passed(expected, v, evidence=ev, evidence_keys=keys)

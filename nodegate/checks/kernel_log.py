@@ -1,0 +1,106 @@
+"""Kernel log (driver health since boot): NVRM/Xid events mapped to GPUs (catalog "Kernel log")."""
+
+from __future__ import annotations
+
+from ..outcomes import Result
+from ..spec.xid import xid_fail_set, xid_info
+from . import check
+from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+
+# Event kinds that FAIL by themselves (catalog "Kernel log").
+FAIL_KINDS = {
+    "fallen_off_bus": "GPU has fallen off the bus",
+    "rm_init_adapter_failed": "RmInitAdapter failed (GPU could not be initialised)",
+    "gsp_init_failed": "GSP firmware failed to boot",
+    "api_mismatch": "NVRM API mismatch (kernel module vs client versions)",
+    "requires_open": "GPU requires the NVIDIA open kernel modules",
+    "probe_not_called": "NVIDIA probe routine not called (another driver such as nouveau owns the device)",
+}
+
+
+def classify(ev, fail_xids) -> tuple[bool, str]:
+    """(fails?, description) of one KernelEvent."""
+    if ev.kind == "xid" and ev.xid is not None:
+        info = xid_info(ev.xid)
+        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}; {info.severity}; action: {info.action})"
+    if ev.kind in FAIL_KINDS:
+        return True, FAIL_KINDS[ev.kind]
+    return False, ev.kind
+
+
+def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
+    fails, infos = {}, {}
+    for ev in events:
+        bad, desc = classify(ev, fail_xids)
+        if ev.kind in ("other", "loading_banner", "persistence_legacy"):
+            continue
+        where = f" at {ev.bus_id}" if ev.bus_id else ""
+        d = (fails if bad else infos)
+        d[desc + where] = d.get(desc + where, 0) + 1
+    fmt = lambda d: [f"{k}" + (f" x{n}" if n > 1 else "") for k, n in d.items()]  # noqa: E731
+    return fmt(fails), fmt(infos)
+
+
+def _disabled(spec) -> Result | None:
+    if not spec.kernel_log.enabled:
+        return Result.skipped("kernel_log.enabled=false", expected="kernel_log.enabled=false")
+    return None
+
+
+_REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, reboot, reseat/replace riser or GPU, "
+                "RMA when row remapping failed); API mismatch: reboot so module and user space match; nouveau: "
+                "blacklist it and rebuild the initramfs; requires open: install the open kernel modules.")
+
+
+@check(id="NG-LOG-001", name="kernel_log_node", title="No driver failures in the kernel log (node-wide)",
+       scope="node", severity="critical", evidence=("kernel.log", "smi.qx"), remediation=_REMEDIATION,
+       rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal; continuation lines joined). Node-wide "
+            "events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
+            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), 'has fallen off the "
+            "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
+            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS.")
+def kernel_log_node(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    if (r := _disabled(spec)) is not None:
+        return r
+    events = facts.kernel_events
+    src, _ = optional(facts, "kernel_log_source")
+    gpus, gerr = optional(facts, "gpus")
+    known = [g.pci_bus_id for g in gpus or [] if g.pci_bus_id]
+    mine = [e for e in events if not (e.bus_id and any(same_bus(e.bus_id, b) for b in known))]
+    fx = xid_fail_set(spec)
+    fails, infos = _summary(mine, fx)
+    expected = "no failing NVRM events outside the per-GPU results"
+    obs = ("; ".join(fails) or "no failing node-wide events") + (f"; informational: {'; '.join(infos)}" if infos
+                                                                  else "") + f" ({len(events)} records, {src or 'log'})"
+    if gerr is not None:
+        obs += f"; GPUs unreadable ({gerr.reason}): every event counted here"
+    bad_ev = [e for e in mine if classify(e, fx)[0]]
+    kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
+    if fails:
+        return Result.failed(expected, obs, "kernel log: " + "; ".join(fails), **kw)
+    return Result.passed(expected, obs, **kw)
+
+
+@check(id="NG-LOG-002", name="kernel_log_gpu", title="No driver failures in the kernel log for this GPU",
+       scope="gpu", severity="critical", evidence=("kernel.log", "smi.qx"), remediation=_REMEDIATION,
+       rule="The same events as NG-LOG-001 whose PCI bus id (PCI:dddd:bb:dd, domains may be non-zero) is this GPU's. "
+            "Xid 63/64 cross-check the memory checks (NG-MEM-001/002).")
+def kernel_log_gpu(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    if (r := _disabled(spec)) is not None:
+        return r
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    events = [e for e in facts.kernel_events if e.bus_id and same_bus(e.bus_id, g.pci_bus_id)]
+    fx = xid_fail_set(spec)
+    fails, infos = _summary(events, fx)
+    expected = f"no failing NVRM events for {g.pci_bus_id}"
+    obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
+    bad_ev = [e for e in events if classify(e, fx)[0]]
+    kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
+    if fails:
+        xids = {e.xid for e in bad_ev if e.kind == "xid"}
+        cross = " (cross-check NG-MEM-001/NG-MEM-002)" if xids & {48, 63, 64, 94, 95} else ""
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(fails) + cross, **kw)
+    return Result.passed(expected, obs, **kw)

@@ -1,0 +1,231 @@
+"""nvidia-persistenced: unit, drop-in, user, and per-GPU persistence mode (catalog "Persistence daemon")."""
+
+from __future__ import annotations
+
+from ..outcomes import Result
+from ..spec import expectations
+from . import check
+from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
+
+_UNIT = "nvidia-persistenced.service"
+
+
+def _gh200_present(facts, spec) -> bool:
+    """GH200 needs the daemon as root (NUMA auto-online; nvidia-persistenced issue #11)."""
+    gpus, _ = optional(facts, "gpus")
+    return any(expectations(spec, g).persistenced_root for g in (gpus or []))
+
+
+def _user_arg(argv: list[str]) -> str | None:
+    """Value of --user/-u (``--user X``, ``--user=X``, ``-u X``); nvidia-persistenced --help."""
+    for i, a in enumerate(argv):
+        if a in ("--user", "-u") and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--user="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _daemon_not_applicable(spec) -> Result | None:
+    if spec.persistence.mode == "legacy":
+        return Result.skipped("persistence.mode=legacy: the persistence daemon is not used",
+                              expected="persistence.mode=legacy")
+    return None
+
+
+def _root_allowed(facts, spec) -> tuple[bool, str]:
+    if spec.persistence.allow_root:
+        return True, "persistence.allow_root=true"
+    if _gh200_present(facts, spec):
+        return True, ("recorded exception: GH200 needs nvidia-persistenced as root for NUMA auto-online "
+                      "(NVIDIA/nvidia-persistenced#11)")
+    return False, ""
+
+
+@check(id="NG-PER-001", name="persistenced_unit", title="nvidia-persistenced unit loaded, running, starts at boot",
+       scope="node", severity="major", evidence=("systemd.persistenced_show",),
+       remediation="Fix the unit (a broken drop-in shows as LoadState=bad-setting: one ExecStart= reset then one "
+                   "command), run systemctl daemon-reload, enable and start nvidia-persistenced; check its journal.",
+       rule="LoadState=loaded (bad-setting = broken unit, e.g. two non-empty ExecStart= in a Type=forking "
+            "service); ActiveState=active and SubState=running; UnitFileState enabled, or static where the "
+            "distro starts it from udev. persistence.mode=legacy -> SKIP; any + unit not-found -> SKIP.")
+def persistenced_unit(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    if (r := _daemon_not_applicable(spec)) is not None:
+        return r
+    u = facts.persistenced_unit
+    obs = (f"LoadState={fmt(u.load_state)} ActiveState={fmt(u.active_state)} SubState={fmt(u.sub_state)} "
+           f"UnitFileState={fmt(u.unit_file_state)}" + (f" Result={u.result}" if u.result else ""))
+    expected = "LoadState=loaded ActiveState=active SubState=running UnitFileState=enabled|static"
+    ev = lines(*(f"{k}={v}" for k, v in u.raw.items())) or obs
+    kw = dict(evidence=ev, evidence_keys=("systemd.persistenced_show",))
+    if spec.persistence.mode == "any" and u.load_state == "not-found":
+        return Result.skipped("persistence.mode=any and nvidia-persistenced is not installed", expected,
+                              obs, **kw)
+    problems = []
+    if u.load_state != "loaded":
+        hint = " (broken unit: systemd refused it, e.g. more than one ExecStart=)" if u.load_state == "bad-setting" else ""
+        problems.append(f"unit not loaded: LoadState={fmt(u.load_state)}{hint}")
+    if u.active_state != "active" or (u.sub_state not in (None, "running")):
+        problems.append(f"daemon not running: {fmt(u.active_state)}/{fmt(u.sub_state)}"
+                        + (f", Result={u.result}" if u.result and u.result != "success" else ""))
+    if u.unit_file_state not in ("enabled", "static"):
+        problems.append(f"will not start at boot: UnitFileState={fmt(u.unit_file_state)}")
+    if problems:
+        msg = "; ".join(problems)
+        if _gh200_present(facts, spec) and spec.persistence.user != "root":
+            msg += ("; GH200: a non-root daemon fails on NUMA auto_online_blocks (Permission denied): run it "
+                    "as root (persistence.user: root)")
+        return Result.failed(expected, obs, msg, **kw)
+    return Result.passed(expected, obs, **kw)
+
+
+def _dropin_problems(text_exec: list[str], user: str, root_ok: bool, mode: str) -> list[str]:
+    p = []
+    if not text_exec or text_exec[0].strip() != "":
+        p.append("does not reset ExecStart= with an empty assignment first")
+    cmds = [c for c in text_exec if c.strip()]
+    resets = [c for c in text_exec if not c.strip()]
+    if len(cmds) != 1 or len(resets) != 1:
+        dup = " (duplicate lines: override appended twice?)" if len(set(cmds)) < len(cmds) or len(resets) > 1 else ""
+        p.append(f"has {len(resets)} ExecStart= reset(s) and {len(cmds)} command(s), expected 1 and 1{dup}")
+    for c in cmds[:1]:
+        argv = c.split()
+        u = _user_arg(argv)
+        if u != user and not (u is None and user == "root" and root_ok):
+            p.append(f"command runs as {u or 'root (no --user)'}, expected --user {user}")
+        if mode == "daemon" and "--no-persistence-mode" in argv:
+            p.append("command disables persistence mode (--no-persistence-mode)")
+    return p
+
+
+@check(id="NG-PER-002", name="persistenced_dropin", title="nvidia-persistenced drop-in sets one command with --user",
+       scope="node", severity="major", evidence=("persistenced.unit_files", "systemd.persistenced_show"),
+       remediation="Rewrite the drop-in (do not append with tee -a): [Service] / ExecStart= / ExecStart=<daemon> "
+                   "--user <user>; then systemctl daemon-reload and restart nvidia-persistenced.",
+       rule="The drop-in (persistence.dropin) exists, resets ExecStart= with an empty assignment, then sets "
+            "exactly one command with --user/-u persistence.user and without --no-persistence-mode; duplicate "
+            "lines (override appended twice) FAIL. The effective ExecStart from systemctl show (ground truth) "
+            "is exactly that one command, and DropInPaths lists the drop-in.")
+def persistenced_dropin(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    if (r := _daemon_not_applicable(spec)) is not None:
+        return r
+    path, user = spec.persistence.dropin, spec.persistence.user
+    root_ok, _ = _root_allowed(facts, spec)
+    files = facts.persistenced_unit_files
+    unit = facts.persistenced_unit
+    expected = f"{path}: ExecStart= reset + one command with --user {user}; effective ExecStart = that command"
+    eff = [" ".join(a) for a in unit.exec_start]
+    keys = ("persistenced.unit_files", "systemd.persistenced_show")
+    dropin = next((f for f in files if f.path == path), None)
+    if dropin is None:
+        return Result.failed(expected, f"no drop-in at {path}; effective ExecStart: {'; '.join(eff) or 'none'}",
+                             f"drop-in {path} missing", evidence=lines(*(f"== {f.path}" for f in files)),
+                             evidence_keys=keys)
+    problems = [f"drop-in {p}" for p in _dropin_problems(dropin.exec_start, user, root_ok, spec.persistence.mode)]
+    if len(unit.exec_start) != 1:
+        problems.append(f"effective ExecStart has {len(unit.exec_start)} commands")
+    else:
+        u = _user_arg(unit.exec_start[0])
+        if u != user and not (u is None and user == "root" and root_ok):
+            problems.append(f"effective ExecStart runs as {u or 'root (no --user)'} (daemon-reload not done?)")
+    if unit.drop_in_paths and path not in unit.drop_in_paths:
+        problems.append(f"systemd does not use the drop-in (DropInPaths={' '.join(unit.drop_in_paths)})")
+    obs = f"drop-in ExecStart lines {dropin.exec_start!r}; effective ExecStart: {'; '.join(eff) or 'none'}"
+    ev = lines(f"== {dropin.path}", dropin.text.strip(), f"effective ExecStart: {'; '.join(eff)}")
+    if problems:
+        return Result.failed(expected, obs, "; ".join(problems), evidence=ev, evidence_keys=keys)
+    return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
+
+
+@check(id="NG-PER-003", name="persistenced_user", title="nvidia-persistenced runs as the specified non-root user",
+       scope="node", severity="major", evidence=("persistenced.process", "persistenced.passwd"),
+       remediation="Create the system user (useradd -r nvidia-persistenced), give it /run/nvidia-persistenced, and "
+                   "start the daemon with --user <user> via the drop-in.",
+       rule="persistence.user exists and is not root; the running daemon's uid is that user's (--user drops "
+            "privileges inside the daemon, so User= stays empty) and /run/nvidia-persistenced is owned by it. "
+            "Root is accepted only with persistence.allow_root or on GH200 (recorded exception).")
+def persistenced_user(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    if (r := _daemon_not_applicable(spec)) is not None:
+        return r
+    user = spec.persistence.user
+    root_ok, why_root = _root_allowed(facts, spec)
+    pw = facts.persistenced_user
+    pd = facts.persistenced
+    keys = ("persistenced.process", "persistenced.passwd")
+    expected = f"daemon uid = uid of {user} (not root), /run/nvidia-persistenced owned by it"
+    procs = ", ".join(f"pid {p.pid} uid {fmt(p.uid)}" for p in pd.processes) or "no process"
+    obs = (f"user {user}: " + (f"uid {pw.uid}" if pw else "absent") + f"; {procs}; rundir owner uid "
+           + (fmt(pd.rundir_owner_uid) if pd.rundir_present else "absent"))
+    ev = lines(*(f"pid {p.pid} uid {p.uid} cmdline: {' '.join(p.argv)}" for p in pd.processes),
+               f"passwd: {pw.name}:{pw.uid}:{pw.gid}" if pw else f"passwd: no entry for {user}")
+    kw = dict(evidence=ev, evidence_keys=keys)
+    problems = []
+    if pw is None:
+        problems.append(f"user {user} does not exist")
+    elif pw.uid == 0 and not root_ok:
+        problems.append(f"user {user} is root")
+    if not pd.processes:
+        problems.append("nvidia-persistenced is not running")
+    elif pw is not None:
+        wrong = [p for p in pd.processes if p.uid != pw.uid]
+        for p in wrong:
+            if p.uid == 0 and root_ok:
+                continue
+            problems.append(f"daemon pid {p.pid} runs as uid {fmt(p.uid)}, not {user} ({pw.uid})")
+        if len(pd.processes) > 1:
+            problems.append(f"{len(pd.processes)} daemons running")
+    if pw is not None and (not pd.rundir_present or pd.rundir_owner_uid != pw.uid):
+        if not (root_ok and pd.rundir_owner_uid == 0):
+            problems.append("/run/nvidia-persistenced " + (f"owned by uid {fmt(pd.rundir_owner_uid)}"
+                                                           if pd.rundir_present else "missing"))
+    if problems:
+        return Result.failed(expected, obs, "; ".join(problems), **kw)
+    note = why_root if any(p.uid == 0 for p in pd.processes) else ""
+    return Result.passed(expected, obs, note, **kw)
+
+
+def _legacy_log_line(facts) -> str | None:
+    events, _ = optional(facts, "kernel_events")
+    for e in events or []:
+        if e.kind == "persistence_legacy":
+            return e.text
+    return None
+
+
+@check(id="NG-PER-004", name="persistence_mode", title="Persistence mode Enabled (by the daemon)",
+       scope="gpu", severity="major", evidence=("smi.qx", "nvml.json", "persistenced.process", "kernel.log"),
+       remediation="Enable persistence through nvidia-persistenced (not nvidia-smi -pm 1): fix and start the "
+                   "daemon, then reboot or restart it.",
+       rule="Per GPU persistence_mode is Enabled. With persistence.mode=daemon, Enabled without a running "
+            "nvidia-persistenced is the deprecated legacy mode (kernel log: 'Persistence mode is deprecated "
+            "... Please use nvidia-persistenced instead') and FAILs.")
+def persistence_mode(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    mode = spec.persistence.mode
+    expected = "Enabled" + (" by nvidia-persistenced" if mode == "daemon" else "")
+    keys = ("smi.qx", "persistenced.process")
+    pm = g.persistence_mode
+    if pm is None:
+        return Result.errored(f"{name}: persistence mode not reported", expected, "not reported",
+                              evidence_keys=keys)
+    if pm is not True:
+        return Result.failed(expected, f"persistence mode {fmt(pm) if pm is not False else 'Disabled'}",
+                             f"{name}: persistence mode is {'Disabled' if pm is False else fmt(pm)}",
+                             evidence=f"persistence_mode: {fmt(pm)}", evidence_keys=keys)
+    if mode != "daemon":
+        return Result.passed(expected, "Enabled", evidence="persistence_mode: Enabled", evidence_keys=keys)
+    pd = facts.persistenced
+    if pd.processes:
+        return Result.passed(expected, f"Enabled, nvidia-persistenced pid {pd.processes[0].pid}",
+                             evidence="persistence_mode: Enabled", evidence_keys=keys)
+    log = _legacy_log_line(facts)
+    obs = "Enabled by the legacy driver flag (no nvidia-persistenced process)"
+    msg = (f"{name}: persistence mode is legacy (nvidia-smi -pm 1), the daemon is not running"
+           + ("; kernel log confirms: 'Persistence mode is deprecated'" if log else ""))
+    return Result.failed(expected, obs, msg, evidence=lines("persistence_mode: Enabled", "processes: 0", log),
+                         evidence_keys=keys + (("kernel.log",) if log else ()))

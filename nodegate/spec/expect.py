@@ -1,0 +1,88 @@
+"""Effective per-GPU expectations: spec override > SKU profile > architecture/catalog default.
+
+``expectations(spec, gpu)`` takes a ``Spec`` and a ``GpuFacts`` (or None when the GPU could
+not be read) and returns a ``GpuExpectation`` whose ``*_source`` fields say where each value
+came from (for Expected columns and messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .skus import SkuProfile, arch_profile, sku_profile
+
+# Ampere and later remap rows; earlier boards retire pages (skus.yaml [remap]/[retire]).
+_ROW_REMAP_ARCHS = ("ampere", "ada", "hopper", "blackwell")
+
+
+@dataclass(frozen=True)
+class GpuExpectation:
+    device_id: str | None
+    sku: SkuProfile | None
+    architecture: str | None
+    pcie_gen: int | None
+    pcie_width: int | None
+    pcie_source: str
+    gsp_firmware: str | None          # None: this GPU needs no GSP firmware (or unknown, see gsp_source)
+    gsp_source: str
+    flavor: str                       # the flavor this GPU requires: open | proprietary | any
+    flavor_source: str
+    ecc_capable: bool | None
+    memory_repair: str | None         # row_remap | page_retirement | None (unknown)
+    memory_repair_source: str
+    persistenced_root: bool
+
+    @property
+    def pre_turing(self) -> bool:
+        return (self.architecture or "").lower() in ("maxwell", "pascal", "volta", "kepler")
+
+
+def _device_id(spec, gpu) -> str | None:
+    if spec.gpu.sku:
+        return spec.gpu.sku
+    return getattr(gpu, "pci_device_id", None) if gpu is not None else None
+
+
+def expectations(spec, gpu) -> GpuExpectation:
+    """Effective expectations for one GPU (``gpu`` may be None)."""
+    dev = _device_id(spec, gpu)
+    sku = sku_profile(dev)
+    arch = (getattr(gpu, "architecture", None) if gpu is not None else None) or (sku.architecture if sku else None)
+    ap = arch_profile(arch)
+    skulabel = f"SKU profile {sku.device_id} ({sku.name})" if sku else None
+
+    # PCIe: spec > SKU; no architecture fallback (boards of one architecture differ).
+    gen = spec.pcie.gen if spec.pcie.gen is not None else (sku.pcie_gen if sku else None)
+    width = spec.pcie.width if spec.pcie.width is not None else (sku.pcie_width if sku else None)
+    if spec.pcie.gen is not None or spec.pcie.width is not None:
+        psrc = "spec pcie.gen/pcie.width" + (f" + {skulabel}" if sku else "")
+    elif sku:
+        psrc = skulabel
+    else:
+        psrc = f"no SKU profile for device id {dev or 'unknown'}: set pcie.gen/pcie.width"
+
+    if sku:
+        gsp, gsrc = sku.gsp_firmware, skulabel
+        flavor, fsrc = sku.flavor, skulabel
+    elif ap:
+        gsp, gsrc = ap.gsp_firmware, f"architecture {ap.architecture}"
+        flavor, fsrc = ap.flavor, f"architecture {ap.architecture}"
+    else:
+        gsp, gsrc = None, f"unknown GPU (device id {dev or 'unknown'}, architecture {arch or 'unknown'})"
+        flavor, fsrc = "any", gsrc
+
+    if spec.memory.repair != "auto":
+        rep, rsrc = spec.memory.repair, "spec memory.repair"
+    elif sku:
+        rep, rsrc = sku.memory_repair, skulabel
+    elif arch:
+        rep = "row_remap" if any(arch.lower().startswith(a) for a in _ROW_REMAP_ARCHS) else "page_retirement"
+        rsrc = f"architecture {arch}"
+    else:
+        rep, rsrc = None, "unknown architecture"
+
+    return GpuExpectation(
+        device_id=dev, sku=sku, architecture=arch, pcie_gen=gen, pcie_width=width, pcie_source=psrc,
+        gsp_firmware=gsp, gsp_source=gsrc, flavor=flavor, flavor_source=fsrc,
+        ecc_capable=sku.ecc if sku else None, memory_repair=rep, memory_repair_source=rsrc,
+        persistenced_root=bool(sku and sku.persistenced_root))

@@ -1,0 +1,221 @@
+"""The expected node state: the ``nodegate:`` inventory variable, as pydantic v2 models.
+
+Every section is its own sub-model with ``extra='forbid'`` so a misspelt key is a SpecError,
+not a silently ignored setting. Each default names its source in a comment: the check
+catalog (``../shared/spec/checks.md``, "catalog" below), NVIDIA documentation or DCGM.
+A default of ``None`` means "not enforced / taken from the SKU profile" (see
+``nodegate.spec.expect``): spec override > SKU profile (nodegate/data/skus.yaml) > catalog
+default.
+
+New sections (``burnin:``, ``baseline:`` ...) are added as further sub-models on ``Spec``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_DRIVER_VERSION = re.compile(r"^\d{3}(\.\d{1,3}){0,2}$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
+_MODULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_DEVICE_ID = re.compile(r"^(0x)?[0-9a-fA-F]{4}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DriverSpec(_Section):
+    # No default version: the catalog compares module/NVML/fabric manager with each other
+    # always, and with the spec only when one is given.
+    version: Optional[str] = Field(None, description="exact '580.159.04' or branch '580' (prefix by dotted components)")
+    # 'any': only the SKU constraints apply (Blackwell open, pre-Turing proprietary; catalog "flavor").
+    flavor: Literal["open", "proprietary", "any"] = Field("any", description="kernel module flavor")
+    # 'any': dkms rule when dkms lists nvidia, else the precompiled (modinfo vermagic) rule.
+    install: Literal["dkms", "precompiled", "any"] = Field("any", description="how the kernel module is installed")
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v):
+        if v is not None and not _DRIVER_VERSION.match(v):
+            raise ValueError(f"driver version {v!r} is neither a branch ('580') nor a version ('580.159.04')")
+        return v
+
+
+class GpuSpec(_Section):
+    count: Optional[int] = Field(None, ge=0, le=64, description="number of GPUs (None: at least one)")
+    model: Optional[Union[str, list[str]]] = Field(None, description="substring(s) of the product name, case-insensitive")
+    sku: Optional[str] = Field(None, description="PCI device id (4 hex digits) whose SKU profile applies instead of the detected one")
+    bus_ids: Optional[list[str]] = Field(None, description="expected PCI bus ids, to name a missing GPU")
+
+    @field_validator("sku")
+    @classmethod
+    def _sku(cls, v):
+        if v is not None:
+            if not _DEVICE_ID.match(v):
+                raise ValueError(f"gpu.sku {v!r} is not a 4-hex-digit PCI device id")
+            v = v.lower().removeprefix("0x")
+        return v
+
+
+class PersistenceSpec(_Section):
+    # catalog "Persistence daemon": the daemon is the supported mechanism; legacy -pm 1 is
+    # deprecated (kernel log: "Persistence mode is deprecated ... use nvidia-persistenced").
+    mode: Literal["daemon", "legacy", "any"] = Field("daemon", description="how persistence mode must be provided")
+    # NVIDIA's packaged unit runs the daemon as nvidia-persistenced (nvidia-persistenced README).
+    user: str = Field("nvidia-persistenced", description="user the daemon runs as (--user / -u)")
+    # catalog: default drop-in path.
+    dropin: str = Field("/etc/systemd/system/nvidia-persistenced.service.d/override.conf",
+                        description="drop-in that resets ExecStart= and sets the command")
+    # Root is refused unless allowed here or recorded as the GH200 exception (catalog).
+    allow_root: bool = Field(False, description="accept the daemon running as root on any SKU")
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, v):
+        if not _USER.match(v):
+            raise ValueError(f"persistence.user {v!r} is not a valid user name")
+        return v
+
+
+# catalog "Kernel modules": default ordering pairs (a before b).
+DEFAULT_ORDER = (("ib_core", "nvidia_peermem"), ("nvidia", "nvidia_peermem"), ("nvidia", "nvidia_uvm"),
+                 ("nvidia", "nvidia_modeset"), ("nvidia_modeset", "nvidia_drm"))
+
+
+class ModulesSpec(_Section):
+    # catalog: required modules default.
+    required: list[str] = Field(["nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm"],
+                                description="modules that must be Live or built in")
+    # catalog: auto = required when /sys/class/infiniband has a device.
+    peermem: Literal["required", "auto", "absent", "ignore"] = Field("auto", description="nvidia_peermem policy")
+    # catalog: the legacy Mellanox nv_peer_mem counts only if allowed.
+    allow_nv_peer_mem: bool = Field(False, description="accept legacy nv_peer_mem for GPUDirect RDMA")
+    order: list[tuple[str, str]] = Field(list(DEFAULT_ORDER),
+                                         description="pairs [a, b]: a loads before b")
+    # catalog "Deterministic reload": the fix for peermem missing after reboot.
+    load_d_required: bool = Field(True, description="peer-memory module named in modules-load.d when required")
+
+    @field_validator("required")
+    @classmethod
+    def _names(cls, v):
+        for m in v:
+            if not _MODULE.match(m):
+                raise ValueError(f"invalid module name {m!r}")
+        return [m.replace("-", "_") for m in v]
+
+    @field_validator("order")
+    @classmethod
+    def _order(cls, v):
+        return [(a.replace("-", "_"), b.replace("-", "_")) for a, b in v]
+
+
+class DkmsSpec(_Section):
+    # catalog: another installed kernel without an nvidia build is a separate finding.
+    other_kernels: Literal["fail", "ignore"] = Field("fail", description="other installed kernels lacking the module")
+
+
+class GspSpec(_Section):
+    # catalog "GSP firmware": the open module always requires GSP; 'auto' = required when the
+    # open module is loaded or a GPU reports a GSP firmware version.
+    required: Union[bool, Literal["auto"]] = Field("auto", description="GSP firmware must be in use")
+
+
+class PcieSpec(_Section):
+    # None: from the SKU profile (nodegate/data/skus.yaml).
+    gen: Optional[int] = Field(None, ge=1, le=6, description="expected PCIe generation")
+    width: Optional[int] = Field(None, description="expected link width (lanes)")
+    # catalog: idle links legitimately power down; default leaves them unverified (SKIP).
+    idle: Literal["not_verified", "fail"] = Field("not_verified", description="below-spec link while idle")
+    check_upstream: bool = Field(True, description="compare upstream ports' sysfs link with the GPU's")
+
+    @field_validator("width")
+    @classmethod
+    def _width(cls, v):
+        if v is not None and v not in (1, 2, 4, 8, 12, 16, 32):
+            raise ValueError(f"pcie.width {v} is not a PCIe lane count")
+        return v
+
+
+# catalog "Clocks event reasons": default fail set (NVML nvmlClocksEventReason* bits).
+DEFAULT_FAIL_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
+class ClocksSpec(_Section):
+    fail_reasons: list[str] = Field(list(DEFAULT_FAIL_REASONS), description="clocks event reasons that FAIL")
+    # catalog: confirm with several samples; 3 = the probe's default (nodegate.probe.render_script).
+    samples: int = Field(3, ge=1, le=20, description="samples that must all show a reason before FAIL")
+
+    @field_validator("fail_reasons")
+    @classmethod
+    def _reasons(cls, v):
+        from ..facts import CLOCKS_EVENT_BITS
+        bad = [r for r in v if r not in CLOCKS_EVENT_BITS]
+        if bad:
+            raise ValueError(f"unknown clocks event reason(s) {bad}; known: {sorted(CLOCKS_EVENT_BITS)}")
+        return v
+
+
+class EccSpec(_Section):
+    # catalog: ECC mode default Enabled.
+    mode: Literal["enabled", "disabled", "any"] = Field("enabled", description="ECC mode current and pending")
+    # false: boards without ECC (N/A) SKIP naming ecc.required.
+    required: bool = Field(True, description="the board must support ECC")
+    # catalog: any uncorrectable > 0 FAILs.
+    max_uncorrectable_volatile: int = Field(0, ge=0, description="uncorrectable errors since driver load (catalog: > 0 FAILs)")
+    max_uncorrectable_aggregate: int = Field(0, ge=0, description="lifetime uncorrectable errors (catalog: > 0 FAILs)")
+    # catalog: correctable thresholds are spec; None = reported, not enforced.
+    max_correctable_volatile: Optional[int] = Field(None, ge=0, description="correctable since driver load (None: shown, not enforced)")
+    max_correctable_aggregate: Optional[int] = Field(None, ge=0, description="lifetime correctable (None: shown, not enforced)")
+
+
+class MemorySpec(_Section):
+    # auto: SKU profile, else architecture (Ampere and later remap rows; NVIDIA A100 memory
+    # error management doc), else what the driver reports.
+    repair: Literal["auto", "row_remap", "page_retirement"] = Field("auto", description="auto (SKU profile / architecture) | row_remap | page_retirement")
+    # catalog: remapped_rows N/A under MIG is unsupported: ERROR unless allowed (then SKIP).
+    allow_mig_unsupported_remap: bool = Field(False, description="remapped rows N/A under MIG: SKIP instead of ERROR")
+    # DCGM dcgm_gpu_hardware_limits.h: DCGM_LIMIT_MAX_RETIRED_PAGES 63 (FAIL at >= 63).
+    retired_pages_max_total: int = Field(63, ge=1, description="FAIL when sbe+dbe retired pages >= this")
+    # DCGM DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT 15 (FAIL when DBE pages > 15).
+    retired_pages_max_dbe: int = Field(15, ge=0, description="FAIL when DBE retired pages > this")
+    # catalog: uncorrectable remaps >= 512 FAIL (A100/H100 remap up to 512 rows; NVIDIA
+    # "GPU Memory Error Management" doc).
+    max_uncorrectable_remaps: int = Field(512, ge=1, description="FAIL when uncorrectable remapped rows >= this")
+    # catalog: banks in the histogram's 'None' bucket (no spare row left) above spec FAIL.
+    max_banks_no_spare: int = Field(0, ge=0, description="banks in the remap histogram's None bucket allowed")
+
+
+class KernelLogSpec(_Section):
+    enabled: bool = Field(True, description="evaluate the kernel log (false: SKIP naming kernel_log.enabled)")
+    # None: the fail set of nodegate/data/xid.yaml (NVIDIA Xid catalog).
+    xid_fail: Optional[list[int]] = Field(None, description="Xids that FAIL (replaces the table's set)")
+
+
+class FabricManagerSpec(_Section):
+    # auto: checked when installed (nv-fabricmanager present); NVSwitch systems need it.
+    required: Union[bool, Literal["auto"]] = Field("auto", description="fabric manager installed and active (auto: when installed)")
+
+
+class ChecksSpec(_Section):
+    skip: list[str] = Field([], description="check ids or names that do not apply (SKIP naming checks.skip)")
+
+
+class Spec(_Section):
+    """Expected state of a node (all sections optional; defaults from the catalog)."""
+
+    driver: DriverSpec = DriverSpec()
+    gpu: GpuSpec = GpuSpec()
+    persistence: PersistenceSpec = PersistenceSpec()
+    modules: ModulesSpec = ModulesSpec()
+    dkms: DkmsSpec = DkmsSpec()
+    gsp: GspSpec = GspSpec()
+    pcie: PcieSpec = PcieSpec()
+    clocks: ClocksSpec = ClocksSpec()
+    ecc: EccSpec = EccSpec()
+    memory: MemorySpec = MemorySpec()
+    kernel_log: KernelLogSpec = KernelLogSpec()
+    fabricmanager: FabricManagerSpec = FabricManagerSpec()
+    checks: ChecksSpec = ChecksSpec()

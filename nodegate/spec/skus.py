@@ -1,0 +1,75 @@
+"""SKU profiles (nodegate/data/skus.yaml): per PCI device id, what a healthy board looks like.
+
+``sku_profile(device_id)`` -> SkuProfile | None; ``arch_profile(architecture)`` -> the
+architecture fallback (GSP file, flavor, memory repair) for device ids not listed.
+Each yaml entry carries a ``source`` naming where its values come from.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from typing import Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+
+class SkuProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    device_id: str
+    name: str
+    architecture: str
+    pcie_gen: Optional[int] = None
+    pcie_width: Optional[int] = None
+    gsp_firmware: Optional[str] = None
+    flavor: Literal["open", "proprietary", "any"] = "any"
+    ecc: bool = True
+    memory_repair: Literal["row_remap", "page_retirement"] = "row_remap"
+    persistenced_root: bool = False
+    source: str
+
+
+class ArchProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    architecture: str
+    gsp_firmware: Optional[str] = None
+    flavor: Literal["open", "proprietary", "any"] = "any"
+    memory_repair: Literal["row_remap", "page_retirement"] = "row_remap"
+    source: str
+
+
+def _read() -> dict:
+    text = resources.files("nodegate").joinpath("data/skus.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+@lru_cache(maxsize=1)
+def load_skus() -> dict[str, SkuProfile]:
+    """All SKU profiles keyed by device id (4 lower-case hex digits). Validated on load."""
+    raw = _read()
+    return {str(k).lower(): SkuProfile(device_id=str(k).lower(), **v) for k, v in raw["skus"].items()}
+
+
+@lru_cache(maxsize=1)
+def load_arch_profiles() -> dict[str, ArchProfile]:
+    raw = _read()
+    return {k.lower(): ArchProfile(architecture=k, **v) for k, v in raw["architectures"].items()}
+
+
+def sku_profile(device_id: str | None) -> SkuProfile | None:
+    """Profile for ``device_id`` ('2335', '0x2335', '0x233510DE'), or None when unknown."""
+    if not device_id:
+        return None
+    d = device_id.lower().removeprefix("0x")
+    if len(d) == 8 and d.endswith("10de"):   # nvidia-smi "Device Id : 0x233510DE"
+        d = d[:4]
+    return load_skus().get(d)
+
+
+def arch_profile(architecture: str | None) -> ArchProfile | None:
+    if not architecture:
+        return None
+    return load_arch_profiles().get(architecture.strip().lower())

@@ -1,0 +1,111 @@
+"""GSP firmware files and per-GPU firmware version (checks.md "GSP firmware")."""
+
+from nodegate.facts import NA, DriverBanner, FirmwareFacts
+from nodegate.outcomes import Outcome
+
+from .fakes import VER, covers, gpu, healthy, run, spec
+
+PROP = DriverBanner("proprietary", VER, "x86_64", f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {VER}")
+
+
+def fw(dirs, path=""):
+    return FirmwareFacts(path, VER, dirs)
+
+
+@covers("NG-GSP-001")
+def test_gsp_file_present_passes():
+    r = run("NG-GSP-001", healthy())
+    assert r.outcome is Outcome.PASS
+    assert r.observed == f"/lib/firmware/nvidia/{VER}/gsp_ga10x.bin (75000000 bytes)"
+
+
+@covers("NG-GSP-001")
+def test_gsp_file_under_firmware_class_path_passes():
+    # capture h200-vm: firmware_class.path=/usr/local/nvidia/firmware, /lib/firmware/nvidia absent
+    f = healthy(firmware=fw({f"/usr/local/nvidia/firmware/nvidia/{VER}": {"gsp_ga10x.bin": 75000000,
+                                                                           "gsp_tu10x.bin": 30000000},
+                             f"/lib/firmware/nvidia/{VER}": None}, "/usr/local/nvidia/firmware"))
+    r = run("NG-GSP-001", f)
+    assert r.outcome is Outcome.PASS
+    assert r.observed == f"/usr/local/nvidia/firmware/nvidia/{VER}/gsp_ga10x.bin (75000000 bytes)"
+
+
+@covers("NG-GSP-001")
+def test_gsp_file_missing_fails():
+    r = run("NG-GSP-001", healthy(firmware=fw({f"/lib/firmware/nvidia/{VER}": {"gsp_tu10x.bin": 30000000}})))
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == f"gsp_ga10x.bin not found in /lib/firmware/nvidia/{VER}"
+
+
+@covers("NG-GSP-001")
+def test_gsp_empty_file_first_in_search_order_fails():
+    f = healthy(firmware=fw({f"/lib/firmware/updates/nvidia/{VER}": {"gsp_ga10x.bin": 0},
+                             f"/lib/firmware/nvidia/{VER}": {"gsp_ga10x.bin": 75000000}}))
+    r = run("NG-GSP-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert "is empty" in r.observed
+
+
+@covers("NG-GSP-001")
+def test_gsp_file_follows_architecture():
+    f = healthy(gpus=[gpu(name="NVIDIA A100-SXM4-80GB", pci_device_id="20b2", architecture="Ampere")],
+                firmware=fw({f"/lib/firmware/nvidia/{VER}": {"gsp_ga10x.bin": 75000000}}))
+    r = run("NG-GSP-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == f"gsp_tu10x.bin not found in /lib/firmware/nvidia/{VER}"
+
+
+@covers("NG-GSP-001")
+def test_gsp_not_in_use_with_proprietary_auto_skips():
+    f = healthy(driver_banner=PROP, gpus=[gpu(gsp_firmware_version=NA)])
+    r = run("NG-GSP-001", f)
+    assert r.outcome is Outcome.SKIP
+    assert "gsp.required=auto" in r.message
+
+
+@covers("NG-GSP-001")
+def test_firmware_listing_for_other_version_is_error():
+    r = run("NG-GSP-001", healthy(firmware=FirmwareFacts("", "570.124.06", {})))
+    assert r.outcome is Outcome.ERROR
+
+
+@covers("NG-GSP-002")
+def test_gsp_version_equals_driver_passes():
+    r = run("NG-GSP-002", healthy())
+    assert r.outcome is Outcome.PASS
+    assert r.observed == VER
+
+
+@covers("NG-GSP-002")
+def test_gsp_version_differs_fails():
+    r = run("NG-GSP-002", healthy(gpus=[gpu(gsp_firmware_version="570.124.06")]))
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == "570.124.06"
+
+
+@covers("NG-GSP-002")
+def test_gsp_off_with_open_module_fails():
+    r = run("NG-GSP-002", healthy(gpus=[gpu(gsp_firmware_version=NA)]))
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == "N/A (GSP off)"
+
+
+@covers("NG-GSP-002")
+def test_gsp_off_with_proprietary_auto_skips():
+    r = run("NG-GSP-002", healthy(driver_banner=PROP, gpus=[gpu(gsp_firmware_version=NA)]))
+    assert r.outcome is Outcome.SKIP
+    assert r.observed == "gsp_firmware_version N/A"
+
+
+@covers("NG-GSP-002")
+def test_gsp_off_with_required_true_fails():
+    r = run("NG-GSP-002", healthy(driver_banner=PROP, gpus=[gpu(gsp_firmware_version=NA)]), spec(gsp={"required": True}))
+    assert r.outcome is Outcome.FAIL
+
+
+@covers("NG-GSP-002")
+def test_pre_turing_has_no_gsp_skips():
+    g = gpu(name="Tesla V100-PCIE-32GB", pci_device_id="1db6", architecture="Volta", gsp_firmware_version=NA)
+    r = run("NG-GSP-002", healthy(driver_banner=PROP, gpus=[g]))
+    assert r.outcome is Outcome.SKIP
+    assert "Volta has no GSP" in r.message

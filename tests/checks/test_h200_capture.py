@@ -1,0 +1,76 @@
+"""Trap: the real H200 VM capture (../shared/captures/h200-vm-580.159.04) through NodeFacts and every check.
+
+No lsmod/modinfo/systemctl/dkms/lspci; ib_core built in; GSP firmware under firmware_class.path; legacy
+persistence; idle Gen5 x16. Each must give the right outcome, none may crash (checks.md "Traps").
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodegate.checks import evaluate, gpu_slots, load_all
+from nodegate.outcomes import Outcome
+from nodegate.spec import load_spec
+
+from .fakes import covers
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURE = ROOT.parent / "shared" / "captures" / "h200-vm-580.159.04"
+
+P, F, S, E = Outcome.PASS, Outcome.FAIL, Outcome.SKIP, Outcome.ERROR
+EXPECTED = {
+    "NG-DRV-001": P,   # module, NVML, nvidia-smi all 580.159.04
+    "NG-DRV-002": S,   # no nv-fabricmanager, fabricmanager.required=auto
+    "NG-PER-001": E,   # no systemctl
+    "NG-PER-002": E,   # no systemctl
+    "NG-PER-003": F,   # no nvidia-persistenced user, no daemon
+    "NG-PER-004": F,   # legacy persistence mode (kernel log: "Persistence mode is deprecated")
+    "NG-MOD-001": F,   # nvidia_modeset, nvidia_drm not loaded
+    "NG-MOD-002": S,   # /sys/class/infiniband empty, modules.peermem=auto
+    "NG-MOD-003": P,   # '- -' columns; nvidia below nvidia_uvm
+    "NG-MOD-004": S,
+    "NG-DKMS-001": E,  # no dkms, no modinfo
+    "NG-DKMS-002": S,  # driver.install=any and not DKMS-managed
+    "NG-FLV-001": P,   # open 580.159.04
+    "NG-FLV-002": E,   # no modinfo
+    "NG-GSP-001": E,   # found under firmware_class.path, but the capture lists no sizes
+    "NG-GSP-002": P,
+    "NG-PCIE-001": P, "NG-PCIE-002": P, "NG-PCIE-003": P,
+    "NG-CLK-001": P, "NG-ECC-001": P, "NG-ECC-002": P, "NG-MEM-001": P,
+    "NG-MEM-002": S,   # retired pages N/A on Hopper (row remapping)
+    "NG-MEM-003": P, "NG-LOG-001": P, "NG-LOG-002": P, "NG-INV-001": P, "NG-INV-002": P,
+}
+
+
+@pytest.fixture(scope="module")
+def facts():
+    if not CAPTURE.is_dir():
+        pytest.skip("capture not available")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import capture_to_bundle
+    from nodegate.collect import NodeFacts
+    return NodeFacts(capture_to_bundle.build(CAPTURE))
+
+
+@covers(*EXPECTED)
+def test_h200_vm_capture_each_check_outcome(facts):
+    sp = load_spec(None)
+    got = {}
+    for cid, c in load_all().items():
+        rs = [evaluate(cid, facts, sp)] if c.scope == "node" else [evaluate(cid, facts, sp, s)
+                                                                    for s in gpu_slots(facts, sp)]
+        assert all("internal error" not in r.message for r in rs), cid
+        got[cid] = rs[0].outcome
+    assert got == EXPECTED
+
+
+def test_h200_legacy_persistence_names_kernel_log(facts):
+    r = evaluate("NG-PER-004", facts, load_spec(None), gpu_slots(facts, load_spec(None))[0])
+    assert r.observed == "Enabled by the legacy driver flag (no nvidia-persistenced process)"
+    assert "kernel log confirms" in r.message
+
+
+def test_h200_gsp_found_under_firmware_class_path(facts):
+    r = evaluate("NG-GSP-001", facts, load_spec(None))
+    assert r.observed == "/usr/local/nvidia/firmware/nvidia/580.159.04/gsp_ga10x.bin (size not listed)"

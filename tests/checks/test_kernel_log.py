@@ -1,0 +1,151 @@
+"""Kernel log: NVRM/Xid events mapped to GPUs (checks.md "Kernel log")."""
+
+from nodegate.facts import KernelEvent
+from nodegate.outcomes import Outcome
+from nodegate.spec import xid_fail_set, xid_table
+
+from .fakes import BUS, covers, gpu, healthy, missing, run, spec
+
+
+def xid(n, bus="0000:00:06", text=None):
+    return KernelEvent("xid", text or f"NVRM: Xid (PCI:{bus}): {n}, pid=1234, name=python", bus_id=bus, xid=n)
+
+
+def test_xid_table_fail_set_is_the_catalog_set():
+    assert xid_fail_set() == {48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
+    assert xid_table()[94].severity == "major"
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+def test_clean_log_passes():
+    assert run("NG-LOG-001", healthy()).outcome is Outcome.PASS
+    r = run("NG-LOG-002", healthy())
+    assert r.outcome is Outcome.PASS
+    assert r.observed == "no failing events"
+
+
+@covers("NG-LOG-002")
+def test_xid_79_on_gpu_fails_naming_gpu():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(79)]))
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("GPU 0 (0000:00:06.0, serial 1650000000001): Xid 79 (GPU has fallen off the bus")
+
+
+@covers("NG-LOG-002")
+def test_xid_48_and_63_cross_check_memory():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(48), xid(63)]))
+    assert r.outcome is Outcome.FAIL
+    assert "cross-check NG-MEM-001/NG-MEM-002" in r.message
+
+
+@covers("NG-LOG-002")
+def test_application_xid_13_is_informational():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(13), xid(13)]))
+    assert r.outcome is Outcome.PASS
+    assert r.observed.startswith("no failing events; informational: Xid 13 (Graphics Engine Exception")
+    assert r.observed.endswith("x2")
+
+
+@covers("NG-LOG-002")
+def test_xid_94_contained_fails_per_catalog():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(94)]))
+    assert r.outcome is Outcome.FAIL
+    assert "Xid 94 (Contained ECC error; major" in r.observed
+
+
+@covers("NG-LOG-002")
+def test_xid_fail_set_overridden_by_spec():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(94)]), spec(kernel_log={"xid_fail": [79]}))
+    assert r.outcome is Outcome.PASS
+
+
+@covers("NG-LOG-002")
+def test_event_on_other_gpu_does_not_count_here():
+    g1 = gpu(index=1, bus="0000:19:00.0")
+    f = healthy(gpus=[gpu(), g1], kernel_events=[xid(48, bus="0000:19:00")])
+    assert run("NG-LOG-002", f, gpu=0).outcome is Outcome.PASS
+    assert run("NG-LOG-002", f, gpu=1).outcome is Outcome.FAIL
+    assert run("NG-LOG-001", f).outcome is Outcome.PASS
+
+
+@covers("NG-LOG-002")
+def test_nonzero_pci_domain_maps_to_gpu():
+    f = healthy(gpus=[gpu(bus="000f:01:00.0")], kernel_events=[xid(79, bus="000f:01:00")])
+    r = run("NG-LOG-002", f)
+    assert r.outcome is Outcome.FAIL
+
+
+@covers("NG-LOG-001")
+def test_fallen_off_bus_for_unlisted_gpu_fails_node():
+    ev = KernelEvent("fallen_off_bus", "NVRM: GPU 0000:a1:00.0: GPU has fallen off the bus.", bus_id="0000:a1:00.0")
+    r = run("NG-LOG-001", healthy(kernel_events=[ev]))
+    assert r.outcome is Outcome.FAIL
+    assert "GPU has fallen off the bus at 0000:a1:00.0" in r.observed
+
+
+@covers("NG-LOG-001")
+def test_rm_init_adapter_failed_fails():
+    ev = KernelEvent("rm_init_adapter_failed", "NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)",
+                     bus_id="0000:98:00.0")
+    r = run("NG-LOG-001", healthy(kernel_events=[ev]))
+    assert r.outcome is Outcome.FAIL
+    assert "RmInitAdapter failed" in r.message
+
+
+@covers("NG-LOG-001")
+def test_gsp_init_failure_fails():
+    ev = KernelEvent("gsp_init_failed", "NVRM: RmInitAdapter: Cannot initialize GSP firmware RM", bus_id=None)
+    assert run("NG-LOG-001", healthy(kernel_events=[ev])).outcome is Outcome.FAIL
+
+
+@covers("NG-LOG-001")
+def test_api_mismatch_fails():
+    ev = KernelEvent("api_mismatch", "NVRM: API mismatch: the client has the version 535.154.05, but ...")
+    r = run("NG-LOG-001", healthy(kernel_events=[ev]))
+    assert r.outcome is Outcome.FAIL
+    assert "API mismatch" in r.observed
+
+
+@covers("NG-LOG-001")
+def test_probe_not_called_nouveau_fails():
+    ev = KernelEvent("probe_not_called", "NVRM: The NVIDIA probe routine was not called for 3 device(s).")
+    r = run("NG-LOG-001", healthy(kernel_events=[ev]))
+    assert r.outcome is Outcome.FAIL
+    assert "nouveau" in r.observed
+
+
+@covers("NG-LOG-001")
+def test_requires_open_fails():
+    ev = KernelEvent("requires_open", "NVRM: ... requires use of the NVIDIA open kernel modules.")
+    assert run("NG-LOG-001", healthy(kernel_events=[ev])).outcome is Outcome.FAIL
+
+
+@covers("NG-LOG-001")
+def test_persistence_deprecated_line_is_not_a_failure():
+    ev = KernelEvent("persistence_legacy", "NVRM: Persistence mode is deprecated ...")
+    assert run("NG-LOG-001", healthy(kernel_events=[ev])).outcome is Outcome.PASS
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+def test_log_not_readable_without_root_is_error():
+    f = healthy(kernel_events=missing("kernel_events", "exit code 1: dmesg: read kernel buffer failed: "
+                                                        "Operation not permitted"))
+    for cid in ("NG-LOG-001", "NG-LOG-002"):
+        r = run(cid, f)
+        assert r.outcome is Outcome.ERROR
+        assert "Operation not permitted" in r.message
+
+
+@covers("NG-LOG-001")
+def test_gpus_unreadable_counts_every_event_on_node():
+    f = healthy(gpus=missing("gpus", "nvidia-smi failed"), kernel_events=[xid(79, bus=BUS[:-2])])
+    r = run("NG-LOG-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert "GPUs unreadable" in r.observed
+
+
+@covers("NG-LOG-001")
+def test_kernel_log_disabled_skips():
+    r = run("NG-LOG-001", healthy(), spec(kernel_log={"enabled": False}))
+    assert r.outcome is Outcome.SKIP
+    assert "kernel_log.enabled=false" in r.message
