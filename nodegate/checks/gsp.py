@@ -82,6 +82,14 @@ def gsp_firmware_files(facts, spec) -> Result:
         return Result.failed(expected, obs, "GSP firmware missing: " + "; ".join(problems), evidence=ev,
                              evidence_keys=keys)
     if unknown:
+        # A listing without sizes (a hand-built bundle, a capture) cannot show "non-empty" by
+        # itself; a GPU running GSP firmware of exactly this version shows the kernel loaded it.
+        gpus, _ = optional(facts, "gpus")
+        running = [g for g in (gpus or []) if isinstance(g.gsp_firmware_version, str)
+                   and g.gsp_firmware_version == version]
+        if gpus and len(running) == len(gpus):
+            obs += f"; loaded: {len(running)} GPU(s) run GSP firmware {version}"
+            return Result.passed(expected, obs, evidence=ev, evidence_keys=keys + ("smi.qx",))
         return Result.errored("GSP firmware found but its size is not listed (cannot tell it is non-empty): "
                               + "; ".join(unknown), expected, obs, evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

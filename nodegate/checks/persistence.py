@@ -53,7 +53,18 @@ def persistenced_unit(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _daemon_not_applicable(spec)) is not None:
         return r
-    u = facts.persistenced_unit
+    u, err = optional(facts, "persistenced_unit")
+    if err is not None:
+        # No systemctl (or it failed): the unit cannot be read, but a daemon that is not running
+        # at all is a definite FAIL; a running one leaves the unit state unknown (ERROR).
+        procs, perr = optional(facts, "persistenced")
+        if procs is not None and not procs.processes:
+            return Result.failed("nvidia-persistenced running from its unit",
+                                 f"no nvidia-persistenced process; unit state unreadable ({err.reason})",
+                                 "daemon not running (no nvidia-persistenced process in /proc)",
+                                 evidence=f"persistenced.process: processes: 0\nsystemd.persistenced_show: {err.reason}",
+                                 evidence_keys=("persistenced.process", "systemd.persistenced_show"))
+        raise err
     obs = (f"LoadState={fmt(u.load_state)} ActiveState={fmt(u.active_state)} SubState={fmt(u.sub_state)} "
            f"UnitFileState={fmt(u.unit_file_state)}" + (f" Result={u.result}" if u.result else ""))
     expected = "LoadState=loaded ActiveState=active SubState=running UnitFileState=enabled|static"
@@ -114,11 +125,13 @@ def persistenced_dropin(facts, spec) -> Result:
     path, user = spec.persistence.dropin, spec.persistence.user
     root_ok, _ = _root_allowed(facts, spec)
     files = facts.persistenced_unit_files
-    unit = facts.persistenced_unit
+    unit, uerr = optional(facts, "persistenced_unit")
     expected = f"{path}: ExecStart= reset + one command with --user {user}; effective ExecStart = that command"
-    eff = [" ".join(a) for a in unit.exec_start]
+    eff = [" ".join(a) for a in unit.exec_start] if unit is not None else ["unreadable: " + uerr.reason]
     keys = ("persistenced.unit_files", "systemd.persistenced_show")
     dropin = next((f for f in files if f.path == path), None)
+    if dropin is not None and unit is None:
+        raise uerr  # the file is there but the effective ExecStart (ground truth) is unknown
     if dropin is None:
         return Result.failed(expected, f"no drop-in at {path}; effective ExecStart: {'; '.join(eff) or 'none'}",
                              f"drop-in {path} missing", evidence=lines(*(f"== {f.path}" for f in files)),

@@ -109,3 +109,15 @@ def test_pre_turing_has_no_gsp_skips():
     r = run("NG-GSP-002", healthy(driver_banner=PROP, gpus=[g]))
     assert r.outcome is Outcome.SKIP
     assert "Volta has no GSP" in r.message
+
+
+@covers("NG-GSP-001")
+def test_gsp_file_without_size_and_no_gsp_running_is_error():
+    from dataclasses import replace as _r
+    h = healthy()
+    fw = h.firmware
+    dirs = {d: ({n: None for n in files} if files else files) for d, files in fw.dirs.items()}
+    g = _r(h.gpus[0], gsp_firmware_version=NA)
+    r = run("NG-GSP-001", healthy(firmware=_r(fw, dirs=dirs), gpus=[g]))
+    assert r.outcome is Outcome.ERROR
+    assert "size is not listed" in r.message

@@ -22,8 +22,8 @@ P, F, S, E = Outcome.PASS, Outcome.FAIL, Outcome.SKIP, Outcome.ERROR
 EXPECTED = {
     "NG-DRV-001": P,   # module, NVML, nvidia-smi all 580.159.04
     "NG-DRV-002": S,   # no nv-fabricmanager, fabricmanager.required=auto
-    "NG-PER-001": E,   # no systemctl
-    "NG-PER-002": E,   # no systemctl
+    "NG-PER-001": F,   # no systemctl, but no daemon process at all: not running is certain
+    "NG-PER-002": F,   # no drop-in file at the spec path (files are read without systemctl)
     "NG-PER-003": F,   # no nvidia-persistenced user, no daemon
     "NG-PER-004": F,   # legacy persistence mode (kernel log: "Persistence mode is deprecated")
     "NG-MOD-001": F,   # nvidia_modeset, nvidia_drm not loaded
@@ -34,7 +34,7 @@ EXPECTED = {
     "NG-DKMS-002": S,  # driver.install=any and not DKMS-managed
     "NG-FLV-001": P,   # open 580.159.04
     "NG-FLV-002": E,   # no modinfo
-    "NG-GSP-001": E,   # found under firmware_class.path, but the capture lists no sizes
+    "NG-GSP-001": P,   # under firmware_class.path; sizes not listed, but the GPU runs GSP 580.159.04
     "NG-GSP-002": P,
     "NG-PCIE-001": P, "NG-PCIE-002": P, "NG-PCIE-003": P,
     "NG-CLK-001": P, "NG-ECC-001": P, "NG-ECC-002": P, "NG-MEM-001": P,
@@ -73,4 +73,17 @@ def test_h200_legacy_persistence_names_kernel_log(facts):
 
 def test_h200_gsp_found_under_firmware_class_path(facts):
     r = evaluate("NG-GSP-001", facts, load_spec(None))
-    assert r.observed == "/usr/local/nvidia/firmware/nvidia/580.159.04/gsp_ga10x.bin (size not listed)"
+    assert r.outcome is Outcome.PASS
+    assert r.observed == ("/usr/local/nvidia/firmware/nvidia/580.159.04/gsp_ga10x.bin (size not listed); "
+                          "loaded: 1 GPU(s) run GSP firmware 580.159.04")
+
+
+def test_h200_persistence_daemon_fails_as_legacy_only_without_systemctl(facts):
+    sp = load_spec(None)
+    unit = evaluate("NG-PER-001", facts, sp)
+    assert unit.outcome is Outcome.FAIL
+    assert unit.message.startswith("daemon not running (no nvidia-persistenced process in /proc)")
+    assert "systemctl: command not found" in unit.observed
+    dropin = evaluate("NG-PER-002", facts, sp)
+    assert dropin.outcome is Outcome.FAIL
+    assert dropin.message.startswith("drop-in /etc/systemd/system/nvidia-persistenced.service.d/override.conf missing")

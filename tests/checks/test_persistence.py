@@ -236,3 +236,29 @@ def test_legacy_persistence_accepted_when_spec_mode_legacy():
     r = run("NG-PER-004", f, spec(persistence={"mode": "legacy"}))
     assert r.outcome is Outcome.PASS
     assert r.observed == "Enabled"
+
+
+@covers("NG-PER-001")
+def test_unit_unreadable_without_systemctl_but_no_daemon_fails():
+    f = healthy(persistenced_unit=missing("persistenced_unit", "tool missing (systemctl: command not found)"),
+                persistenced=PersistencedFacts(processes=[]))
+    r = run("NG-PER-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == ("no nvidia-persistenced process; unit state unreadable "
+                          "(tool missing (systemctl: command not found))")
+
+
+@covers("NG-PER-001")
+def test_unit_unreadable_while_daemon_runs_is_error():
+    f = healthy(persistenced_unit=missing("persistenced_unit", "tool missing (systemctl: command not found)"))
+    r = run("NG-PER-001", f)
+    assert r.outcome is Outcome.ERROR
+    assert "systemctl: command not found" in r.message
+
+
+@covers("NG-PER-002")
+def test_dropin_present_but_effective_execstart_unreadable_is_error():
+    f = healthy(persistenced_unit=missing("persistenced_unit", "tool missing (systemctl: command not found)"))
+    r = run("NG-PER-002", f)
+    assert r.outcome is Outcome.ERROR
+    assert "systemd.persistenced_show" in r.message
