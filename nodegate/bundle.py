@@ -201,12 +201,34 @@ def _read_capped(p: Path) -> bytes:
         return fh.read(READ_CAP)
 
 
-def discover(root: Path) -> list[Path]:
-    """Bundle directories under ``root``: ``root`` itself if it is one, else its children."""
+def _is_bundle(p: Path) -> bool:
+    return (p / "meta.json").is_file() or any(p.glob("*.out"))
+
+
+def discover(root: Path, max_depth: int = 4) -> list[Path]:
+    """Bundle directories under ``root`` (``root`` itself if it is one), searched up to
+    ``max_depth`` levels deep so a tree of fleets (``samples/h200-vm``, ``samples/fleet/<node>``)
+    replays as one. Symlinked directories are not followed. Sorted by path."""
     root = Path(root)
-    if (root / "meta.json").is_file() or any(root.glob("*.out")):
+    if _is_bundle(root):
         return [root]
-    return sorted(p for p in root.iterdir() if p.is_dir() and ((p / "meta.json").is_file() or any(p.glob("*.out"))))
+    found: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        if depth > max_depth:
+            return
+        try:
+            children = sorted(c for c in d.iterdir() if c.is_dir() and not c.is_symlink())
+        except OSError:
+            return
+        for c in children:
+            if _is_bundle(c):
+                found.append(c)
+            else:
+                walk(c, depth + 1)
+
+    walk(root, 1)
+    return found
 
 
 def now_iso() -> str:

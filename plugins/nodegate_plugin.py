@@ -214,6 +214,9 @@ def _replay(run: FleetRun, root: Path, config, jobs, only=None):
             continue
         if only is not None and b.node not in only:
             continue
+        if b.node in run.bundles:
+            pytest.exit(f"nodegate: --replay {root}: two bundles for node {b.node}: "
+                        f"{run.bundles[b.node].path} and {d}", returncode=EXIT_SPEC_ERROR)
         run.add(b)
         raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})
         try:

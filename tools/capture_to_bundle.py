@@ -201,6 +201,9 @@ def build(cap: Path) -> Bundle:
             "kernel.log": "dmesg.out was captured with grep -iE 'nvrm|nvidia|xid'",
         },
         "not_collected": ["meta.boot_id", "nvml.json"],
+        # the expected state an operator writes for this node (--replay uses it without an inventory)
+        "spec": {"driver": {"version": "580.159.04", "flavor": "open"},
+                 "gpu": {"count": 1, "model": "H200"}},
     }
     return Bundle(node=NODE, items={e.key: e for e in items}, meta=meta)
 

@@ -77,3 +77,12 @@ def test_corrupt_meta_json_is_reported_not_raised(tmp_path):
 def test_node_names_cannot_escape_the_bundle_root(name):
     with pytest.raises(ValueError):
         safe_node_dirname(name)
+
+
+def test_discover_walks_a_tree_of_fleets(tmp_path):
+    for rel in ("samples/h200-vm", "samples/fleet/n1", "samples/fleet/n2"):
+        Bundle(rel.split("/")[-1], {}, {"status": "ok"}).write(tmp_path / rel.rsplit("/", 1)[0])
+    (tmp_path / "samples" / "fleet" / "expected.yaml").write_text("x: 1\n")
+    found = discover(tmp_path / "samples")
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        "samples/fleet/n1", "samples/fleet/n2", "samples/h200-vm"]
