@@ -17,6 +17,8 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..baseline.spec import BaselineSpec
+
 _DRIVER_VERSION = re.compile(r"^\d{3}(\.\d{1,3}){0,2}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
 _MODULE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -219,3 +221,4 @@ class Spec(_Section):
     kernel_log: KernelLogSpec = KernelLogSpec()
     fabricmanager: FabricManagerSpec = FabricManagerSpec()
     checks: ChecksSpec = ChecksSpec()
+    baseline: BaselineSpec = BaselineSpec()

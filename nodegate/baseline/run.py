@@ -1,0 +1,133 @@
+"""BaselineRun: the baseline bundles of one session, the comparison per node, the items.
+
+Built by plugins/nodegate_baseline.py after the suite plugin has the FleetRun
+(``nodegate.run.RUN_KEY``); usable without pytest (tests build it directly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..bundle import Bundle, discover
+from ..collect import NodeFacts
+from ..outcomes import Result
+from .compare import show
+from .engine import compare_node, missing_node, new_node
+from .model import GPU_KINDS, KIND_INFO, KINDS, NODE_KINDS, NodeComparison
+from .spec import baseline_spec
+
+
+class BaselineError(Exception):
+    """--baseline is unusable (not a directory, no bundle): a usage error (exit 2)."""
+
+
+@dataclass
+class BaselineRun:
+    """``bundles``/``facts``: baseline nodes in scope. ``inventory``: the inventory's host
+    names after --limit (None without --inventory): a baseline node named there but absent
+    from this run is ``missing`` (FAIL); one absent from both is ``gone`` (change)."""
+
+    dir: Path
+    bundles: dict[str, Bundle] = field(default_factory=dict)
+    facts: dict[str, NodeFacts] = field(default_factory=dict)
+    inventory: set[str] | None = None
+    _cmp: dict[str, NodeComparison] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, directory: str | Path, *, keep=None, inventory: set[str] | None = None) -> "BaselineRun":
+        """Load every bundle under ``directory`` (a bundles dir or one bundle); ``keep(node)``
+        filters (the --limit / inventory scope). Raises BaselineError."""
+        d = Path(directory)
+        if not d.is_dir():
+            raise BaselineError(f"--baseline {d}: not a directory")
+        run = cls(dir=d, inventory=inventory)
+        for p in discover(d):
+            b = Bundle.load(p)
+            if keep is not None and not keep(b.node):
+                continue
+            run.bundles[b.node] = b
+            run.facts[b.node] = NodeFacts(b)
+        if not run.bundles:
+            raise BaselineError(f"--baseline {d}: no bundle found (expected <dir>/<node>/meta.json)")
+        return run
+
+    # ------------------------------------------------------------------ comparisons
+    def comparison(self, node: str, fleet) -> NodeComparison | None:
+        """The cached comparison of ``node`` (None for a baseline-only node out of scope)."""
+        if node in self._cmp:
+            return self._cmp[node]
+        cur = node in fleet.bundles
+        base = node in self.bundles
+        if cur and base:
+            c = compare_node(node, self.facts[node], fleet.facts[node], fleet.spec.get(node))
+        elif cur:
+            c = new_node(node)
+        elif base:
+            c = missing_node(node, self.inventory is not None and node in self.inventory)
+        else:
+            return None
+        self._cmp[node] = c
+        return c
+
+    def all_comparisons(self, fleet) -> dict[str, NodeComparison]:
+        nodes = list(fleet.bundles) + [n for n in self.bundles if n not in fleet.bundles]
+        return {n: self.comparison(n, fleet) for n in nodes}
+
+    # ------------------------------------------------------------------ items
+    def items(self, kind: str, fleet) -> list[tuple[str, str | None]]:
+        """(node, GPU label or None) of every item of ``kind``, in a stable order: current
+        nodes in run order, then missing baseline nodes (node_presence only)."""
+        if kind not in KINDS:
+            raise KeyError(kind)
+        out: list[tuple[str, str | None]] = []
+        for node in fleet.bundles:
+            if node not in self.bundles:
+                if kind == "node_presence":
+                    out.append((node, None))
+                continue
+            if kind in NODE_KINDS:
+                out.append((node, None))
+            else:
+                out += [(node, ref.label) for ref in self.comparison(node, fleet).gpus]
+        if kind == "node_presence":
+            out += [(n, None) for n in self.bundles if n not in fleet.bundles
+                    and self.comparison(n, fleet).presence == "missing"]
+        return out
+
+    def verdict(self, kind: str, node: str, label: str | None, fleet) -> Result:
+        """The item's Result: FAIL when the comparison found a regression of this kind (and
+        GPU), ERROR when it could not compare, SKIP when ``baseline.ignore`` lists the kind."""
+        c = self.comparison(node, fleet)
+        what = f"no {kind.replace('_', ' ')} regression vs baseline {self.dir}"
+        if c is None:
+            return Result.errored(f"{node}: in neither the baseline nor this run", what)
+        spec = fleet.spec.get(node)
+        if node in getattr(fleet, "spec_errors", {}):
+            return Result.errored(f"spec error: {fleet.spec_errors[node]}", what)
+        if kind in baseline_spec(spec).ignore:
+            return Result.skipped(f"baseline.ignore lists {kind}: not compared on this node",
+                                  expected=f"baseline.ignore={kind}")
+        regs = c.regressions_for(kind, label)
+        rows = [r for r in c.rows if r.kind == kind and (kind in NODE_KINDS or r.gpu == label)]
+        ev = "\n".join(f"{r.field}{' ' + r.gpu if r.gpu else ''}: {r.before} -> {r.after} [{r.status}]" for r in rows)
+        key = (kind, label if kind in GPU_KINDS else None)
+        notes = c.notes.get(key, [])
+        if regs:
+            obs = "; ".join(f"{r.field}: {show(r.before)} -> {show(r.after)}" for r in regs)
+            return Result.failed(what, obs, "; ".join(r.message for r in regs), evidence=ev,
+                                 details={"regressions": [r.to_json(node) for r in regs]})
+        if key in c.errors:
+            return Result.errored(f"{node}{'-' + label if label else ''}: could not compare: {c.errors[key]}",
+                                  what, evidence=ev)
+        if kind == "node_presence":
+            obs = {"both": "in the baseline and in this run",
+                   "new": "new node: not in the baseline (reported as a change)"}.get(c.presence, c.presence)
+        else:
+            obs = "; ".join(f"{r.field}: {r.before} -> {r.after}" for r in rows if r.status != "unknown") or "compared"
+        msg = ("not compared: " + "; ".join(notes)) if notes else ""
+        return Result.passed(what, obs[:2000], msg, evidence=ev)
+
+
+def kind_info(kind: str) -> tuple[str, str, str]:
+    return KIND_INFO[kind]

@@ -1,0 +1,252 @@
+"""pytest plugin: the post-upgrade regression gate (``--baseline DIR``), docs/baseline.md.
+
+Registered next to plugins/nodegate_plugin.py (root conftest ``pytest_plugins``) or with
+``-p plugins.nodegate_baseline``. Inactive without ``--baseline``: suites/test_regressions.py
+items are then deselected.
+
+Flow: pytest_configure checks ``--baseline`` is a bundles directory (else exit 2, nothing
+contacted) -> pytest_sessionstart (after the suite plugin built the FleetRun) loads the
+baseline bundles in scope (inventory after --limit, or --limit alone) into a BaselineRun ->
+pytest_generate_tests parametrizes each ``test_regression_<kind>`` by node (and baseline GPU:
+``[<node>-gpu<i>]``) -> the ``regression`` fixture returns the item's Result (ERROR fails in
+setup, SKIP skips) with ``report.nodegate`` and user_properties as the suite contract says ->
+pytest_sessionfinish (controller only) writes ``<reports-dir>/changes.json`` and sets exit code
+3 when every failure is a regression FAIL -> pytest-html gets the change tables.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from nodegate.baseline import render
+from nodegate.baseline.exitcodes import EXIT_SPEC_ERROR, final_exit_status
+from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
+from nodegate.baseline.run import BaselineError, BaselineRun
+from nodegate.bundle import discover
+from nodegate.outcomes import Outcome
+from nodegate.run import RUN_KEY
+
+BASELINE_KEY = pytest.StashKey[BaselineRun]()
+_INFO_KEY = pytest.StashKey[dict]()
+_PLUGIN_NAME = "nodegate-baseline"
+_FIXTURE = "regression"
+_PREFIX = "test_regression_"
+_PROPS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "expected",
+          "observed", "remediation")
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
+    g.addoption("--baseline", metavar="DIR",
+                help="bundles of the last accepted run (e.g. before an upgrade): every node in both is compared; "
+                     "regressions are test_regression_* items, changes go to <reports-dir>/changes.json "
+                     "(exit 3 when regressions are the only failures)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "nodegate_regression: a baseline regression item (test_regression_*)")
+    d = getattr(config.option, "baseline", None)
+    if d and not hasattr(config, "workerinput"):
+        p = Path(d)
+        if not p.is_dir() or not discover(p):
+            pytest.exit(f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)",
+                        returncode=EXIT_SPEC_ERROR)
+    config.pluginmanager.register(BaselineSession(config), _PLUGIN_NAME)
+
+
+def pytest_unconfigure(config):
+    p = config.pluginmanager.get_plugin(_PLUGIN_NAME)
+    if p is not None:
+        config.pluginmanager.unregister(p)
+
+
+def _scope(config):
+    """(keep(node) filter for baseline nodes, inventory host names after --limit or None)."""
+    from nodegate.inventory import load_inventory, select_names
+    o = config.option
+    limit = getattr(o, "limit", None)
+
+    def by_limit(n: str) -> bool:
+        return not limit or bool(select_names(limit, {n: None}, {}))
+    if getattr(o, "inventory", None):
+        inv = load_inventory(o.inventory)
+        selected = {h.name for h in inv.select(limit)}
+        everyone = set(inv.hosts)
+        return (lambda n: n in selected or (n not in everyone and by_limit(n))), selected
+    return by_limit, None
+
+
+def _is_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class BaselineSession:
+    """Per-session state: the BaselineRun, failure counts for the exit code, outputs."""
+
+    def __init__(self, config):
+        self.config = config
+        self.regression_failures = 0
+        self.other_failures = 0
+        self.written: Path | None = None
+        self.summary: dict | None = None
+
+    def run(self) -> BaselineRun | None:
+        return self.config.stash.get(BASELINE_KEY, None)
+
+    @staticmethod
+    def fleet(config):
+        return config.stash.get(RUN_KEY, None)
+
+    # -------------------------------------------------------------- start
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        o = self.config.option
+        if not getattr(o, "baseline", None) or self.fleet(self.config) is None:
+            return
+        try:
+            keep, inventory = _scope(self.config)
+            self.config.stash[BASELINE_KEY] = BaselineRun.load(o.baseline, keep=keep, inventory=inventory)
+        except BaselineError as e:
+            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+
+    # -------------------------------------------------------------- items
+    def pytest_generate_tests(self, metafunc):
+        if _FIXTURE not in metafunc.fixturenames:
+            return
+        kind = metafunc.function.__name__.removeprefix(_PREFIX)
+        br, fleet = self.run(), self.fleet(metafunc.config)
+        params, ids = [], []
+        if br is not None and fleet is not None:
+            for node, label in br.items(kind, fleet):
+                params.append((kind, node, label))
+                ids.append(f"{node}-{label}" if label else node)
+        metafunc.parametrize(_FIXTURE, params, ids=ids, indirect=True)
+
+    def pytest_collection_modifyitems(self, config, items):
+        mine = [i for i in items if _FIXTURE in getattr(i, "fixturenames", ())]
+        if not mine:
+            return
+        if self.run() is None:   # no --baseline: regression items do not exist for this run
+            keep = [i for i in items if _FIXTURE not in getattr(i, "fixturenames", ())]
+            config.hook.pytest_deselected(items=mine)
+            items[:] = keep
+            return
+        for item in mine:
+            cs = getattr(item, "callspec", None)
+            if cs is not None and _FIXTURE in cs.params:
+                item.add_marker(pytest.mark.nodegate_regression)
+                item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
+
+    # -------------------------------------------------------------- reports
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        info = item.stash.get(_INFO_KEY, None)
+        if info is not None:
+            rep.nodegate = info
+            if rep.when == "call" and rep.failed and info["outcome"] == "fail":
+                rep.longrepr = f"[{info['check_id']}] {info['message']}"
+
+    def pytest_runtest_logreport(self, report):
+        if _is_worker(self.config) or not report.failed:
+            return
+        if report.when == "call" and _PREFIX in report.nodeid.rsplit("::", 1)[-1]:
+            self.regression_failures += 1
+        else:
+            self.other_failures += 1
+
+    def pytest_collectreport(self, report):
+        if report.failed and not _is_worker(self.config):
+            self.other_failures += 1
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix, summary, postfix, session):  # noqa: ARG002
+        br, fleet = self.run(), self.fleet(self.config)
+        if br is None or fleet is None:
+            return
+        postfix.append(render.html_section(br.all_comparisons(fleet), str(br.dir)))
+
+    def pytest_sessionfinish(self, session, exitstatus):
+        if _is_worker(self.config):
+            return
+        br, fleet = self.run(), self.fleet(self.config)
+        if br is not None and fleet is not None:
+            doc = render.changes_document(br.all_comparisons(fleet), baseline_dir=str(br.dir),
+                                          current=str(getattr(fleet, "inventory_path", None) or fleet.bundles_dir or ""),
+                                          generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+            self.summary = doc["summary"]
+            try:
+                self.written = render.write_changes_json(Path(fleet.reports_dir or "reports"), doc)
+            except OSError as e:
+                self.summary["not_written"] = str(e)
+        session.exitstatus = final_exit_status(session.exitstatus, self.regression_failures, self.other_failures)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
+        if _is_worker(config) or self.summary is None:
+            return
+        s = self.summary
+        terminalreporter.write_sep("-", "nodegate baseline")
+        terminalreporter.write_line(f"compared with {self.run().dir}: {s['nodes']} node(s), {s['regressions']} "
+                                    f"regression(s) on {s['nodes_with_regressions']} node(s), {s['changes']} change(s)")
+        if s["new_nodes"] or s["missing_nodes"]:
+            terminalreporter.write_line(f"new: {', '.join(s['new_nodes']) or '-'}; missing: "
+                                        f"{', '.join(s['missing_nodes']) or '-'}")
+        terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
+        if self.regression_failures and not self.other_failures:
+            terminalreporter.write_line("only regression items failed: exit code 3")
+
+
+def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
+    ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "", "board_part_number": "",
+             "vbios_version": ""}
+    if not label:
+        return ident
+    c = br.comparison(node, fleet)
+    ref = next((g for g in (c.gpus if c else []) if g.label == label), None)
+    if ref is None:
+        return ident
+    ident.update(gpu_index=str(ref.index), pci_bus_id=ref.pci_bus_id or "", gpu_serial=ref.serial or "",
+                 gpu_uuid=ref.uuid or "")
+    try:
+        g = next((g for g in br.facts[node].gpus if g.uuid == ref.uuid), None)
+        if g is not None:
+            ident.update(board_part_number=str(g.board_part_number or ""), vbios_version=str(g.vbios_version or ""))
+    except Exception:  # noqa: BLE001 - identity is best effort; the verdict reports the error
+        pass
+    return ident
+
+
+def _driver(fleet, node: str) -> str:
+    try:
+        return str(fleet.facts[node].nvidia_module_version or "")
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+@pytest.fixture
+def regression(request):
+    """The Result of one regression item: ERROR fails in setup, SKIP skips, else returned."""
+    kind, node, label = request.param
+    config = request.config
+    br: BaselineRun = config.stash[BASELINE_KEY]
+    fleet = config.stash[RUN_KEY]
+    res = br.verdict(kind, node, label, fleet)
+    title, severity, remediation = KIND_INFO[kind]
+    b = fleet.bundles.get(node) or br.bundles.get(node)
+    info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
+            "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),
+            "check_name": f"regression_{kind}", "title": title, "severity": severity, "expected": res.expected,
+            "observed": res.observed, "message": res.message, "evidence": res.evidence, "remediation": remediation,
+            "outcome": res.outcome.value, "bundle_dir": str(getattr(b, "path", "") or "")}
+    request.node.stash[_INFO_KEY] = info
+    for k in _PROPS:
+        request.node.user_properties.append((k, info[k]))
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(f"[{info['check_id']}] could not evaluate: {res.message}", pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(f"[{info['check_id']}] {res.message}")
+    return res
