@@ -4,4 +4,5 @@ The plugins stay inactive unless the run targets suites/ or names --inventory/--
 so the project's own tests (tests/) run without touching any node.
 """
 
-pytest_plugins = ["plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline"]
+pytest_plugins = ["plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline",
+                  "plugins.nodegate_burnin"]

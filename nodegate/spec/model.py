@@ -18,6 +18,7 @@ from typing import Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..baseline.spec import BaselineSpec
+from ..burnin.spec import BurninSpec
 
 _DRIVER_VERSION = re.compile(r"^\d{3}(\.\d{1,3}){0,2}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
@@ -222,3 +223,4 @@ class Spec(_Section):
     fabricmanager: FabricManagerSpec = FabricManagerSpec()
     checks: ChecksSpec = ChecksSpec()
     baseline: BaselineSpec = BaselineSpec()
+    burnin: Optional[BurninSpec] = None

@@ -1,0 +1,276 @@
+# nodegate burn-in (POSIX sh: dash, bash, busybox ash). Writes nothing on the node; only the load
+# itself may. Sent on stdin to `sh -s` in ONE remote exec; the controller fills the @@...@@ fields.
+#
+# Processes: main (this shell) -> runner (command substitution: starts the load, then the
+# sampler, waits for the load) -> load (own session via setsid: pid = process group id) and
+# sampler (the only writer to stdout while the load runs; also the watchdog).
+#
+# Output framing (one line each; M = per-run random marker the node cannot predict):
+#   M BEGIN <key> <uptime> <epoch>  ...stdout...  \nM END <key> rc=<n> <uptime>    (as the probe)
+#   M ERR <key> ...stderr... M ERREND <key>
+#   M HB <epoch>                 heartbeat, every second while the load runs
+#   M EV <name> <epoch> [k=v]... events: start, load-start, stop, interrupted, load-exit
+#   M DONE
+# Stopping: the window ends when the load exits or at the deadline (dcgmi: the duration; other
+# loads: duration + grace): the sampler sends NG_SIGS to the load's process group, one signal per
+# NG_KILL seconds. Interrupted (TERM/INT/HUP, or stdout gone: a heartbeat write fails because the
+# controller closed the channel; sshd sends no SIGHUP to a session without a pty) or main shell
+# gone: the sampler stops the load the same way, at once, and exits.
+M='@@MARKER@@'
+NG_DUR=@@DURATION@@
+NG_INT=@@INTERVAL@@
+NG_LOAD=@@LOAD@@
+NG_GPUBURN=@@GPUBURN@@
+NG_GPUBURN_ARGS=@@GPUBURN_ARGS@@
+NG_CMD=@@COMMAND@@
+NG_DCGM_LEVEL=@@DCGM_LEVEL@@
+NG_GRACE=@@GRACE@@
+NG_KILL=@@KILL@@
+NG_TMO=@@TIMEOUT@@
+NG_CAP=@@CAP@@
+PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin"
+export PATH LC_ALL=C
+exec 5>&1 6>&2
+NG_MAIN=$$
+
+ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-0}"; }
+ng_now() { date +%s 2>/dev/null || echo 0; }
+ng_ev() { printf '%s EV %s %s %s\n' "$M" "$1" "$(ng_now)" "$2"; }
+
+if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
+ng_to() { if [ -n "$NG_HAVE_TIMEOUT" ]; then timeout -k 3 "$NG_TMO" "$@"; else "$@"; fi; }
+
+# ng_item KEY CMD ARGS...: run one item, framing stdout, stderr and exit code (probe framing).
+ng_item() {
+  ng_k=$1; shift
+  printf '%s BEGIN %s %s %s\n' "$M" "$ng_k" "$(ng_up)" "$(ng_now)"
+  ng_err=$( { { "$@" 2>&3 3>&-; echo "$M RC $?" >&3; } | head -c "$NG_CAP" >&5 3>&-; } 3>&1 )
+  ng_rc=${ng_err##*"$M RC "}
+  ng_err=${ng_err%"$M RC "*}
+  printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
+  if [ -n "$ng_err" ]; then
+    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 16384)" "$M" "$ng_k"
+  fi
+}
+ng_fail() { echo "$1" >&2; return "${2:-1}"; }
+ng_have() { command -v "$1" >/dev/null 2>&1; }
+
+# ---------------------------------------------------------------- what to run
+ng_pick() {
+  case "$NG_LOAD" in
+    auto)
+      if ng_have dcgmi; then NG_KIND=dcgmi
+      elif ng_have "$NG_GPUBURN"; then NG_KIND=gpu-burn
+      elif [ -n "$NG_CMD" ]; then NG_KIND=command
+      else NG_KIND=; NG_WHY="no load available: dcgmi not found, $NG_GPUBURN not found, no burnin.command in the spec"; fi ;;
+    dcgmi) if ng_have dcgmi; then NG_KIND=dcgmi; else NG_KIND=; NG_WHY="burnin.load is dcgmi but dcgmi is not installed (not in PATH)"; fi ;;
+    gpu-burn) if ng_have "$NG_GPUBURN"; then NG_KIND=gpu-burn; else NG_KIND=; NG_WHY="burnin.load is gpu-burn but $NG_GPUBURN is not installed (not in PATH)"; fi ;;
+    command) NG_KIND=command ;;
+    *) NG_KIND=; NG_WHY="unknown burnin.load $NG_LOAD" ;;
+  esac
+  if ng_have setsid; then NG_SETSID=setsid; else NG_SETSID=; fi
+  # sh starts background jobs with SIGINT/SIGQUIT ignored (POSIX, no job control); coreutils env
+  # can give the load the default back, so that a SIGINT handler (dcgmi's) is reachable.
+  if env --default-signal=INT true >/dev/null 2>&1; then NG_ENVSIG="env --default-signal=INT,QUIT"; else NG_ENVSIG=; fi
+  case "$NG_KIND" in
+    dcgmi) NG_SIGS="INT TERM KILL"; NG_STOP_AT=$NG_DUR ;;
+    *) NG_SIGS="TERM KILL"; NG_STOP_AT=$((NG_DUR + NG_GRACE)) ;;
+  esac
+}
+
+ng_f_tools() {
+  printf 'load: %s\n' "${NG_KIND:-none}"
+  printf 'requested: %s\n' "$NG_LOAD"
+  for t in dcgmi "$NG_GPUBURN" nvidia-smi setsid timeout dmesg journalctl; do
+    printf 'tool %s: %s\n' "$t" "$(command -v "$t" 2>/dev/null)"
+  done
+  printf 'duration_s: %s\ninterval_s: %s\nstop_at_s: %s\nsignals: %s\n' "$NG_DUR" "$NG_INT" "$NG_STOP_AT" "$NG_SIGS"
+  [ -n "$NG_KIND" ] || ng_fail "$NG_WHY" 127
+}
+
+# Fields: the full list in one call when the driver knows every name; else name by name,
+# taking the first alternative (a|b) that nvidia-smi accepts (old drivers: throttle names, no
+# counters, no T.Limit). nvidia-smi answers an unknown name with 'Field "x" is not a valid field'.
+NG_WANT='timestamp index pci.bus_id pstate clocks_event_reasons.active|clocks_throttle_reasons.active
+pcie.link.gen.current pcie.link.width.current temperature.gpu temperature.gpu.tlimit power.draw clocks.sm
+utilization.gpu ecc.errors.uncorrected.volatile.total ecc.errors.corrected.volatile.total
+remapped_rows.correctable remapped_rows.uncorrectable remapped_rows.pending
+clocks_event_reasons_counters.sw_power_cap clocks_event_reasons_counters.sw_thermal_slowdown
+clocks_event_reasons_counters.hw_thermal_slowdown clocks_event_reasons_counters.hw_power_brake_slowdown'
+ng_f_fields() {
+  ng_all=
+  for g in $NG_WANT; do ng_all="$ng_all,${g%%|*}"; done
+  ng_all=${ng_all#,}
+  if ng_to nvidia-smi --query-gpu="$ng_all" --format=csv,noheader,nounits >/dev/null 2>&1; then
+    echo "$ng_all"; return 0
+  fi
+  ng_got=
+  for g in $NG_WANT; do
+    ng_alts=$(printf '%s' "$g" | tr '|' ' ')
+    for f in $ng_alts; do
+      ng_r=$(ng_to nvidia-smi --query-gpu="index,$f" --format=csv,noheader,nounits 2>&1); ng_rc=$?
+      if [ "$ng_rc" -eq 0 ]; then ng_got="$ng_got,$f"; break; fi
+      case "$ng_r" in *"not a valid field"*|*"nvalid"*) continue ;; esac
+      printf '%s\n' "$ng_r" | head -n 5 >&2
+      return "$ng_rc"
+    done
+  done
+  echo "${ng_got#,}"
+}
+
+ng_f_klog() {
+  # NVRM/Xid lines; dmesg (may need root: kernel.dmesg_restrict), else the kernel journal.
+  if ng_have dmesg; then
+    ng_log=$(dmesg 2>&1); ng_lrc=$?
+    if [ $ng_lrc -eq 0 ]; then
+      echo "# source: dmesg"
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|xid|fallen off|nvidia' | tail -n 2000
+      return 0
+    fi
+    printf 'dmesg: %s\n' "$ng_log" | head -n 3 >&2
+  fi
+  if ng_have journalctl; then
+    ng_log=$(journalctl -k -b --no-pager -o short-iso 2>&1); ng_lrc=$?
+    if [ $ng_lrc -eq 0 ]; then
+      echo "# source: journalctl -k -b"
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|xid|fallen off|nvidia' | tail -n 2000
+      return 0
+    fi
+    printf 'journalctl: %s\n' "$ng_log" | head -n 3 >&2
+  fi
+  return 1
+}
+
+ng_sample() { ng_item "$1" ng_to nvidia-smi --query-gpu="$NG_Q" --format=csv,noheader,nounits; }
+
+# ---------------------------------------------------------------- stopping the load
+# With setsid the load leads its own process group: signal the group. Without setsid, the load
+# process itself (its children then get SIGPIPE when its output pipe closes).
+ng_sig_load() {
+  if [ -n "$NG_SETSID" ]; then kill "-$1" "-$ng_lp" 2>/dev/null || kill "-$1" "$ng_lp" 2>/dev/null
+  else kill "-$1" "$ng_lp" 2>/dev/null; fi
+}
+
+ng_stop_now() {  # synchronous: every signal in turn until the load is gone
+  for ng_s in $NG_SIGS; do
+    kill -0 "$ng_lp" 2>/dev/null || return 0
+    ng_sig_load "$ng_s"
+    ng_i=0
+    while [ "$ng_i" -lt "$NG_KILL" ] && kill -0 "$ng_lp" 2>/dev/null; do sleep 1; ng_i=$((ng_i + 1)); done
+  done
+}
+
+# ---------------------------------------------------------------- sampler (and watchdog)
+ng_sampler() {
+  ng_lp=$1; ng_seq=0; ng_stop=; ng_abort=; ng_sigi=0; ng_sig_at=
+  trap 'ng_stop=1' USR1
+  trap 'ng_abort=signal' TERM INT HUP
+  trap 'ng_abort=stdout-closed' PIPE
+  while [ -z "$ng_stop$ng_abort" ]; do
+    ng_seq=$((ng_seq + 1))
+    ng_sample "sample.$ng_seq"
+    ng_due=$((NG_T0 + ng_seq * NG_INT))
+    while [ -z "$ng_stop$ng_abort" ]; do
+      ng_t=$(ng_now)
+      kill -0 "$NG_MAIN" 2>/dev/null || { ng_abort=main-shell-gone; break; }
+      ng_deadline "$ng_t"
+      [ "$ng_t" -ge "$ng_due" ] && break
+      sleep 1
+      printf '%s HB %s\n' "$M" "$ng_t" || { ng_abort=stdout-closed; break; }
+    done
+  done
+  if [ -n "$ng_abort" ]; then
+    trap '' PIPE
+    ng_ev interrupted "reason=$ng_abort" 2>/dev/null
+    ng_stop_now
+    exit 2
+  fi
+  exit 0
+}
+
+ng_deadline() {  # non-blocking: at the deadline, then every NG_KILL s, the next signal
+  if [ -z "$ng_sig_at" ]; then
+    [ $(($1 - NG_T0)) -ge "$NG_STOP_AT" ] || return 0
+    ng_ev stop "reason=deadline elapsed_s=$(($1 - NG_T0))"
+  elif [ $(($1 - ng_sig_at)) -lt "$NG_KILL" ]; then
+    return 0
+  fi
+  ng_sigi=$((ng_sigi + 1))
+  ng_s=$(echo $NG_SIGS | cut -d' ' -f"$ng_sigi")
+  [ -n "$ng_s" ] || return 0
+  kill -0 "$ng_lp" 2>/dev/null && ng_sig_load "$ng_s"
+  ng_sig_at=$1
+}
+
+# ---------------------------------------------------------------- runner
+# stdout = the pipe main reads (the load's output tail, then 'M RC <rc>'). tail ignores
+# TERM/INT/HUP so the output survives a stop; it ends when the load's output closes.
+ng_runner() {
+  ng_int=
+  trap 'ng_int=1' TERM INT HUP
+  { ng_launch 2>&1; } | { trap '' TERM INT HUP; exec tail -c "$NG_OUTCAP"; }
+}
+
+ng_launch() {
+  trap 'ng_int=1' TERM INT HUP
+  case "$NG_KIND" in
+    dcgmi) $NG_SETSID $NG_ENVSIG dcgmi diag -r "$NG_DCGM_LEVEL" -j </dev/null 6>&- 5>&- & ;;
+    gpu-burn) eval "set -- $NG_GPUBURN_ARGS"; $NG_SETSID $NG_ENVSIG "$NG_GPUBURN" "$@" "$NG_DUR" </dev/null 6>&- 5>&- & ;;
+    command) $NG_SETSID $NG_ENVSIG sh -c "$NG_CMD" </dev/null 6>&- 5>&- & ;;
+  esac
+  ng_lp=$!
+  ng_ev load-start "pid=$ng_lp setsid=${NG_SETSID:-no}" >&5
+  ng_sampler "$ng_lp" >&5 2>&6 &
+  ng_sp=$!
+  [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
+  while :; do
+    wait "$ng_lp"; ng_lrc=$?
+    kill -0 "$ng_lp" 2>/dev/null || break
+    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
+  done
+  ng_ev load-exit "rc=$ng_lrc" >&5
+  kill -USR1 "$ng_sp" 2>/dev/null
+  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+  printf '\n%s RC %s\n' "$M" "$ng_lrc"
+}
+
+ng_f_output() { printf '%s' "$ng_out"; return "$ng_lrc"; }
+
+ng_exit() { trap '' PIPE; exit "$1"; }
+trap 'ng_exit 129' HUP
+trap 'ng_exit 130' INT
+trap 'ng_exit 143' TERM
+trap 'ng_exit 141' PIPE
+
+# ---------------------------------------------------------------- main
+NG_T0=$(ng_now)
+NG_BURNIN_T0=$NG_T0
+NG_BURNIN_SECONDS=$NG_DUR
+export NG_BURNIN_T0 NG_BURNIN_SECONDS
+ng_ev start "duration_s=$NG_DUR interval_s=$NG_INT uptime=$(ng_up)"
+ng_pick
+ng_item burnin.tools ng_f_tools
+if [ -z "$NG_KIND" ]; then printf '%s DONE\n' "$M"; exit 0; fi
+if ng_have nvidia-smi; then
+  NG_Q=$(ng_f_fields 2>&1; echo "$M RC $?")
+  NG_QRC=${NG_Q##*"$M RC "}
+  NG_Q=${NG_Q%"$M RC "*}
+  NG_Q=$(printf '%s' "$NG_Q" | head -n 5)
+else
+  NG_QRC=127; NG_Q="nvidia-smi: command not found"
+fi
+ng_f_fieldsout() { if [ "$NG_QRC" -eq 0 ]; then echo "$NG_Q"; else ng_fail "$NG_Q" "$NG_QRC"; fi; }
+ng_item burnin.fields ng_f_fieldsout
+if [ "$NG_QRC" -ne 0 ] || [ -z "$NG_Q" ]; then printf '%s DONE\n' "$M"; exit 0; fi
+ng_item burnin.klog_start ng_f_klog
+ng_sample sample.0
+if [ "$NG_KIND" = dcgmi ]; then NG_OUTCAP=4194304; else NG_OUTCAP=65536; fi
+NG_T0=$(ng_now)
+ng_out=$(ng_runner)
+ng_lrc=${ng_out##*"$M RC "}
+ng_out=${ng_out%"$M RC "*}
+case "$ng_lrc" in ''|*[!0-9]*) ng_lrc=255 ;; esac
+ng_item burnin.load ng_f_output
+ng_sample sample.end
+ng_item burnin.klog_end ng_f_klog
+printf '%s DONE\n' "$M"

@@ -1,0 +1,350 @@
+"""pytest plugin: ``--burn-in DURATION``: run a load on every node and judge it while it runs.
+
+Flow: the lead's plugin gathers every node at session start (tryfirst); this plugin's
+sessionstart (trylast) then runs the burn-in on every gathered node at once (ONE exec per node,
+nodegate.burnin.runner) and adds ``burnin.*`` evidence to each bundle. suites/test_burnin.py is
+collected only with --burn-in, or with --replay when the bundles hold burn-in evidence. Ctrl-C
+during the burn-in closes every channel; each node stops its load (docs/burnin.md).
+
+Items: ``test_burnin_<rule>[<node>]`` / ``[<node>-gpu<i>]`` / ``test_burnin_dcgm[<node>-gpu<i>-<test>]``
+with the same ``user_properties`` and ``report.nodegate`` as every nodegate item; the first
+burn-in item of each node carries the node's SVG plot as a pytest-html extra.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from nodegate.burnin import rules as R
+from nodegate.burnin.dcgm import DcgmResult, parse_dcgm
+from nodegate.burnin.plot import svg_for_node
+from nodegate.burnin.runner import BurninJob, burnin_fleet
+from nodegate.burnin.series import BurninData, burnin_data, kernel_lines_since_start
+from nodegate.burnin.spec import burnin_spec, parse_duration
+from nodegate.errors import EvidenceError, ParseError, SpecError
+from nodegate.outcomes import Outcome, Result
+from nodegate.run import RUN_KEY, GatherOptions
+from nodegate.transport import HostKeyPolicy
+
+SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
+_DUR_KEY = pytest.StashKey[int]()
+_CTX_KEY = pytest.StashKey[dict]()
+_INFO_KEY = pytest.StashKey[dict]()
+_PLOT_KEY = pytest.StashKey[bool]()
+EXIT_SPEC_ERROR = 2
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nodegate-burnin", "nodegate burn-in (checks under load)")
+    g.addoption("--burn-in", dest="burn_in", metavar="DURATION",
+                help="run the spec's load on every node for DURATION (90s, 10m, 2h) and check clocks, "
+                     "PCIe link, ECC, remapped rows, Xid, GPU count and temperature while it runs")
+
+
+def pytest_configure(config):
+    v = config.getoption("burn_in", None)
+    if v:
+        try:
+            config.stash[_DUR_KEY] = parse_duration(v)
+        except ValueError as e:
+            sys.stderr.write(f"nodegate: --burn-in: {e}\n")
+            pytest.exit(f"nodegate: --burn-in: {e}", returncode=EXIT_SPEC_ERROR)
+
+
+def _replay_has_burnin(config) -> bool:
+    d = config.getoption("replay", None)
+    if not d:
+        return False
+    root = Path(d)
+    return root.is_dir() and (any(root.glob("burnin.run.out")) or any(root.glob("*/burnin.run.out")))
+
+
+def pytest_ignore_collect(collection_path, config):
+    if Path(collection_path).resolve() == SUITE:
+        if config.stash.get(_DUR_KEY, None) is None and not _replay_has_burnin(config):
+            return True
+    return None
+
+
+def _jobs_from_lead(config) -> list:
+    try:
+        from plugins.nodegate_plugin import _JOBS_KEY
+    except ImportError:
+        return []
+    return list(config.stash.get(_JOBS_KEY, []))
+
+
+def _gather_options(config) -> GatherOptions:
+    o = config.option
+    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
+    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
+                         command_timeout=getattr(o, "command_timeout", 30.0),
+                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
+                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
+
+
+def _tw(config):
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    return tr._tw if tr is not None else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    config = session.config
+    dur = config.stash.get(_DUR_KEY, None)
+    run = config.stash.get(RUN_KEY, None)
+    if dur is None or run is None or hasattr(config, "workerinput") or run.mode == "replay":
+        return
+    jobs = []
+    for j in _jobs_from_lead(config):
+        b = run.bundles.get(j.name)
+        if b is None or b.gather_error:
+            continue  # its burn-in items ERROR with the gather error
+        try:
+            bs = burnin_spec(run.spec.get(j.name), j.spec_raw)
+        except SpecError as e:
+            sys.stderr.write(f"nodegate: spec error: {e}\n")
+            pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+        jobs.append(BurninJob(j.name, j.url, bs))
+    tw = _tw(config)
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def progress(done, total):
+        if tw is not None:
+            tw.write(f"\rnodegate: burn-in {done}/{total} nodes done, {time.monotonic() - t0:.0f}s ")
+
+    if tw is not None:
+        tw.line(f"nodegate: burn-in of {len(jobs)} node(s) for {dur}s (Ctrl-C stops every load)")
+    burnin_fleet(jobs, _gather_options(config), dur, run.bundles, run.bundles_dir, stop, progress)
+    if tw is not None:
+        tw.line("")
+
+
+# ---------------------------------------------------------------------------- evaluation context
+def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Context]:
+    cache = config.stash.setdefault(_CTX_KEY, {})
+    if node in cache:
+        return cache[node]
+    run = config.stash[RUN_KEY]
+    b = run.bundles[node]
+    spec = run.spec.get(node)
+    ctx = R.Context()
+    try:
+        data: BurninData | EvidenceError = burnin_data(b)
+    except EvidenceError as e:
+        data = e
+    try:
+        ctx.bspec = burnin_spec(spec, (b.meta.get("spec") or {}) if isinstance(b.meta.get("spec"), dict) else {})
+    except SpecError as e:
+        data = EvidenceError("burnin.run", f"spec error: {e}")
+    gpus_by_bus, gathered = {}, None
+    try:
+        gl = run.facts[node].gpus
+        gathered = len(gl)
+        gpus_by_bus = {g.pci_bus_id: g for g in gl}
+    except Exception:  # noqa: BLE001 - the probe's GPU facts are optional context here
+        pass
+    ctx.gathered_gpus = gathered
+    if spec is not None:
+        ctx.ecc_required = bool(getattr(getattr(spec, "ecc", None), "required", True))
+        ctx.repair = str(getattr(getattr(spec, "memory", None), "repair", "auto"))
+    _xids(ctx, spec)
+    if isinstance(data, BurninData):
+        for i in data.gpu_indices():
+            bus = next((g.bus_id for _, g in data.series(i)), None)
+            gf = gpus_by_bus.get(bus)
+            ctx.expected_link[i] = _expected_link(spec, gf)
+            if gf is not None and getattr(gf, "architecture", None):
+                ctx.architecture[i] = gf.architecture
+        try:
+            ctx.kernel_lines = kernel_lines_since_start(b)
+        except EvidenceError as e:
+            ctx.kernel_lines = e
+        if data.load.kind == "dcgmi":
+            try:
+                ctx.dcgm = parse_dcgm(data.load.output)
+            except ParseError as e:
+                ctx.dcgm = e
+    cache[node] = (data, ctx)
+    return cache[node]
+
+
+def _xids(ctx: R.Context, spec) -> None:
+    if ctx.bspec.xid_fail is not None:
+        ctx.xid_fail, ctx.xid_source = frozenset(ctx.bspec.xid_fail), "burnin.xid_fail"
+        return
+    try:
+        from nodegate.spec import xid_fail_set
+        ctx.xid_fail, ctx.xid_source = xid_fail_set(spec), "nodegate/data/xid.yaml (or kernel_log.xid_fail)"
+    except Exception:  # noqa: BLE001 - table absent: the catalog's default set
+        pass
+
+
+def _expected_link(spec, gf) -> tuple[int | None, int | None, str]:
+    try:
+        from nodegate.spec import expectations
+        e = expectations(spec, gf)
+        if e.pcie_gen is not None or e.pcie_width is not None:
+            return e.pcie_gen, e.pcie_width, e.pcie_source
+    except Exception:  # noqa: BLE001 - fall back to the spec section, then the GPU's own maximum
+        pass
+    p = getattr(spec, "pcie", None)
+    gen, width = getattr(p, "gen", None), getattr(p, "width", None)
+    if gen is not None or width is not None:
+        return gen, width, "spec pcie"
+    lk = getattr(gf, "link", None)
+    mg, mw = getattr(lk, "max_gen", None), getattr(lk, "max_width", None)
+    if isinstance(mg, int) or isinstance(mw, int):
+        return (mg if isinstance(mg, int) else None, mw if isinstance(mw, int) else None,
+                "the GPU's max link (nvidia-smi)")
+    return None, None, ""
+
+
+# ---------------------------------------------------------------------------- parametrization
+def _gpu_labels(config, node: str) -> list[int]:
+    data, _ = _node_context(config, node)
+    if isinstance(data, BurninData) and data.gpu_indices():
+        return data.gpu_indices()
+    try:
+        n = len(config.stash[RUN_KEY].facts[node].gpus)
+        return list(range(n)) or [0]
+    except Exception:  # noqa: BLE001 - one ERROR item per rule for a node we know nothing about
+        return [0]
+
+
+def pytest_generate_tests(metafunc):
+    if "burnin_verdict" not in metafunc.fixturenames:
+        return
+    name = metafunc.function.__name__.removeprefix("test_")
+    rd = R.RULES[name]
+    run = metafunc.config.stash.get(RUN_KEY, None)
+    params, ids = [], []
+    for node in (run.bundles if run is not None else {}):
+        if rd.scope == "node":
+            params.append((name, node, None, None))
+            ids.append(node)
+            continue
+        if name == "burnin_dcgm":
+            data, ctx = _node_context(metafunc.config, node)
+            if isinstance(ctx.dcgm, list) and ctx.dcgm:
+                for r in ctx.dcgm:
+                    params.append((name, node, r.gpu, r))
+                    ids.append(f"{node}-gpu{r.gpu}-{r.slug}")
+            else:
+                params.append((name, node, None, None))
+                ids.append(node)
+            continue
+        for i in _gpu_labels(metafunc.config, node):
+            params.append((name, node, i, None))
+            ids.append(f"{node}-gpu{i}")
+    metafunc.parametrize("burnin_verdict", params, ids=ids, indirect=True)
+
+
+def _dcgm_node_result(data, ctx) -> Result:
+    if isinstance(data, EvidenceError):
+        return Result.errored(str(data))
+    if data.load.kind != "dcgmi":
+        return Result.skipped(f"burnin.load={ctx.bspec.load} ran {data.load.kind}, not dcgmi: no DCGM diagnostics")
+    if isinstance(ctx.dcgm, Exception):
+        why = "stopped at the deadline before it finished" if data.load.stopped == "deadline" else str(ctx.dcgm)
+        return Result.errored(f"dcgmi diag results unavailable: {why}", evidence_keys=("burnin.load",))
+    return Result.errored("dcgmi diag reported no per-GPU result", evidence_keys=("burnin.load",))
+
+
+def _evaluate(config, name: str, node: str, gpu, dres) -> Result:
+    run = config.stash[RUN_KEY]
+    b = run.bundles[node]
+    if run.spec_errors.get(node):
+        return Result.errored(f"spec error: {run.spec_errors[node]}")
+    if b.gather_error:
+        return Result.errored(f"node not gathered: {b.gather_error}")
+    data, ctx = _node_context(config, node)
+    if name == "burnin_dcgm":
+        return R.rule_dcgm(dres, ctx) if dres is not None else _dcgm_node_result(data, ctx)
+    if isinstance(data, EvidenceError):
+        return Result.errored(str(data), evidence_keys=(data.key,))
+    try:
+        return R.RULES[name].func(data, ctx, gpu)
+    except EvidenceError as e:
+        return Result.errored(str(e), evidence_keys=(e.key,))
+
+
+@pytest.fixture
+def burnin_verdict(request) -> Result:
+    """The evaluated burn-in rule for this item: ERROR raises in setup, SKIP skips."""
+    name, node, gpu, dres = request.param
+    config = request.config
+    rd = R.RULES[name]
+    res = _evaluate(config, name, node, gpu, dres)
+    if res.outcome is Outcome.FAIL and "Remediation:" not in res.message:
+        res.message = f"{res.message} Remediation: {rd.remediation}"
+    run = config.stash[RUN_KEY]
+    ident = {"gpu_index": "" if gpu is None else str(gpu), "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
+             "board_part_number": "", "vbios_version": ""}
+    data, _ = _node_context(config, node)
+    if gpu is not None and isinstance(data, BurninData):
+        ident["pci_bus_id"] = next((g.bus_id or "" for _, g in data.series(gpu)), "")
+        try:
+            for g in run.facts[node].gpus:
+                if ident["pci_bus_id"] and g.pci_bus_id == ident["pci_bus_id"]:
+                    ident.update(gpu_serial=str(g.serial or ""), gpu_uuid=str(g.uuid or ""),
+                                 board_part_number=str(g.board_part_number or ""),
+                                 vbios_version=str(g.vbios_version or ""))
+        except Exception:  # noqa: BLE001 - identity is best effort
+            pass
+    b = run.bundles[node]
+    info = {"node": node, **ident, "driver_version": "", "check_id": rd.check_id, "check_name": name,
+            "title": rd.title + (f" ({dres.category}/{dres.test})" if dres is not None else ""),
+            "severity": rd.severity, "expected": res.expected, "observed": res.observed, "message": res.message,
+            "evidence": res.evidence, "remediation": rd.remediation, "outcome": res.outcome.value,
+            "bundle_dir": str(b.path or "")}
+    request.node.stash[_INFO_KEY] = info
+    for k in ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
+              "expected", "observed", "remediation"):
+        request.node.user_properties.append((k, info[k]))
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(f"[{rd.check_id}] could not evaluate: {res.message}", pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(f"[{rd.check_id}] {res.message}")
+    return res
+
+
+def pytest_collection_modifyitems(config, items):
+    first: set[str] = set()
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is None or "burnin_verdict" not in cs.params:
+            continue
+        node = cs.params["burnin_verdict"][1]
+        item.add_marker(pytest.mark.xdist_group(node))
+        if node not in first:
+            first.add(node)
+            item.stash[_PLOT_KEY] = True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    info = item.stash.get(_INFO_KEY, None)
+    if info is None:
+        return
+    rep.nodegate = info
+    if rep.when == "call" and rep.failed and info["outcome"] == "fail":
+        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+    final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
+    if final and item.stash.get(_PLOT_KEY, False):
+        try:
+            import pytest_html
+        except ImportError:
+            return
+        run = item.config.stash.get(RUN_KEY, None)
+        b = run.bundles.get(info["node"]) if run is not None else None
+        if b is not None:
+            rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(svg_for_node(b))]

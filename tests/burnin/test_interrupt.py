@@ -1,0 +1,117 @@
+"""Interrupting a burn-in stops the load on every node and leaves nothing behind.
+
+- local://: SIGINT to a pytest subprocess running the burn-in suite (the user's Ctrl-C).
+- real sshd (tools.fleet): the controller closes the channel (no pty, so no SIGHUP from sshd): the
+  script's heartbeat write fails and it stops the load. Liveness by process: chroot processes are
+  visible on the host, and the fake gpu_burn has a name unique to the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from nodegate.burnin.runner import BurninJob, burnin_node
+from nodegate.burnin.spec import BurninSpec
+from nodegate.run import GatherOptions
+from nodegate.transport import HostKeyPolicy
+
+from .shims import Scenario, gpu_burn_shim, smi_shim, write_shims
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pids(pattern: str) -> list[int]:
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split() if int(p) != os.getpid()]
+
+
+def _wait(pred, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return pred()
+
+
+def test_sigint_to_pytest_stops_the_load(tmp_path):
+    d = write_shims(tmp_path / "bin", Scenario())
+    env = dict(os.environ, PATH=f"{d}:/usr/bin:/bin:/usr/sbin:/sbin", PYTHONPATH=str(ROOT))
+    reports = tmp_path / "reports"
+    p = subprocess.Popen([sys.executable, "-m", "pytest", str(ROOT / "suites" / "test_burnin.py"),
+                          "-p", "plugins.nodegate_burnin", "--burn-in", "120s", "--target", "local://",
+                          "--reports-dir", str(reports), "-p", "no:cacheprovider", "-q"],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    pattern = f"{d}/gpu_burn"
+    try:
+        assert _wait(lambda: bool(_pids(pattern)), 60), "the load never started"
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert _wait(lambda: not _pids(pattern), 10), f"load still running: {_pids(pattern)}"
+    runs = list(reports.glob("bundles/*/burnin.run.out"))
+    assert len(runs) == 1
+    assert json.loads(runs[0].read_text())["status"] == "interrupted"
+    assert p.returncode == 2, out.decode(errors="replace")[-2000:]  # pytest: interrupted
+
+
+def _fleet_available():
+    try:
+        from tools.fleet import sshd_available
+    except ImportError as e:
+        return f"tools.fleet not importable: {e}"
+    return sshd_available()
+
+
+@pytest.mark.skipif(_fleet_available() is not None, reason=f"simulated fleet unavailable: {_fleet_available()}")
+def test_closing_the_ssh_channel_stops_the_load_on_every_node(tmp_path):
+    from tools.fleet import Fleet
+
+    token = uuid.uuid4().hex[:8]
+    burn = f"gpu_burn_{token}"
+    with Fleet(["h200-vm", "h100-535-healthy"]) as fleet:
+        sc = Scenario(gpus=1)
+        for node in fleet.nodes:
+            root = fleet.root(node)
+            for name, text in (("nvidia-smi", smi_shim(sc)), (burn, gpu_burn_shim(sc))):
+                f = root / "usr" / "bin" / name
+                if f.exists() or f.is_symlink():
+                    f.unlink()
+                f.write_text(text)
+                f.chmod(0o755)
+        opts = GatherOptions(hostkeys=HostKeyPolicy([fleet.known_hosts_path]))
+        spec = BurninSpec(interval_s=1, gpu_burn=burn, stop_grace_s=2)
+        stop = threading.Event()
+        results = {}
+
+        def one(node):
+            n = fleet.nodes[node]
+            url = f"paramiko://{fleet.user}@{n.address}:{n.port}?ssh_identity_file={fleet.client_key_path}"
+            results[node] = burnin_node(BurninJob(node, url, spec), opts, 300, stop)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in fleet.nodes]
+        for t in threads:
+            t.start()
+        try:
+            assert _wait(lambda: len(_pids(burn)) >= 2, 60), "the loads never started"
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(timeout=60)
+        assert _wait(lambda: not _pids(burn), 15), f"load still running after the channel closed: {_pids(burn)}"
+        for node, ev in results.items():
+            run = json.loads(ev["burnin.run"].text)
+            assert run["status"] == "interrupted", (node, run)
+            assert ev["burnin.samples"].text.count("# sample ") >= 2
