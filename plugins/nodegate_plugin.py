@@ -18,6 +18,7 @@ import pytest
 
 from nodegate import checks as ng_checks
 from nodegate.bundle import Bundle, discover
+from nodegate.collect import NodeFacts
 from nodegate.errors import SpecError
 from nodegate.inventory import Host, load_inventory
 from nodegate.outcomes import Outcome, Result
@@ -88,6 +89,8 @@ def _spec_get(spec, dotted: str, default=None):
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     config.addinivalue_line("markers", "nodegate: a nodegate suite test")
+    # pytest-xdist registers it too; declared here so runs without xdist print no warning
+    config.addinivalue_line("markers", "xdist_group(name): keep a node's items on one xdist worker")
     active = _is_active(config)
     config.stash[_ACTIVE_KEY] = active
     if not active:
@@ -186,8 +189,17 @@ def pytest_sessionstart(session):
             if tw is not None:
                 tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, "
                          f"{time.monotonic() - t0:.1f}s ")
-        for b in gather_fleet(jobs, opts, run.bundles_dir, progress):
-            run.add(b)
+        prepared: dict[str, NodeFacts] = {}
+
+        def prepare(b: Bundle) -> None:
+            # parse the GPU facts (nvidia-smi XML, the largest parse; collection needs them for
+            # the per-GPU items) in the gathering thread, while other nodes are still probed
+            f = NodeFacts(b)
+            prepared[b.node] = f
+            if not b.gather_error:
+                f.gpus  # noqa: B018 - cached_property: evaluated for its cache
+        for b in gather_fleet(jobs, opts, run.bundles_dir, progress, prepare=prepare):
+            run.add(b, prepared.get(b.node))
         run.gather_s = round(time.monotonic() - t0, 3)
         if tw is not None:
             tw.line("")
