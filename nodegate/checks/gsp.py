@@ -22,9 +22,13 @@ def _gsp_required(facts, spec) -> tuple[bool, str]:
     banner, _ = optional(facts, "driver_banner")
     if banner is not None and banner.flavor == "open":
         return True, "gsp.required=auto and the open kernel module is loaded (it always runs GSP)"
-    gpus, _ = optional(facts, "gpus")
+    gpus, gerr = optional(facts, "gpus")
     if any(isinstance(g.gsp_firmware_version, str) for g in gpus or []):
         return True, "gsp.required=auto and a GPU runs GSP firmware"
+    if gerr is not None:
+        # proprietary (or unknown) module and GPUs unreadable: whether GSP is in use is unknown,
+        # so "not applicable" cannot be claimed (fail closed: ERROR naming why)
+        raise gerr
     flavor = banner.flavor if banner is not None and banner.flavor else "unknown"
     return False, f"gsp.required=auto, {flavor} kernel module and no GPU reports GSP firmware"
 

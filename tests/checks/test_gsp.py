@@ -3,7 +3,7 @@
 from nodegate.facts import NA, DriverBanner, FirmwareFacts
 from nodegate.outcomes import Outcome
 
-from .fakes import VER, covers, gpu, healthy, run, spec
+from .fakes import VER, covers, gpu, healthy, missing, run, spec
 
 PROP = DriverBanner("proprietary", VER, "x86_64", f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {VER}")
 
@@ -121,3 +121,12 @@ def test_gsp_file_without_size_and_no_gsp_running_is_error():
     r = run("NG-GSP-001", healthy(firmware=_r(fw, dirs=dirs), gpus=[g]))
     assert r.outcome is Outcome.ERROR
     assert "size is not listed" in r.message
+
+
+@covers("NG-GSP-001")
+def test_gsp_auto_with_proprietary_module_and_unreadable_gpus_is_error_not_skip():
+    f = healthy(driver_banner=DriverBanner(flavor="proprietary", version=VER),
+                gpus=missing("gpus", "nvidia-smi failed (driver_library_mismatch): Failed to initialize NVML"))
+    r = run("NG-GSP-001", f)
+    assert r.outcome is Outcome.ERROR
+    assert "driver_library_mismatch" in r.message

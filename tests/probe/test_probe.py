@@ -148,3 +148,51 @@ def test_controller_deadline_keeps_evidence_gathered_before_the_hang():
     assert not complete
     assert items["t.first"].stdout == b"first\n"
     assert items["t.hang"].status == "timeout"
+
+
+def _fake_smi(tmp_path, body: str) -> dict:
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\n" + body)
+    tool.chmod(0o755)
+    return dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+
+
+def _clocks(env, samples=3, timeout_s=30):
+    script, m = _item_script("ng_need nvidia-smi smi.clocks_samples ng_f_clocks\n", samples=samples,
+                             timeout_s=timeout_s)
+    items, _ = split_stream(_run(["dash", "-s"], script, env=env).stdout, m)
+    return items["smi.clocks_samples"]
+
+
+def test_clocks_one_sample_when_no_failing_bit(tmp_path):
+    env = _fake_smi(tmp_path, 'echo "0, 00000000:19:00.0, P0, 0x0000000000000004"\n')
+    it = _clocks(env)
+    assert it.rc == 0
+    assert it.stdout == b"0, 00000000:19:00.0, P0, 0x0000000000000004\n"
+
+
+def test_clocks_failing_bit_is_confirmed_by_more_samples(tmp_path):
+    # first call reports HW power brake (0x80); the later ones have cleared it
+    body = ('c=$(cat "$0.count" 2>/dev/null || echo 0); echo $((c + 1)) > "$0.count"\n'
+            'if [ "$c" = 0 ]; then m=0x0000000000000080; else m=0x0000000000000000; fi\n'
+            'echo "0, 00000000:19:00.0, P0, $m"\n')
+    it = _clocks(_fake_smi(tmp_path, body))
+    assert it.stdout.decode().splitlines() == [
+        "0, 00000000:19:00.0, P0, 0x0000000000000080",
+        "# sample 2", "0, 00000000:19:00.0, P0, 0x0000000000000000",
+        "# sample 3", "0, 00000000:19:00.0, P0, 0x0000000000000000"]
+
+
+def test_clocks_old_driver_field_name_is_retried(tmp_path):
+    body = ('case "$1" in *clocks_event_reasons*) echo \'Field "clocks_event_reasons.active" is not a valid field to query.\'; exit 2;; esac\n'
+            'echo "0, 00000000:19:00.0, P8, 0x0000000000000001"\n')
+    it = _clocks(_fake_smi(tmp_path, body))
+    assert (it.rc, it.stdout) == (0, b"0, 00000000:19:00.0, P8, 0x0000000000000001\n")
+
+
+def test_clocks_hung_nvidia_smi_costs_one_deadline_not_two(tmp_path):
+    env = _fake_smi(tmp_path, "trap '' TERM\nwhile :; do sleep 1; done\n")
+    t0 = time.monotonic()
+    it = _clocks(env, timeout_s=1)
+    assert it.rc in (124, 137)
+    assert time.monotonic() - t0 < 8  # one kill (1 s + 3 s grace), no retry

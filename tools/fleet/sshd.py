@@ -1,0 +1,164 @@
+"""OpenSSH sshd instances serving simulated nodes on loopback (../shared/spec/testbed-notes.md).
+
+One sshd per group of at most 16 nodes (sshd's MAX_LISTEN_SOCKS); each node has its own
+loopback address and ``Match LocalAddress`` selects its ``ChrootDirectory``. Keys are generated
+per fleet run: one host key per sshd group (``rekey`` moves a node to a group of its own with a
+fresh key) and one client key authorized for root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+MAX_LISTEN = 16
+
+
+def sshd_available() -> str | None:
+    """None when sshd, ssh-keygen and busybox are installed and we are root; else the reason."""
+    if os.geteuid() != 0:
+        return "needs root (sshd ChrootDirectory and mknod)"
+    for tool, pkg in ((SSHD, "openssh-server"), ("/usr/bin/ssh-keygen", "openssh-client"),
+                      ("/usr/bin/busybox", "busybox-static"), ("/usr/bin/dash", "dash")):
+        if not Path(tool).exists():
+            return f"{tool} not installed (apt-get install {pkg})"
+    return None
+
+
+def keygen(path: Path, comment: str) -> str:
+    """Create an ed25519 key pair at ``path``; returns the public key line (``ssh-ed25519 AAAA...``)."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL)
+    pub = path.with_name(path.name + ".pub").read_text().split()
+    return f"{pub[0]} {pub[1]}"
+
+
+@dataclass
+class SshdGroup:
+    """One sshd process: its nodes (name -> (address, root)), host key and files."""
+
+    index: int
+    dir: Path
+    nodes: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    hostkey_pub: str = ""
+    pid: int | None = None
+
+    @property
+    def conf(self) -> Path:
+        return self.dir / f"sshd-{self.index}.conf"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / f"sshd-{self.index}.log"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.dir / f"sshd-{self.index}.pid"
+
+    @property
+    def hostkey(self) -> Path:
+        return self.dir / f"ssh_host_ed25519_key-{self.index}"
+
+    def write_config(self, authorized_keys: Path, port: int = 22) -> None:
+        if not self.hostkey.exists():
+            self.hostkey_pub = keygen(self.hostkey, f"nodegate-fleet-hostkey-{self.index}")
+        lines = [f"ListenAddress {addr}:{port}" for addr, _ in self.nodes.values()]
+        lines += [
+            f"HostKey {self.hostkey}",
+            f"PidFile {self.pidfile}",
+            f"AuthorizedKeysFile {authorized_keys}",
+            "StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "UseDNS no", "X11Forwarding no", "AllowTcpForwarding no", "AllowAgentForwarding no",
+            "PermitTunnel no", "PrintMotd no", "PermitUserEnvironment no",
+            # one line per session in the log: exec channels per node are counted from it
+            "LogLevel VERBOSE",
+            # fan-out of hundreds of parallel connects (testbed notes)
+            "MaxStartups 200:30:400", "MaxSessions 64", "LoginGraceTime 30",
+            "ClientAliveInterval 0",
+        ]
+        for name, (addr, root) in self.nodes.items():
+            lines += [f"# node {name}", f"Match LocalAddress {addr}", f"  ChrootDirectory {root}"]
+        self.conf.write_text("\n".join(lines) + "\n")
+        os.chmod(self.conf, 0o600)
+
+    def start(self) -> None:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
+        subprocess.run([SSHD, "-f", str(self.conf), "-E", str(self.log)], check=True,
+                       stdin=subprocess.DEVNULL, capture_output=True)
+        deadline = time.monotonic() + 15
+        while True:  # sshd writes its PidFile after daemonizing: wait for a complete line
+            txt = self.pidfile.read_text() if self.pidfile.exists() else ""
+            if txt.endswith("\n"):
+                self.pid = int(txt.split()[0])
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sshd {self.conf} wrote no pid file; see {self.log}")
+            time.sleep(0.02)
+        for addr, _ in self.nodes.values():
+            wait_listening(addr, 22, deadline)
+
+    def stop(self) -> None:
+        if self.pid is None and self.pidfile.exists():
+            txt = self.pidfile.read_text().split()
+            self.pid = int(txt[0]) if txt else None
+        if self.pid is None:
+            return
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.02)
+        self.pid = None
+
+
+def wait_listening(addr: str, port: int, deadline: float) -> None:
+    while True:
+        try:
+            with socket.create_connection((addr, port), timeout=0.5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sshd did not start listening on {addr}:{port}") from None
+            time.sleep(0.02)
+
+
+_CONN = re.compile(r"Connection from (\S+ port \d+) on (\S+) port \d+")
+_SESSION = re.compile(r"Starting session: (?:command|shell|subsystem\S*) for \S+ from (\S+ port \d+)")
+
+
+def count_sessions(logs: list[Path]) -> dict[str, int]:
+    """Sessions (exec channels) per local address, from sshd VERBOSE logs.
+
+    sshd logs ``Connection from <peer> port P on <local> port 22`` when a connection arrives and
+    ``Starting session: command for root from <peer> port P id N`` for each exec channel; the
+    peer's address and port tie the session to the node's address (``-E`` logs carry no pid).
+    """
+    counts: dict[str, int] = {}
+    for log in logs:
+        if not log.exists():
+            continue
+        peer_addr: dict[str, str] = {}
+        for line in log.read_text(errors="replace").splitlines():
+            m = _CONN.search(line)
+            if m:
+                peer_addr[m.group(1)] = m.group(2)
+                continue
+            m = _SESSION.search(line)
+            if m and m.group(1) in peer_addr:
+                a = peer_addr[m.group(1)]
+                counts[a] = counts.get(a, 0) + 1
+    return counts
