@@ -17,7 +17,7 @@ from typing import Callable
 from . import probe
 from .bundle import Bundle, now_iso
 from .collect import NodeFacts
-from .transport import HostKeyPolicy, Target, TransportError
+from .transport import STREAM_CAP, HostKeyPolicy, Target, TransportError
 
 try:  # pytest's stash key; the run is usable without pytest too
     import pytest
@@ -85,7 +85,16 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
                 exec_s=round(r.exec_s, 3), finished_at=now_iso(), complete=complete, exit_code=r.rc)
     if r.stderr:
         meta["probe_stderr"] = r.stderr[-4000:].decode("utf-8", errors="replace")
-    if r.timed_out:
+    if r.stdout_capped:
+        # the controller stopped reading (transport.STREAM_CAP): the item being read is cut
+        open_items = [k for k, v in items.items() if v.status == "timeout"]
+        for k in open_items:
+            items[k].status = "truncated"
+        meta["stream_capped"] = True
+        meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
+        meta["deadline"] = (f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
+                            "later items not collected")
+    elif r.timed_out:
         open_items = [k for k, v in items.items() if v.status == "timeout"]
         meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
         meta["deadline"] = (f"probe stopped by the controller's deadline "
@@ -116,32 +125,51 @@ class FleetRun:
     gather_s: float = 0.0
     mode: str = "ssh"  # ssh | local | replay
 
-    def add(self, b: Bundle) -> None:
+    def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
+        """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by
+        ``gather_fleet``'s ``prepare`` while other nodes were still being gathered."""
         self.bundles[b.node] = b
-        self.facts[b.node] = NodeFacts(b)
+        self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
 
 
 def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | None,
-                 progress: Callable[[int, int, int], None] | None = None) -> list[Bundle]:
+                 progress: Callable[[int, int, int], None] | None = None,
+                 prepare: Callable[[Bundle], None] | None = None) -> list[Bundle]:
     """Gather all nodes concurrently (``opts.forks`` at a time); write each bundle as soon as
-    it is complete. Returns bundles in job order."""
+    it is complete. Returns bundles in job order.
+
+    Each node's bundle is written, then ``prepare(bundle)`` is called (e.g. parse its facts), in
+    the worker thread that gathered it: that work overlaps with the other nodes' probes instead
+    of running one node after the other once the fleet is in (docs/performance.md). An exception
+    from ``prepare`` is ignored (evaluation meets the same problem and reports it); one from
+    writing the bundle propagates, as before."""
     out: dict[str, Bundle] = {}
     errors = 0
     lock = threading.Lock()
     if not jobs:
         return []
+
+    def one(j: NodeJob) -> Bundle:
+        try:
+            b = gather_node(j, opts)
+        except Exception as e:  # noqa: BLE001 - one bad node never stops the others
+            b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
+                                    "error": f"internal error while gathering: {type(e).__name__}: {e}",
+                                    "spec": j.spec_raw})
+        if bundles_dir is not None:
+            b.write(bundles_dir)
+        if prepare is not None:
+            try:
+                prepare(b)
+            except Exception:  # noqa: BLE001 - a parse problem is the checks' to report
+                pass
+        return b
+
     with ThreadPoolExecutor(max_workers=max(1, min(opts.forks, len(jobs)))) as ex:
-        futs = {ex.submit(gather_node, j, opts): j for j in jobs}
+        futs = {ex.submit(one, j): j for j in jobs}
         for f in as_completed(futs):
             j = futs[f]
-            try:
-                b = f.result()
-            except Exception as e:  # noqa: BLE001 - one bad node never stops the others
-                b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
-                                        "error": f"internal error while gathering: {type(e).__name__}: {e}",
-                                        "spec": j.spec_raw})
-            if bundles_dir is not None:
-                b.write(bundles_dir)
+            b = f.result()
             with lock:
                 out[j.name] = b
                 if b.gather_error:

@@ -10,6 +10,7 @@ evaluates the check (ERROR raises in setup, SKIP skips) and the test asserts PAS
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -269,6 +270,46 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("verdict", params, ids=ids, indirect=True)
 
 
+_TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
+
+
+def node_of_test_id(nodeid: str, nodes: list[str]) -> str | None:
+    """The inventory node a test id belongs to (``...[<node>]`` or ``...[<node>-gpu<i>]``, possibly
+    with xdist's ``@group`` suffix), or None. ``nodes`` longest first, so ``a-1`` wins over ``a``."""
+    m = _TEST_ID.search(nodeid)
+    if not m:
+        return None
+    pid = m.group("id")
+    for n in nodes:
+        if pid == n or (pid.startswith(n + "-gpu") and pid[len(n) + 4:].isdigit()):
+            return n
+    return None
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup``: one work unit per inventory node, taken from the test id, so all of a
+    node's items run on one worker. xdist's own loadgroup relies on an ``@group`` suffix its workers
+    write into ``item._nodeid``; pytest 9 keeps node ids in ``Node._id``, the suffix never reaches the
+    controller and loadgroup silently spreads every node over all workers (tests/bench)."""
+    if config.getvalue("dist") != "loadgroup" or not config.stash.get(_ACTIVE_KEY, False):
+        return None
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.bundles:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    nodes = sorted(run.bundles, key=len, reverse=True)
+
+    class NodeGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            node = node_of_test_id(nodeid, nodes)
+            return f"nodegate-node:{node}" if node is not None else super()._split_scope(nodeid)
+
+    return NodeGroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads xdist_group (pytest < 9)
 def pytest_collection_modifyitems(config, items):
     if not config.stash.get(_ACTIVE_KEY, False):
         return

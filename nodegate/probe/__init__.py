@@ -63,7 +63,7 @@ ITEMS: dict[str, tuple[str, str]] = {
     "dkms.status": ("dkms status", "DKMS module states"),
     "smi.version": ("nvidia-smi --version", "userspace driver / NVML versions"),
     "smi.qx": ("nvidia-smi -q -x", "every GPU fact (XML)"),
-    "smi.clocks_samples": ("nvidia-smi --query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader (throttle name on old drivers); '# sample N' then more samples only when a failing bit is set",
+    "smi.clocks_samples": ("nvidia-smi --query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader (clocks_throttle_reasons.active on drivers before 535); when a failing bit is set, up to N-1 more samples 1 s apart, each after '# sample N'",
                            "clocks event reasons samples"),
     "kernel.log": ("dmesg (else journalctl -k -b -o short-iso) | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'; first line '# source: ...'",
                    "NVRM/Xid lines since boot"),
@@ -118,6 +118,8 @@ def render_script(*, user: str = "", marker: str | None = None, cap: int = DEFAU
 
 _FRAME = re.compile(rb"^(?P<m>@@NG-[0-9a-f]+) (?P<kind>BEGIN|END|ERR|ERREND|DONE)(?: (?P<rest>.*))?$")
 _KEY = re.compile(rb"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
+#: _FRAME for ``pattern.match(data, pos, endpos)`` (``^`` would only match at 0 there).
+_FRAME_AT = re.compile(_FRAME.pattern[1:])
 
 
 def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tuple[dict[str, RawItem], bool]:
@@ -127,42 +129,45 @@ def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tu
     whose BEGIN was seen without END is kept with ``status='timeout'`` and whatever stdout
     arrived. A key framed twice is ``malformed`` (a section that claims to be another).
     Lines that look like frames but carry another marker are ordinary output.
+
+    Memory: each item's stdout is one slice of ``data`` (the stream is never split into a list
+    of lines: output of millions of short lines would cost ~50 bytes per line).
     """
     mk = marker.encode()
+    needle = mk + b" "
     items: dict[str, RawItem] = {}
     complete = False
     cur: RawItem | None = None
-    buf: list[bytes] = []
+    body_at = 0                      # where the current item's (or ERR block's) content starts
     err_key: bytes | None = None
-    errbuf: list[bytes] = []
     t_begin = 0.0
-    for line in data.split(b"\n"):
-        m = _FRAME.match(line)
-        if not m or m.group("m") != mk:
-            if err_key is not None:
-                errbuf.append(line)
-            elif cur is not None:
-                buf.append(line)
+    pos = data.find(needle)
+    while pos >= 0:
+        eol = data.find(b"\n", pos)
+        line_end = len(data) if eol < 0 else eol
+        m = _FRAME_AT.match(data, pos, line_end) if pos == 0 or data[pos - 1] == 10 else None
+        if not m or m.group("m") != mk or m.end() != line_end:
+            pos = data.find(needle, pos + 1)
             continue
+        content = data[body_at:max(body_at, pos - 1)]  # the lines between the frames, without the last newline
+        nxt = line_end + 1
         kind, rest = m.group("kind"), (m.group("rest") or b"")
         parts = rest.split(b" ")
         if kind == b"BEGIN":
             key = parts[0]
-            if not _KEY.match(key):
-                continue
-            cur = RawItem(key.decode())
-            buf = []
-            try:
-                t_begin = float(parts[1]) if len(parts) > 1 else 0.0
-            except ValueError:
-                t_begin = 0.0
-            if cur.key in items:
-                items[cur.key].status = "malformed"
-                cur = None
+            if _KEY.match(key):
+                cur = RawItem(key.decode())
+                body_at = nxt
+                try:
+                    t_begin = float(parts[1]) if len(parts) > 1 else 0.0
+                except ValueError:
+                    t_begin = 0.0
+                if cur.key in items:
+                    items[cur.key].status = "malformed"
+                    cur = None
         elif kind == b"END" and cur is not None and parts[0].decode(errors="replace") == cur.key:
-            out = b"\n".join(buf)
             # the probe prints one newline before END so that output without one stays exact
-            cur.stdout = out
+            cur.stdout = content
             rc_field = parts[1] if len(parts) > 1 else b""
             try:
                 cur.rc = int(rc_field.split(b"=", 1)[1])
@@ -179,16 +184,20 @@ def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tu
             cur = None
         elif kind == b"ERR":
             err_key = parts[0]
-            errbuf = []
+            body_at = nxt
         elif kind == b"ERREND" and err_key is not None:
             k = err_key.decode(errors="replace")
             if k in items:
-                items[k].stderr = b"\n".join(errbuf)
+                items[k].stderr = content
             err_key = None
         elif kind == b"DONE":
             complete = True
+        pos = data.find(needle, nxt) if eol >= 0 else -1
     if cur is not None:
-        cur.stdout = b"\n".join(buf)
+        # cut mid-item: keep what arrived, less a frame line of ours cut short (e.g. "M END")
+        tail_at = data.rfind(b"\n" + mk, body_at - 1)
+        end = tail_at if tail_at >= body_at - 1 and _FRAME_AT.match(data, tail_at + 1) else len(data)
+        cur.stdout = data[body_at:max(body_at, end)]
         cur.status = "timeout"
         items[cur.key] = cur
     return items, complete

@@ -20,15 +20,32 @@ ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-
 # Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
 # controller enforces its own deadline regardless (a D-state process ignores signals).
 if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
-ng_to() { if [ -n "$NG_HAVE_TIMEOUT" ]; then timeout -k 3 "$NG_TMO" "$@"; else "$@"; fi; }
+# timeout exits 124 on expiry but 128+9 when the command ignored SIGTERM and needed -k's KILL (a
+# hung nvidia-smi): both are reported as 124, "timed out"; a KILL from elsewhere (OOM) stays 137.
+ng_to() {
+  [ -n "$NG_HAVE_TIMEOUT" ] || { "$@"; return $?; }
+  ng_ts=$(date +%s 2>/dev/null) || ng_ts=0
+  timeout -k 3 "$NG_TMO" "$@"; ng_trc=$?
+  if [ "$ng_trc" -eq 137 ] && [ $(( $(date +%s 2>/dev/null || echo 0) - ng_ts )) -ge "$NG_TMO" ]; then ng_trc=124; fi
+  return $ng_trc
+}
 
 # ng_item KEY CMD ARGS...: run one evidence item, framing stdout, stderr and exit code.
 ng_item() {
   ng_k=$1; shift
   printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$(ng_up)"
-  ng_err=$( { { "$@" 2>&3 3>&-; echo "$M RC $?" >&3; } | head -c "$NG_CAP" >&5 3>&-; } 3>&1 )
-  ng_rc=${ng_err##*"$M RC "}
-  ng_err=${ng_err%"$M RC "*}
+  # stdout: capped at NG_CAP on its way to fd 5 (the probe's stdout). stderr: capped at 64 KiB on
+  # its way into $ng_err (unbounded stderr must not grow this shell's memory on the node). The exit
+  # code reaches $ng_err on fd 4. The command gets no stdin (the rest of this script is on it: a
+  # tool that reads stdin would eat the probe) and no fd 5 (writing there would bypass the cap).
+  ng_err=$( { { { "$@" </dev/null 2>&3 3>&- 4>&- 5>&-; echo "$M RC $?" >&4; } | head -c "$NG_CAP" >&5 3>&- 4>&-; } 3>&1 | head -c 65536 4>&-; } 4>&1 )
+  # stderr and the RC line race into the capture: cut the RC line out wherever it landed
+  ng_rc=; ng_post=
+  case $ng_err in *"$M RC "*)
+    ng_post=${ng_err##*"$M RC "}; ng_err=${ng_err%"$M RC "*}
+    ng_rc=${ng_post%%[!0-9]*}; ng_post=${ng_post#"$ng_rc"}; ng_post=${ng_post#?} ;;
+  esac
+  ng_err=$ng_err$ng_post
   printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
   if [ -n "$ng_err" ]; then
     printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 65536)" "$M" "$ng_k"
@@ -147,16 +164,22 @@ ng_f_firmware() {
   done
 }
 
+# ng_rd FILE: first line of a sysfs attribute into $ng_v with the shell's own `read` (no fork).
+ng_rd() { ng_v=; IFS= read -r ng_v 2>/dev/null <"$1"; }
+
 ng_f_pci() {
+  # A node has hundreds of PCI functions: a `$(cat attr)` per attribute was ~200 fork+exec per probe
+  # (docs/performance.md); sysfs attributes are one line, so `read` gives the same text.
   ng_g=0
   for d in /sys/bus/pci/devices/*; do
-    [ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
-    cl=$(cat "$d/class" 2>/dev/null)
-    case "$cl" in 0x03*) ;; *) continue ;; esac
+    ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
+    ng_rd "$d/class"
+    case "$ng_v" in 0x03*) ;; *) continue ;; esac
     ng_g=$((ng_g + 1))
     printf '== %s gpu\n' "${d##*/}"
     for f in device class current_link_speed current_link_width max_link_speed max_link_width; do
-      [ -r "$d/$f" ] && printf '%s: %s\n' "$f" "$(cat "$d/$f" 2>/dev/null)"
+      [ -r "$d/$f" ] || continue
+      ng_rd "$d/$f"; printf '%s: %s\n' "$f" "$ng_v"
     done
     r=$(readlink -f "$d"); p=${r%/*}
     while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
@@ -164,7 +187,8 @@ ng_f_pci() {
       if [ -r "$p/current_link_speed" ]; then
         printf '== %s upstream-of %s\n' "$b" "${d##*/}"
         for f in current_link_speed current_link_width max_link_speed max_link_width; do
-          [ -r "$p/$f" ] && printf '%s: %s\n' "$f" "$(cat "$p/$f" 2>/dev/null)"
+          [ -r "$p/$f" ] || continue
+          ng_rd "$p/$f"; printf '%s: %s\n' "$f" "$ng_v"
         done
       fi
       p=${p%/*}
@@ -209,23 +233,31 @@ ng_f_klog() {
 ng_f_clocks() {
   # Clocks event reasons, sampled: one sample, more only when a failing bit is seen
   # (a single sample may catch a P-state change; checks.md "Clocks event reasons").
+  # Drivers before 535 only know clocks_throttle_reasons.* (an unknown field is rc 2 with the
+  # message on stdout): retry with that name, but never after a timeout (a hung nvidia-smi
+  # must cost one command deadline, not two).
   q='index,pci.bus_id,pstate,clocks_event_reasons.active'
-  ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null || {
+  ng_s=$(ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>&1); ng_r=$?
+  if [ "$ng_r" -ne 0 ]; then
+    case "$ng_r" in 124|137|143) printf '%s\n' "$ng_s" >&2; return "$ng_r" ;; esac
     q='index,pci.bus_id,pstate,clocks_throttle_reasons.active'
-    ng_to nvidia-smi --query-gpu=$q --format=csv,noheader || return $?
-  }
+    ng_s=$(ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>&1); ng_r=$?
+    if [ "$ng_r" -ne 0 ]; then printf '%s\n' "$ng_s" >&2; return "$ng_r"; fi
+  fi
+  printf '%s\n' "$ng_s"
+  # more samples (1 s apart) only when the first shows a failing bit: they confirm or clear it
+  ng_hit=
+  for ng_m in $(printf '%s\n' "$ng_s" | sed -n 's/.*, \(0x[0-9a-fA-F]*\)$/\1/p'); do
+    [ $((ng_m & NG_FAILMASK)) -ne 0 ] 2>/dev/null && ng_hit=1
+  done
+  [ -n "$ng_hit" ] || return 0
   ng_i=1
   while [ "$ng_i" -lt "$NG_SAMPLES" ]; do
-    ng_hit=
-    ng_s=$(ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null) || break
-    for ng_m in $(printf '%s\n' "$ng_s" | sed -n 's/.*, \(0x[0-9a-fA-F]*\)$/\1/p'); do
-      [ $((ng_m & NG_FAILMASK)) -ne 0 ] 2>/dev/null && ng_hit=1
-    done
-    [ -n "$ng_hit" ] || [ "$ng_i" -gt 1 ] || break
     sleep 1
-    echo "# sample $((ng_i + 1))"
-    printf '%s\n' "$ng_s"
+    ng_s=$(ng_to nvidia-smi --query-gpu=$q --format=csv,noheader 2>/dev/null) || break
     ng_i=$((ng_i + 1))
+    echo "# sample $ng_i"
+    printf '%s\n' "$ng_s"
   done
   return 0
 }

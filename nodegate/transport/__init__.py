@@ -28,8 +28,12 @@ from testinfra.backend.paramiko import ParamikoBackend
 
 from ..errors import TransportError as _TransportError
 
-#: Total bytes read from one probe run before the rest is discarded (bounded memory).
-STREAM_CAP = 256 * 1024 * 1024
+#: Total probe stdout read from one node, bytes. Past it the exec is stopped (``stdout_capped``):
+#: a whole probe of a healthy 8-GPU node is a few MiB, and each item is capped on the node at
+#: ``probe.DEFAULT_ITEM_CAP``; this bounds the controller's memory per node (docs/security.md).
+STREAM_CAP = 64 * 1024 * 1024
+#: Probe stderr kept per node, bytes.
+STDERR_CAP = 1024 * 1024
 
 
 class TransportError(_TransportError):
@@ -69,6 +73,15 @@ class _RejectOrRecord(paramiko.MissingHostKeyPolicy):
         self.lock = lock
 
     def missing_host_key(self, client, hostname, key):
+        known = client.get_host_keys().lookup(hostname)
+        if known:
+            # The host has a key of ANOTHER type on record: a node (or a man in the middle) that
+            # now offers a different type is a changed key, never a new one (OpenSSH refuses it too).
+            old = ", ".join(f"{t} {fingerprint(k)}" for t, k in known.items())
+            raise TransportError(
+                "hostkey-changed",
+                f"host key for {hostname} CHANGED: known_hosts has {old}, node offered {key.get_name()} "
+                f"{fingerprint(key)}; no command was sent")
         if not self.policy.accept_new:
             raise TransportError(
                 "hostkey-unknown",
@@ -84,6 +97,24 @@ class _RejectOrRecord(paramiko.MissingHostKeyPolicy):
 
 
 _KH_LOCK = threading.Lock()
+_KH_CACHE: dict[str, tuple[tuple, paramiko.HostKeys]] = {}
+_KH_CACHE_LOCK = threading.Lock()
+
+
+def known_hosts_entries(path: Path, name: str):
+    """Keys recorded for ``name`` (``host`` or ``[host]:port``) in the known_hosts file ``path``:
+    a ``{key type: PKey}`` mapping, or None. The file is parsed once and shared by every connection
+    of the run (reloaded when its size, mtime or inode change): parsing it per connection made a
+    fleet gather O(nodes^2), ~11 ms per connection at 256 hosts (docs/performance.md). Same
+    matching as ``SSHClient.load_host_keys`` (paramiko's HostKeys: hashed names, comma lists)."""
+    st = path.stat()
+    sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+    with _KH_CACHE_LOCK:
+        hit = _KH_CACHE.get(str(path))
+        if hit is None or hit[0] != sig:
+            hit = (sig, paramiko.HostKeys(str(path)))
+            _KH_CACHE[str(path)] = hit
+    return hit[1].lookup(name)
 
 
 class SecureParamikoBackend(ParamikoBackend):
@@ -100,11 +131,14 @@ class SecureParamikoBackend(ParamikoBackend):
         if c is not None:
             return c
         client = paramiko.SSHClient()
+        port = int(self.host.port) if self.host.port else 22
+        # the name paramiko looks the server key up under (SSHClient.connect)
+        kh_name = self.host.name if port == 22 else f"[{self.host.name}]:{port}"
         for f in self.hostkeys.files:
             if f.is_file():
-                client.load_host_keys(str(f))
+                for ktype, key in (known_hosts_entries(f, kh_name) or {}).items():
+                    client.get_host_keys().add(kh_name, ktype, key)
         client.set_missing_host_key_policy(_RejectOrRecord(self.hostkeys, _KH_LOCK))
-        port = int(self.host.port) if self.host.port else 22
         cfg = dict(hostname=self.host.name, port=port, username=self.host.user,
                    password=self.host.password, timeout=self.connect_timeout,
                    banner_timeout=self.connect_timeout, auth_timeout=self.connect_timeout,
@@ -132,13 +166,27 @@ class SecureParamikoBackend(ParamikoBackend):
         except ConnectionRefusedError:
             client.close()
             raise TransportError("refused", f"connection refused by {self.host.name}:{port}") from None
+        except paramiko.ssh_exception.NoValidConnectionsError as e:
+            # paramiko wraps the socket errors of every address it tried: name the real cause
+            client.close()
+            errs = list(e.errors.values())
+            if errs and all(isinstance(x, ConnectionRefusedError) for x in errs):
+                raise TransportError("refused", f"connection refused by {self.host.name}:{port}") from None
+            why = "; ".join(sorted({x.strerror or str(x) for x in errs})) or str(e)
+            raise TransportError("unreachable", f"cannot connect to {self.host.name}:{port}: {why}") from None
         except (socket.timeout, TimeoutError):
             client.close()
             raise TransportError("timeout", f"connect to {self.host.name}:{port} timed out after {self.connect_timeout}s") from None
         except (paramiko.SSHException, OSError, EOFError) as e:
+            t = client.get_transport()
+            silent = t is not None and not getattr(t, "remote_version", "")
             client.close()
+            if silent or "banner" in str(e).lower():
+                # TCP accepted but no SSH greeting within the deadline (a wedged sshd, a tarpit)
+                raise TransportError("timeout", f"{self.host.name}:{port}: TCP connected but no SSH banner/handshake "
+                                                f"within {self.connect_timeout}s") from None
             kind = "unreachable" if isinstance(e, OSError) else "ssh"
-            raise TransportError(kind, f"{self.host.name}:{port}: {e}") from None
+            raise TransportError(kind, f"{self.host.name}:{port}: {e or type(e).__name__}") from None
         self.__dict__["_ng_client"] = client
         return client
 
@@ -171,6 +219,7 @@ class SecureParamikoBackend(ParamikoBackend):
         chan.settimeout(0.0)
         mk = marker.encode() + b" " if marker else None
         open_since: float | None = None
+        tail = b""  # end of the previous chunk: a frame line may straddle two reads
         try:
             while True:
                 now = time.monotonic()
@@ -187,20 +236,27 @@ class SecureParamikoBackend(ParamikoBackend):
                         break
                     got = True
                     if mk is not None:
-                        i = b.rfind(mk)
+                        scan = tail + b
+                        i = scan.rfind(mk)
+                        while i >= 0 and i + len(mk) + 5 > len(scan):  # its word not all here yet
+                            i = scan.rfind(mk, 0, i)
                         if i >= 0:
-                            word = b[i + len(mk):i + len(mk) + 5]
+                            word = scan[i + len(mk):i + len(mk) + 5]
                             open_since = time.monotonic() if word == b"BEGIN" else None
-                    if len(out) < STREAM_CAP:
-                        out += b
-                    else:
+                        tail = scan[-(len(mk) + 5):]
+                    if len(out) + len(b) > STREAM_CAP:
+                        out += b[:STREAM_CAP - len(out)]
                         capped = True
+                        break
+                    out += b
+                if capped:  # stop the exec: nothing past the cap would be kept anyway
+                    break
                 while chan.recv_stderr_ready():
                     b = chan.recv_stderr(65536)
                     if not b:
                         break
                     got = True
-                    if len(err) < 1024 * 1024:
+                    if len(err) < STDERR_CAP:
                         err += b
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
@@ -211,7 +267,9 @@ class SecureParamikoBackend(ParamikoBackend):
             err += f"\n[nodegate] connection dropped mid-probe: {e}\n".encode()
             return ExecResult(bytes(out), bytes(err), None, False, t1 - t0, time.monotonic() - t1, capped)
         rc = None
-        if not timed_out and chan.exit_status_ready():
+        if capped:
+            err += f"\n[nodegate] probe output exceeded {STREAM_CAP} bytes: exec stopped\n".encode()
+        elif not timed_out and chan.exit_status_ready():
             rc = chan.recv_exit_status()
         elif not timed_out:
             err += b"\n[nodegate] connection dropped mid-probe\n"

@@ -1,0 +1,1 @@
+"""nodegate's fleet benchmark (``make bench``; see docs/performance.md)."""

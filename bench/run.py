@@ -1,0 +1,299 @@
+"""``make bench``: nodegate on simulated fleets of 16, 64 and 256 nodes x 8 GPUs, against the SSH floor.
+
+For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real sshd on 127.0.x.y):
+
+1. nodegate: ``python -m pytest suites --inventory ... --known-hosts ... --reports-dir <tmp>`` as a
+   child process; wall time, CPU time and peak RSS from ``os.wait4``; phase times from
+   bench/timing_plugin.py; exec channels per node from the sshd logs (``Fleet.exec_counts``);
+   report sizes; CPU the simulated nodes spent (sshd + probe, which on a real fleet runs on each
+   node's own CPUs but here shares the controller's cores).
+2. floors: ``ssh_floor_s`` (same pool running ``true`` on every node) and ``pytest_floor_s`` (a
+   bare pytest run of as many trivial items, same report options); ``floor_wall_s`` is their sum.
+3. at 64 nodes: the naive testinfra suite, one ``host.run`` per check (``naive_wall_s``).
+4. at the largest size: the HTML loaded in headless chromium (``--dump-dom``), when installed.
+
+Prints a table and writes reports/bench.json (a list, one object per fleet size). Needs root,
+openssh-server, busybox-static and dash (tools/fleet). The benchmark reports; it does not gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import floors, naive  # noqa: E402
+from bench.execs import sessions_per_node  # noqa: E402
+from bench.measure import proc_cpu_s, run_measured  # noqa: E402
+from tools.fleet import Fleet, sshd_available  # noqa: E402
+
+PROFILE = "h200-580-open-healthy"  # 8x H200, every check passes or skips by spec
+SIZES = (16, 64, 256)
+NAIVE_AT = 64
+JUNIT_LIMIT_MB = 30.0  # GitLab: JUnit report files over 30 MB are not parsed
+
+
+def _mb(p: Path) -> float:
+    return round(p.stat().st_size / 1e6, 2) if p.exists() else 0.0
+
+
+def _junit_counts(p: Path) -> dict[str, int]:
+    """testcases and their outcomes in a JUnit file (regex: the files can be large)."""
+    text = p.read_text(errors="replace") if p.exists() else ""
+    n = len(re.findall(r"<testcase ", text))
+    out = {"tests": n, "failed": len(re.findall(r"<failure", text)), "errors": len(re.findall(r"<error", text)),
+           "skipped": len(re.findall(r"<skipped", text))}
+    out["passed"] = n - out["failed"] - out["errors"] - out["skipped"]
+    return out
+
+
+def _reports_plugin_args() -> list[str]:
+    """Load plugins/nodegate_reports.py when the root conftest does not (yet) load it."""
+    conftest = (ROOT / "conftest.py").read_text()
+    return [] if "nodegate_reports" in conftest else ["-p", "plugins.nodegate_reports"]
+
+
+def _env(timing: Path | None = None) -> dict:
+    """Child environment: bench/ on the path for timing_plugin; bytecode caching ON even where the
+    caller's environment disables it (PYTHONDONTWRITEBYTECODE makes pytest re-rewrite the asserts
+    of every suite and plugin module on every run, ~1 s that an operator's machine does not pay)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if timing is not None:
+        env["NODEGATE_BENCH_TIMING"] = str(timing)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "bench"), str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+def _phases(timing: Path, started: float) -> dict:
+    """Phase durations from bench/timing_plugin.py: wall ``<phase>_s`` and the controller's CPU
+    ``<phase>_cpu_s`` (startup: interpreter, imports, configure; gather: pytest_sessionstart;
+    collect; tests: every item's setup/call/teardown and per-item report hooks; report:
+    pytest_sessionfinish, where pytest-html, JUnit and RMA files are written; exit: unconfigure)."""
+    try:
+        t = json.loads(timing.read_text())
+    except (OSError, ValueError):
+        return {}
+    spans = {"gather": ("sessionstart", "gathered"), "collect": ("collect_start", "collected"),
+             "tests": ("collected", "tests_done"), "report": ("tests_done", "reports_written"),
+             "exit": ("reports_written", "unconfigure")}
+    out = {"startup_s": round(t["t_sessionstart"] - started, 2), "startup_cpu_s": round(t["c_sessionstart"], 2)}
+    for name, (a, b) in spans.items():
+        out[f"{name}_s"] = round(t[f"t_{b}"] - t[f"t_{a}"], 2)
+        out[f"{name}_cpu_s"] = round(t[f"c_{b}"] - t[f"c_{a}"], 2)
+    return out
+
+
+def run_nodegate(fleet: Fleet, work: Path, forks: int, extra: list[str] = ()) -> dict:
+    """One nodegate run against ``fleet``; returns its measurements."""
+    reports = work / "reports"
+    timing = work / "timing.json"
+    sshd_pids = [g.pid for g in fleet.groups if g.pid]
+    before = sessions_per_node(fleet)
+    fleet_before = fleet.exec_counts()
+    node_cpu0 = proc_cpu_s(sshd_pids)
+    argv = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", "timing_plugin",
+            *_reports_plugin_args(), "--inventory", str(fleet.inventory_path),
+            "--known-hosts", str(fleet.known_hosts_path), "--reports-dir", str(reports), "--forks", str(forks),
+            *extra]
+    started = time.time()
+    m = run_measured(argv, cwd=ROOT, env=_env(timing))
+    after = sessions_per_node(fleet)
+    fleet_after = fleet.exec_counts()
+    per_node = [after[n] - before.get(n, 0) for n in after]
+    junit = reports / "junit.xml"
+    html = reports / "report.html"
+    counts = _junit_counts(junit)
+    return {"rc": m.rc, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb,
+            "node_cpu_s": round(proc_cpu_s(sshd_pids) - node_cpu0, 2),
+            "exec_channels_per_node": max(per_node) if per_node else 0,
+            "exec_channels_min": min(per_node) if per_node else 0,
+            # tools.fleet's own counter (client-port attribution), kept as a cross-check
+            "fleet_exec_counts": sorted({fleet_after[k] - fleet_before.get(k, 0) for k in fleet_after}),
+            "test_items": counts["tests"], "outcomes": counts, "html_mb": _mb(html), "junit_mb": _mb(junit),
+            "phases": _phases(timing, started), "html": html, "junit": junit, "output": m.output}
+
+
+def run_pytest_floor(work: Path, passed: int, skipped: int) -> dict:
+    """The bare pytest run (floors.pytest_floor_suite) with nodegate's report options."""
+    d = work / "pytest-floor"
+    floors.pytest_floor_suite(d, passed, skipped)
+    timing = d / "timing.json"
+    argv = [sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", "-q", "-p", "timing_plugin",
+            "--html", str(d / "report.html"), "--self-contained-html", "--junitxml", str(d / "junit.xml")]
+    started = time.time()
+    m = run_measured(argv, cwd=d, env=_env(timing))
+    if m.rc != 0:
+        raise RuntimeError(f"pytest floor run failed (rc {m.rc}):\n{m.output[-3000:]}")
+    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "phases": _phases(timing, started),
+            "html_mb": _mb(d / "report.html"), "junit_mb": _mb(d / "junit.xml")}
+
+
+def run_naive(fleet: Fleet, work: Path) -> tuple[float, dict]:
+    d = work / "naive"
+    naive.naive_suite(d)
+    argv = [sys.executable, "-m", "pytest", "test_naive.py", "-p", "no:cacheprovider", "-q",
+            f"--hosts={naive.hosts_arg(fleet)}", "--html", str(d / "report.html"), "--self-contained-html",
+            "--junitxml", str(d / "junit.xml")]
+    before = sessions_per_node(fleet)
+    m = run_measured(argv, cwd=d, env=_env())
+    after = sessions_per_node(fleet)
+    counts = _junit_counts(d / "junit.xml")
+    if m.rc != 0 or counts["passed"] != len(naive.COMMANDS) * len(after):
+        raise RuntimeError(f"naive run failed (rc {m.rc}, {counts}):\n{m.output[-3000:]}")
+    return m.wall_s, {"naive_exec_channels_per_node": max(after[n] - before.get(n, 0) for n in after)}
+
+
+def load_in_chromium(html: Path, timeout_s: float = 120.0) -> dict:
+    """Open the report in headless chromium (``--dump-dom``): seconds until the DOM was dumped and
+    the number of result rows rendered by pytest-html's script."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        return {"html_load": "chromium not installed"}
+    with tempfile.TemporaryDirectory(prefix="nodegate-chromium-") as prof:
+        argv = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-extensions", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={prof}", "--virtual-time-budget=60000", "--dump-dom", html.as_uri()]
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(argv, capture_output=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"html_load": f"timed out after {timeout_s:.0f}s"}
+        dt = round(time.monotonic() - t0, 2)
+    dom = p.stdout.decode(errors="replace")
+    rows = len(re.findall(r'<tbody class="results-table-row', dom))
+    return {"html_load_s": dt, "html_rows_rendered": rows, "html_dom_mb": round(len(dom) / 1e6, 2),
+            "html_load": "ok" if p.returncode == 0 else f"chromium exit {p.returncode}"}
+
+
+def bench_size(n: int, args, base: Path) -> dict:
+    work = base / f"n{n}"
+    work.mkdir(parents=True)
+    t0 = time.monotonic()
+    fleet = Fleet(run_id=f"bench-{os.getpid()}-{n}")
+    fleet.add_copies(PROFILE, n, prefix=f"b{n}")
+    with fleet:
+        fleet_s = round(time.monotonic() - t0, 2)
+        print(f"[{n:>3} nodes] fleet up in {fleet_s}s ({len(fleet.groups)} sshd); nodegate ...", flush=True)
+        ng = run_nodegate(fleet, work, args.forks)
+        if ng["rc"] not in (0, 1) or not ng["test_items"]:
+            raise RuntimeError(f"nodegate run at {n} nodes: rc {ng['rc']}\n{ng['output'][-4000:]}")
+        if ng["outcomes"]["failed"] or ng["outcomes"]["errors"]:  # a healthy fleet: all pass or skip by spec
+            print(f"[{n:>3} nodes] WARNING: not all items passed/skipped on the healthy fleet: {ng['outcomes']}",
+                  flush=True)
+        print(f"[{n:>3} nodes] nodegate {ng['wall_s']}s; ssh floor ...", flush=True)
+        cpu0, ex0 = proc_cpu_s([g.pid for g in fleet.groups if g.pid]), sessions_per_node(fleet)
+        ssh_s, ok = floors.ssh_floor(fleet.inventory_path, fleet.known_hosts_path, args.forks)
+        ssh_node_cpu = round(proc_cpu_s([g.pid for g in fleet.groups if g.pid]) - cpu0, 2)
+        ex1 = sessions_per_node(fleet)
+        if {ex1[k] - ex0.get(k, 0) for k in ex1} != {1}:
+            raise RuntimeError("ssh floor: expected exactly one session per node in the sshd logs")
+        if ok != n:
+            raise RuntimeError(f"ssh floor: {ok}/{n} nodes answered")
+        row: dict = {"nodes": n, "gpus_per_node": 8, "wall_s": ng["wall_s"], "cpu_s": ng["cpu_s"],
+                     "peak_rss_mb": ng["peak_rss_mb"], "ssh_floor_s": ssh_s}
+        print(f"[{n:>3} nodes] ssh floor {ssh_s}s; pytest floor ...", flush=True)
+        o = ng["outcomes"]
+        pf = run_pytest_floor(work, o["tests"] - o["skipped"], o["skipped"])
+        row["pytest_floor_s"] = pf["wall_s"]
+        row["floor_wall_s"] = round(row["ssh_floor_s"] + row["pytest_floor_s"], 3)
+        row["ratio_to_floor"] = round(row["wall_s"] / row["floor_wall_s"], 2)
+        row.update(exec_channels_per_node=ng["exec_channels_per_node"], test_items=ng["test_items"],
+                   html_mb=ng["html_mb"], junit_mb=ng["junit_mb"],
+                   junit_under_gitlab_limit=ng["junit_mb"] < JUNIT_LIMIT_MB,
+                   report_gen_s=ng["phases"].get("report_s"), phases=ng["phases"], node_cpu_s=ng["node_cpu_s"],
+                   ssh_floor_node_cpu_s=ssh_node_cpu, pytest_floor_cpu_s=pf["cpu_s"],
+                   pytest_floor_phases=pf["phases"], pytest_floor_html_mb=pf["html_mb"], exec_channels_fleet_counter=ng["fleet_exec_counts"],
+                   outcomes=o, forks=args.forks, fleet_start_s=fleet_s)
+        if n == args.naive_at and not args.no_naive:
+            print(f"[{n:>3} nodes] naive testinfra suite ({len(naive.COMMANDS)} host.run per node) ...", flush=True)
+            row["naive_wall_s"], extra = run_naive(fleet, work)
+            row.update(extra)
+            row["speedup_vs_naive"] = round(row["naive_wall_s"] / row["wall_s"], 1)
+        if n == max(args.sizes) and not args.no_chromium:
+            row.update(load_in_chromium(ng["html"]))
+        if args.xdist and n == args.naive_at:
+            xd = run_nodegate(fleet, work / "xdist", args.forks, ["-n", str(args.xdist), "--dist", "loadgroup"])
+            row.update(xdist_workers=args.xdist, xdist_wall_s=xd["wall_s"], xdist_cpu_s=xd["cpu_s"],
+                       xdist_exec_channels_per_node=xd["exec_channels_per_node"],
+                       xdist_outcomes_equal=xd["outcomes"] == o)
+    return row
+
+
+COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "ssh_floor_s", "pytest_floor_s", "floor_wall_s",
+           "ratio_to_floor", "exec_channels_per_node", "test_items", "html_mb", "junit_mb", "report_gen_s",
+           "node_cpu_s", "naive_wall_s")
+
+
+def table(rows: list[dict]) -> str:
+    head = [c.replace("_per_node", "/node") for c in COLUMNS]
+    lines = [head] + [[str(r.get(c, "")) for c in COLUMNS] for r in rows]
+    w = [max(len(x[i]) for x in lines) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(x[i].rjust(w[i]) for i in range(len(COLUMNS))) for x in lines)
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    mem = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.splitlines()
+    return {"nproc": os.cpu_count(), "cpu_model": cpu, "mem": mem[1] if len(mem) > 1 else "",
+            "python": platform.python_version(), "kernel": platform.release(),
+            "loadavg_at_start": os.getloadavg()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), default=SIZES)
+    ap.add_argument("--forks", type=int, default=None, help="pool size (default: nodegate's --forks default)")
+    ap.add_argument("--naive-at", type=int, default=NAIVE_AT)
+    ap.add_argument("--no-naive", action="store_true")
+    ap.add_argument("--no-chromium", action="store_true")
+    ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
+    ap.add_argument("--out", default=str(ROOT / "reports" / "bench.json"))
+    args = ap.parse_args(argv)
+    why = sshd_available()
+    if why:
+        print(f"bench: cannot build a simulated fleet here: {why}", file=sys.stderr)
+        return 2
+    if args.forks is None:
+        from nodegate.run import GatherOptions
+        args.forks = GatherOptions().forks
+    t0 = time.monotonic()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nodegate-bench-") as tmp:
+        for n in args.sizes:
+            rows.append(bench_size(n, args, Path(tmp)))
+    info = machine()
+    for r in rows:
+        r["machine"] = info
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    print()
+    print(table(rows))
+    for r in rows:
+        extra = {k: r[k] for k in ("phases", "html_load_s", "html_rows_rendered", "html_load", "speedup_vs_naive",
+                                   "xdist_wall_s", "xdist_exec_channels_per_node", "xdist_outcomes_equal") if k in r}
+        print(f"{r['nodes']:>4}: {extra}")
+    print(f"\nwrote {out} in {time.monotonic() - t0:.0f}s total "
+          f"({info['nproc']} CPUs, {info['cpu_model']}, load {info['loadavg_at_start'][0]:.1f} at start)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

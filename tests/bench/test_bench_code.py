@@ -1,0 +1,110 @@
+"""The benchmark's own code (bench/): generated suites, measurement, session counting, and one
+``bench/run.py`` smoke run on a 2-node fleet (needs the simulated fleet). No timed assertions: the
+benchmark reports numbers, it does not gate on them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from bench import floors, naive
+from bench.execs import sessions_per_node
+from bench.measure import run_measured
+from bench.run import COLUMNS, table
+from tools.fleet import sshd_available
+
+from .helpers import ROOT, junit_cases, outcomes
+
+
+def test_pytest_floor_suite_has_the_requested_items(tmp_path):
+    f = floors.pytest_floor_suite(tmp_path, passed=7, skipped=3)
+    r = subprocess.run([sys.executable, "-m", "pytest", f.name, "-p", "no:cacheprovider", "-q",
+                        "--junitxml", str(tmp_path / "j.xml")], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
+    got = outcomes(junit_cases(tmp_path / "j.xml"))
+    assert sorted(got.values()) == ["pass"] * 7 + ["skip"] * 3
+
+
+def test_naive_suite_runs_one_host_run_per_command(tmp_path):
+    """Against local:// (testinfra's local backend) the naive suite has one item per command."""
+    f = naive.naive_suite(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "pytest", f.name, "-p", "no:cacheprovider", "-q", "--hosts=local://",
+                        "--junitxml", str(tmp_path / "j.xml")], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert len(naive.COMMANDS) == 31
+    assert list(outcomes(junit_cases(tmp_path / "j.xml")).values()) == ["pass"] * 31
+
+
+def test_hosts_arg_lists_reachable_nodes_with_the_fleet_key():
+    key = "/srv/f/keys/client_ed25519"
+    fleet = SimpleNamespace(user="root", client_key_path=key, nodes={
+        "a": SimpleNamespace(address="127.9.1.1", port=22, reachable=True),
+        "b": SimpleNamespace(address="127.9.1.2", port=22, reachable=True),
+        "u": SimpleNamespace(address="127.0.1.250", port=22, reachable=False)})
+    assert naive.hosts_arg(fleet) == (f"paramiko://root@127.9.1.1:22?ssh_identity_file={key},"
+                                      f"paramiko://root@127.9.1.2:22?ssh_identity_file={key}")
+
+
+def test_run_measured_reports_exit_code_and_child_cpu(tmp_path):
+    m = run_measured([sys.executable, "-c", "import sys; sum(range(3_000_000)); print('hi'); sys.exit(3)"])
+    assert m.rc == 3
+    assert m.output.strip() == "hi"
+    assert m.cpu_s > 0 and m.peak_rss_mb > 1
+
+
+def test_sessions_per_node_counts_chroot_lines(tmp_path):
+    log = tmp_path / "sshd-0.log"
+    log.write_text('Connection from 127.0.0.1 port 5000 on 127.9.1.1 port 22 rdomain ""\n'
+                   'Starting session: command for root from 127.0.0.1 port 5000 id 0\n'
+                   'Changed root directory to "/srv/f/nodes/a"\n'
+                   'Changed root directory to "/srv/f/nodes/a"\n'
+                   'Changed root directory to "/srv/f/nodes/b"\n')
+    fleet = SimpleNamespace(groups=[SimpleNamespace(log=log), SimpleNamespace(log=tmp_path / "absent.log")], nodes={
+        "a": SimpleNamespace(name="a", root="/srv/f/nodes/a", reachable=True),
+        "b": SimpleNamespace(name="b", root="/srv/f/nodes/b", reachable=True),
+        "c": SimpleNamespace(name="c", root="/srv/f/nodes/c", reachable=True),
+        "u": SimpleNamespace(name="u", root=None, reachable=False)})
+    assert sessions_per_node(fleet) == {"a": 2, "b": 1, "c": 0}
+
+
+def test_table_has_a_header_and_one_line_per_row():
+    t = table([{"nodes": 16, "wall_s": 1.5}, {"nodes": 64}]).splitlines()
+    assert len(t) == 3
+    assert t[0].split() == [c.replace("_per_node", "/node") for c in COLUMNS]
+    assert t[1].split()[:2] == ["16", "1.5"]
+
+
+@pytest.mark.skipif(sshd_available() is not None, reason=f"simulated fleet unavailable: {sshd_available()}")
+def test_bench_smoke_on_two_nodes(tmp_path):
+    out = tmp_path / "bench.json"
+    r = subprocess.run([sys.executable, "bench/run.py", "--sizes", "2", "--naive-at", "2", "--no-chromium",
+                        "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [x["nodes"] for x in rows] == [2]
+    row = rows[0]
+    for k in ("wall_s", "cpu_s", "peak_rss_mb", "ssh_floor_s", "pytest_floor_s", "floor_wall_s", "ratio_to_floor",
+              "exec_channels_per_node", "test_items", "html_mb", "junit_mb", "naive_wall_s"):
+        assert k in row, k
+    assert row["exec_channels_per_node"] == 1                       # the whole probe in one exec
+    assert row["naive_exec_channels_per_node"] == len(naive.COMMANDS)  # the naive suite: one per check
+    assert row["floor_wall_s"] == round(row["ssh_floor_s"] + row["pytest_floor_s"], 3)
+    assert row["ratio_to_floor"] == round(row["wall_s"] / row["floor_wall_s"], 2)
+    assert row["test_items"] == row["outcomes"]["tests"] > 0
+
+
+def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():
+    from plugins.nodegate_plugin import node_of_test_id
+    nodes = sorted(["a", "a-1", "gpu-node", "x.y"], key=len, reverse=True)
+    assert node_of_test_id("suites/test_driver.py::test_driver_stack[a]", nodes) == "a"
+    assert node_of_test_id("suites/test_pcie.py::test_pcie_link[a-1-gpu7]", nodes) == "a-1"
+    assert node_of_test_id("suites/test_pcie.py::test_pcie_link[a-gpu12]", nodes) == "a"
+    assert node_of_test_id("suites/test_pcie.py::test_pcie_link[gpu-node-gpu0]@gpu-node", nodes) == "gpu-node"
+    assert node_of_test_id("suites/test_x.py::test_y[x.y]", nodes) == "x.y"
+    assert node_of_test_id("suites/test_x.py::test_y[b]", nodes) is None
+    assert node_of_test_id("suites/test_x.py::test_y[a-gpux]", nodes) is None
+    assert node_of_test_id("tests/test_plain.py::test_plain", nodes) is None
