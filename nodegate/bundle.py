@@ -110,7 +110,7 @@ class Bundle:
             cut = self.meta.get("cut_at")
             why = f"evidence not collected: {key}"
             if cut:
-                why += f" (probe stopped at {cut}: deadline)"
+                why += f" (probe stopped at {cut}: {self.meta.get('cut_reason') or 'deadline'})"
             raise EvidenceError(key, why) from None
 
     def has(self, key: str) -> bool:

@@ -212,7 +212,12 @@ class NodeFacts:
         err = self.smi_error
         if err is not None:
             raise EvidenceError("smi.qx", f"nvidia-smi failed ({err.kind}): {err.message}")
-        return self._parse("smi.qx", smi_xml.parse_smi_xml, self._text("smi.qx"))
+        text = self._text("smi.qx")
+        try:  # nvidia-smi writes UTF-8 XML: invalid bytes are corruption, not text to repair
+            self.bundle.get("smi.qx").stdout.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise EvidenceError("smi.qx", f"output unparsable: not valid UTF-8 (byte {e.start})") from None
+        return self._parse("smi.qx", smi_xml.parse_smi_xml, text)
 
     @cached_property
     def smi_driver_version(self) -> str | None:

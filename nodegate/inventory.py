@@ -49,7 +49,9 @@ class Host:
         if conn == "local":
             return "local://"
         if conn not in ("ssh", "paramiko"):
-            raise SpecError(f"host {self.name}: ansible_connection {conn!r} not supported (ssh, paramiko, local)")
+            where = f"{self.sources[0]}: " if self.sources else ""
+            raise SpecError(f"{where}host {self.name}: ansible_connection {conn!r} not supported "
+                            "(ssh, paramiko, local)")
         host = str(self.vars.get("ansible_host", self.name))
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
@@ -70,11 +72,21 @@ class Host:
 
     def redacted_url(self) -> str:
         """url() without the password: what reports and bundles may show."""
-        u = self.url()
-        pw = self.vars.get("ansible_password")
-        if pw:
-            u = u.replace(":" + urllib.parse.quote(str(pw), safe="") + "@", ":***@")
-        return u
+        return redact_url(self.url())
+
+
+def redact_url(url: str) -> str:
+    """A testinfra URL with any password replaced by ``***`` (``paramiko://u:pw@h:22`` ->
+    ``paramiko://u:***@h:22``). Used for everything that is written or shown."""
+    try:
+        p = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable target>"
+    if p.password is None:
+        return url
+    netloc = p.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urllib.parse.urlunsplit(p._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
 def _load_yaml(path: Path) -> object:

@@ -92,12 +92,12 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
             items[k].status = "truncated"
         meta["stream_capped"] = True
         meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["deadline"] = (f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
+        meta["cut_reason"] = (f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
                             "later items not collected")
     elif r.timed_out:
         open_items = [k for k, v in items.items() if v.status == "timeout"]
         meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["deadline"] = (f"probe stopped by the controller's deadline "
+        meta["cut_reason"] = (f"probe stopped by the controller's deadline "
                             f"(item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s)")
     elif not complete:
         if not items:
@@ -106,7 +106,7 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
                               + r.stderr[-300:].decode("utf-8", errors="replace").strip())
         else:
             meta["cut_at"] = list(items)[-1]
-            meta["deadline"] = "probe output ended early (connection dropped or shell died)"
+            meta["cut_reason"] = "probe output ended early (connection dropped or shell died)"
     return Bundle.from_raw(job.name, items, meta)
 
 

@@ -21,7 +21,7 @@ from nodegate import checks as ng_checks
 from nodegate.bundle import Bundle, discover
 from nodegate.collect import NodeFacts
 from nodegate.errors import SpecError
-from nodegate.inventory import Host, load_inventory
+from nodegate.inventory import Host, load_inventory, redact_url
 from nodegate.outcomes import Outcome, Result
 from nodegate.run import RUN_KEY, FleetRun, GatherOptions, NodeJob, gather_fleet
 from nodegate.transport import HostKeyPolicy
@@ -123,7 +123,7 @@ def _build_jobs(config) -> list[NodeJob]:
         h = Host(name=_local_name(url), vars={})
         hosts = [h]
         h.url = lambda u=url: u  # type: ignore[method-assign]
-        h.redacted_url = lambda u=url: u  # type: ignore[method-assign]
+        h.redacted_url = lambda u=url: redact_url(u)  # type: ignore[method-assign]
         h.sources = ["--target"]
     for h in hosts:
         raw = h.spec_raw

@@ -21,7 +21,8 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 ```
 <bundles>/<node>/meta.json      node, target (password redacted), probe_version, started_at, finished_at,
-                                gather_s, connect_s, exec_s, complete, status, error, cut_at, spec, items{}
+                                gather_s, connect_s, exec_s, complete, status, error, cut_at, cut_reason,
+                                stream_capped, spec, items{}
 <bundles>/<node>/<key>.out      stdout of the item, byte-exact (capped at CAP_MIB MiB per item)
 <bundles>/<node>/<key>.err      stderr of the item (only when not empty)
 <bundles>/<node>/<key>.rc       exit code, or `timeout` when the controller's deadline cut the item

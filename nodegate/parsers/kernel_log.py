@@ -68,7 +68,14 @@ _PCI_ID = re.compile(r"PCI ID: ([0-9a-fA-F]{4}:[0-9a-fA-F]{4})")
 _PROBE = re.compile(r"probe routine was not called for (?P<n>\d+) device")
 _GSP = re.compile(r"Cannot initialize GSP firmware RM|_kgspBootGspRm|kgspWaitForGfwBootOk|"
                   r"failed to wait for GFW_?BOOT|GSP firmware .*fail", re.I)
-_LICENSE = re.compile(r"(?P<mod>[\w-]+): module license '(?P<lic>[^']*)' taints kernel")
+# (?<![\w-]) anchors the module name at a word start: without it a long run of word characters
+# is retried from every position (quadratic time on one hostile line).
+_LICENSE = re.compile(r"(?<![\w-])(?P<mod>[\w-]+): module license '(?P<lic>[^']*)' taints kernel")
+#: The kernel's printk record is at most 1024 bytes (LOG_LINE_MAX = 1024 - 32 in
+#: kernel/printk/printk.c); longer lines are junk and are cut. A record with its continuation
+#: lines joined is capped too, so one hostile log cannot make any regex work on megabytes.
+MAX_LINE = 4096
+MAX_RECORD = 16384
 _DRM = re.compile(r"\[drm\] Initialized nvidia-drm .* for (?P<bus>[0-9a-fA-F:.]+)")
 _PROSE = re.compile(r"^[a-z][a-z0-9().,'/-]*(?:\s|$)")
 
@@ -90,9 +97,10 @@ def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:
     for raw in text.splitlines():
         if not raw.strip() or raw.startswith("#"):
             continue
-        ts, msg, stamped = _strip(raw)
+        ts, msg, stamped = _strip(raw[:MAX_LINE])
         if recs and _continues(recs[-1], msg, stamped):
-            recs[-1][1] += " " + _cont_text(msg)
+            if len(recs[-1][1]) < MAX_RECORD:
+                recs[-1][1] += " " + _cont_text(msg)
             continue
         recs.append([ts, msg.strip(), stamped])
     return [_classify(ts, msg) for ts, msg, _ in recs]

@@ -15,7 +15,13 @@ PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin"
 export PATH LC_ALL=C
 exec 5>&1
 
-ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-0}"; }
+# ng_up: seconds since boot into $ng_u with the shell's own `read` (a `$(...)` per frame line
+# forked a subshell twice per item: docs/performance.md).
+ng_up() { ng_u=; read -r ng_u _ 2>/dev/null </proc/uptime; ng_u=${ng_u:-0}; }
+# ng_now: whole seconds since boot into $ng_n (monotonic; no `date` fork per tool call).
+ng_now() { ng_up; ng_n=${ng_u%%.*}; case $ng_n in ''|*[!0-9]*) ng_n=0 ;; esac; }
+NG_NL='
+'
 
 # Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
 # controller enforces its own deadline regardless (a D-state process ignores signals).
@@ -24,16 +30,16 @@ if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=
 # hung nvidia-smi): both are reported as 124, "timed out"; a KILL from elsewhere (OOM) stays 137.
 ng_to() {
   [ -n "$NG_HAVE_TIMEOUT" ] || { "$@"; return $?; }
-  ng_ts=$(date +%s 2>/dev/null) || ng_ts=0
+  ng_now; ng_ts=$ng_n
   timeout -k 3 "$NG_TMO" "$@"; ng_trc=$?
-  if [ "$ng_trc" -eq 137 ] && [ $(( $(date +%s 2>/dev/null || echo 0) - ng_ts )) -ge "$NG_TMO" ]; then ng_trc=124; fi
+  if [ "$ng_trc" -eq 137 ]; then ng_now; [ $((ng_n - ng_ts)) -ge "$NG_TMO" ] && ng_trc=124; fi
   return $ng_trc
 }
 
 # ng_item KEY CMD ARGS...: run one evidence item, framing stdout, stderr and exit code.
 ng_item() {
   ng_k=$1; shift
-  printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$(ng_up)"
+  ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
   # stdout: capped at NG_CAP on its way to fd 5 (the probe's stdout). stderr: capped at 64 KiB on
   # its way into $ng_err (unbounded stderr must not grow this shell's memory on the node). The exit
   # code reaches $ng_err on fd 4. The command gets no stdin (the rest of this script is on it: a
@@ -46,9 +52,12 @@ ng_item() {
     ng_rc=${ng_post%%[!0-9]*}; ng_post=${ng_post#"$ng_rc"}; ng_post=${ng_post#?} ;;
   esac
   ng_err=$ng_err$ng_post
-  printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
+  ng_up; printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$ng_u"
   if [ -n "$ng_err" ]; then
-    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 65536)" "$M" "$ng_k"
+    # $ng_err is at most 64 KiB already (head -c above); drop its trailing newlines as a
+    # `$(...)` would (the ERR block's bytes are unchanged) without forking one
+    while :; do case $ng_err in *"$NG_NL") ng_err=${ng_err%"$NG_NL"} ;; *) break ;; esac; done
+    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$ng_err" "$M" "$ng_k"
   fi
 }
 
@@ -70,7 +79,7 @@ ng_f_sysmodule() {
   for m in /sys/module/*; do
     [ -d "$m" ] || continue
     n=${m##*/}
-    if [ -e "$m/initstate" ]; then printf '%s loadable %s\n' "$n" "$(cat "$m/initstate" 2>/dev/null)"
+    if [ -e "$m/initstate" ]; then ng_rd "$m/initstate"; printf '%s loadable %s\n' "$n" "$ng_v"
     else printf '%s builtin\n' "$n"; fi
   done
 }
@@ -118,8 +127,8 @@ ng_f_libnvml() {
 ng_f_persistenced_proc() {
   ng_n=0
   for p in /proc/[0-9]*; do
-    c=$(cat "$p/comm" 2>/dev/null) || continue
-    case "$c" in nvidia-persiste*) ;; *) continue ;; esac
+    ng_rd "$p/comm"  # one line; unreadable (process gone) = "" = not a match
+    case "$ng_v" in nvidia-persiste*) ;; *) continue ;; esac
     ng_n=$((ng_n + 1))
     printf '== pid %s\n' "${p##*/}"
     grep -E '^(Uid|Gid):' "$p/status" 2>/dev/null
@@ -147,7 +156,7 @@ ng_f_dropins() {
 }
 
 ng_drvver() {
-  v=$(cat /sys/module/nvidia/version 2>/dev/null)
+  ng_rd /sys/module/nvidia/version; v=$ng_v
   [ -n "$v" ] || v=$(sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version 2>/dev/null | head -n 1)
   printf '%s' "$v"
 }
@@ -181,7 +190,8 @@ ng_f_pci() {
       [ -r "$d/$f" ] || continue
       ng_rd "$d/$f"; printf '%s: %s\n' "$f" "$ng_v"
     done
-    r=$(readlink -f "$d"); p=${r%/*}
+    # physical path of the device (readlink -f of a sysfs device directory) without a fork
+    r=; cd -P "$d" 2>/dev/null && r=$PWD; p=${r%/*}
     while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
       b=${p##*/}
       if [ -r "$p/current_link_speed" ]; then
@@ -263,6 +273,7 @@ ng_f_clocks() {
 }
 
 ng_item meta.uname_r uname -r
+ng_kr=$(uname -r)  # once for the three modinfo items (each expanded its own before)
 ng_item meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
 ng_item meta.hostname uname -n
 ng_item meta.id id
@@ -283,9 +294,9 @@ ng_item firmware.gsp ng_f_firmware
 ng_item persistenced.process ng_f_persistenced_proc
 ng_item persistenced.passwd ng_f_passwd
 ng_item persistenced.unit_files ng_f_dropins
-ng_tool modinfo.nvidia modinfo -k "$(uname -r)" nvidia
-ng_tool modinfo.nvidia_peermem modinfo -k "$(uname -r)" nvidia_peermem
-ng_tool modinfo.nv_peer_mem modinfo -k "$(uname -r)" nv_peer_mem
+ng_tool modinfo.nvidia modinfo -k "$ng_kr" nvidia
+ng_tool modinfo.nvidia_peermem modinfo -k "$ng_kr" nvidia_peermem
+ng_tool modinfo.nv_peer_mem modinfo -k "$ng_kr" nv_peer_mem
 ng_tool systemd.persistenced_show systemctl show nvidia-persistenced --no-pager \
   -p LoadState,ActiveState,SubState,UnitFileState,ExecStart,MainPID,FragmentPath,DropInPaths,NRestarts,Result,User
 ng_tool systemd.fabricmanager_show systemctl show nvidia-fabricmanager --no-pager \

@@ -86,3 +86,12 @@ def test_discover_walks_a_tree_of_fleets(tmp_path):
     found = discover(tmp_path / "samples")
     assert [p.relative_to(tmp_path).as_posix() for p in found] == [
         "samples/fleet/n1", "samples/fleet/n2", "samples/h200-vm"]
+
+
+def test_missing_item_names_where_and_why_the_probe_stopped():
+    b = Bundle("n", {}, {"status": "ok", "cut_at": "smi.qx",
+                         "cut_reason": "probe output ended early (connection dropped or shell died)"})
+    with pytest.raises(EvidenceError) as e:
+        b.text("kernel.log")
+    assert str(e.value) == ("evidence not collected: kernel.log (probe stopped at smi.qx: probe output ended early "
+                            "(connection dropped or shell died)) [kernel.log]")

@@ -86,3 +86,20 @@ def test_structural_errors_name_file_and_key(tmp_path, text, match):
     with pytest.raises(SpecError, match=match) as e:
         load_inventory(p)
     assert str(p) in str(e.value)
+
+
+@pytest.mark.parametrize("url,shown", [
+    ("paramiko://ops:s3cr3t@10.0.0.2:2222", "paramiko://ops:***@10.0.0.2:2222"),
+    ("ssh://ops:p%40ss@node:22?ssh_identity_file=/k", "ssh://ops:***@node:22?ssh_identity_file=/k"),
+    ("paramiko://ops@10.0.0.1", "paramiko://ops@10.0.0.1"),
+    ("local://", "local://"),
+])
+def test_redact_url_hides_passwords(url, shown):
+    from nodegate.inventory import redact_url
+    assert redact_url(url) == shown
+
+
+def test_unsupported_connection_names_the_inventory_file(tmp_path):
+    p = _write(tmp_path, "hosts.yaml", "all: {hosts: {n1: {ansible_connection: winrm}}}\n")
+    with pytest.raises(SpecError, match=r"hosts.yaml: host n1: ansible_connection 'winrm' not supported"):
+        load_inventory(p).hosts["n1"].url()

@@ -155,9 +155,6 @@ def test_password_from_the_inventory_never_reaches_any_output(env):
     assert _leaks(env["run"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (plugins/nodegate_plugin.py _build_jobs): with --target URL the redacted_url lambda returns the URL "
-    "unchanged, so a password in --target lands in the bundle's meta.json 'target'"))
 def test_password_in_target_url_never_reaches_any_output(env):
     run = env["target_run"]
     assert run.output_files()

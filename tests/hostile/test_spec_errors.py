@@ -42,13 +42,7 @@ CASES = {
 }
 
 
-CONN_BUG = pytest.mark.xfail(strict=True, reason=(
-    "BUG (nodegate/inventory.py Host.url): the ansible_connection SpecError names the host and key but not "
-    "the inventory file ('host n1: ansible_connection ...'); exit code 2 and zero contacts are right"))
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=CONN_BUG) if c == "bad-connection" else c
-                                  for c in sorted(CASES)])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_inventory_exits_2_naming_file_and_key_and_contacts_nothing(fleet, tmp_path, case):
     spec, phrases = CASES[case]
     inv_path = tmp_path / "inventory.yml"

@@ -51,7 +51,7 @@ def probe_chroot(node: str, root: Path, spec: dict, *, command_timeout: int = 5,
     if timed_out:
         open_items = [k for k, v in items.items() if v.status == "timeout"]
         meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["deadline"] = f"probe stopped by the controller's deadline (probe {deadline_s:.0f}s)"
+        meta["cut_reason"] = f"probe stopped by the controller's deadline (probe {deadline_s:.0f}s)"
     return Bundle.from_raw(node, items, meta)
 
 
