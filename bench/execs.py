@@ -8,16 +8,8 @@ the same time, which makes port-based attribution ambiguous at fan-out).
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-
-_CHROOT = re.compile(r'Changed root directory to "([^"]+)"')
-
 
 def sessions_per_node(fleet) -> dict[str, int]:
-    """{node: sessions since the fleet started} for every reachable node of a tools.fleet.Fleet."""
-    seen: Counter[str] = Counter()
-    for g in fleet.groups:
-        if g.log.exists():
-            seen.update(_CHROOT.findall(g.log.read_text(errors="replace")))
-    return {n.name: seen.get(str(n.root), 0) for n in fleet.nodes.values() if n.reachable}
+    """{node: sessions since the fleet started} for every reachable node of a tools.fleet.Fleet
+    (Fleet.exec_counts: one ``Changed root directory`` log line per exec channel)."""
+    return fleet.exec_counts()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from nodegate.burnin import rules as R
-from nodegate.burnin.dcgm import DcgmResult, parse_dcgm
+from nodegate.burnin.dcgm import parse_dcgm
 from nodegate.burnin.plot import svg_for_node
 from nodegate.burnin.runner import BurninJob, burnin_fleet
 from nodegate.burnin.series import BurninData, burnin_data, kernel_lines_since_start

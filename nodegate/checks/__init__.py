@@ -106,4 +106,4 @@ def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
     return res
 
 
-from .slots import gpu_slots  # noqa: E402  (needs GpuSlot defined above)
+from .slots import gpu_slots  # noqa: E402,F401  (re-exported; needs GpuSlot defined above)

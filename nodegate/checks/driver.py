@@ -38,7 +38,7 @@ def _nvml_version(facts) -> tuple[str | None, str]:
 def driver_stack(facts, spec) -> Result:
     spec = spec_or_default(spec)
     want = spec.driver.version
-    expected = f"module = NVML = fabric manager" + (f" = {want}" if want else " (driver.version not set)")
+    expected = "module = NVML = fabric manager" + (f" = {want}" if want else " (driver.version not set)")
     smi_err, _ = optional(facts, "smi_error")
     module, module_err = optional(facts, "nvidia_module_version")
     if not module:

@@ -72,7 +72,7 @@ def gpu_count(facts, spec) -> Result:
             msg = f"{n} GPUs observed, {want} specified"
         else:
             msg = (f"{n} of {want if want is not None else '>=1'} GPUs" +
-                   (f"; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items()) if missing else ""))
+                   ("; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items()) if missing else ""))
         return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
 

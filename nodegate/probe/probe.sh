@@ -22,6 +22,8 @@ ng_up() { ng_u=; read -r ng_u _ 2>/dev/null </proc/uptime; ng_u=${ng_u:-0}; }
 ng_now() { ng_up; ng_n=${ng_u%%.*}; case $ng_n in ''|*[!0-9]*) ng_n=0 ;; esac; }
 NG_NL='
 '
+# ng_rd FILE: first line of a sysfs/procfs attribute into $ng_v with the shell's own `read` (no fork).
+ng_rd() { ng_v=; IFS= read -r ng_v 2>/dev/null <"$1"; }
 
 # Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
 # controller enforces its own deadline regardless (a D-state process ignores signals).
@@ -172,9 +174,6 @@ ng_f_firmware() {
     if [ -n "$v" ] && [ -d "$d/nvidia/$v" ]; then ls -lnL "$d/nvidia/$v" 2>&1; else echo "absent"; fi
   done
 }
-
-# ng_rd FILE: first line of a sysfs attribute into $ng_v with the shell's own `read` (no fork).
-ng_rd() { ng_v=; IFS= read -r ng_v 2>/dev/null <"$1"; }
 
 ng_f_pci() {
   # A node has hundreds of PCI functions: a `$(cat attr)` per attribute was ~200 fork+exec per probe

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 import yaml

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 
 from bench import floors, naive
-from bench.execs import sessions_per_node
 from bench.measure import run_measured
 from bench.run import COLUMNS, table
 from tools.fleet import sshd_available
@@ -56,19 +55,15 @@ def test_run_measured_reports_exit_code_and_child_cpu(tmp_path):
     assert m.cpu_s > 0 and m.peak_rss_mb > 1
 
 
-def test_sessions_per_node_counts_chroot_lines(tmp_path):
+def test_sessions_are_counted_from_chroot_lines(tmp_path):
     log = tmp_path / "sshd-0.log"
     log.write_text('Connection from 127.0.0.1 port 5000 on 127.9.1.1 port 22 rdomain ""\n'
                    'Starting session: command for root from 127.0.0.1 port 5000 id 0\n'
                    'Changed root directory to "/srv/f/nodes/a"\n'
                    'Changed root directory to "/srv/f/nodes/a"\n'
                    'Changed root directory to "/srv/f/nodes/b"\n')
-    fleet = SimpleNamespace(groups=[SimpleNamespace(log=log), SimpleNamespace(log=tmp_path / "absent.log")], nodes={
-        "a": SimpleNamespace(name="a", root="/srv/f/nodes/a", reachable=True),
-        "b": SimpleNamespace(name="b", root="/srv/f/nodes/b", reachable=True),
-        "c": SimpleNamespace(name="c", root="/srv/f/nodes/c", reachable=True),
-        "u": SimpleNamespace(name="u", root=None, reachable=False)})
-    assert sessions_per_node(fleet) == {"a": 2, "b": 1, "c": 0}
+    from tools.fleet.sshd import count_sessions
+    assert count_sessions([log, tmp_path / "absent.log"]) == {"/srv/f/nodes/a": 2, "/srv/f/nodes/b": 1}
 
 
 def test_table_has_a_header_and_one_line_per_row():

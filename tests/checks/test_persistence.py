@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from nodegate.facts import DaemonProcess, KernelEvent, PasswdEntry, PersistencedFacts, SystemdUnit, UnitFile
+from nodegate.facts import DaemonProcess, KernelEvent, PasswdEntry, PersistencedFacts, UnitFile
 from nodegate.outcomes import Outcome
 
 from .fakes import DAEMON, DROPIN, covers, gpu, healthy, missing, run, spec

@@ -9,7 +9,6 @@ import hashlib
 import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest

@@ -26,7 +26,7 @@ def _item_script(body: str, **kw) -> tuple[str, str]:
     """A probe script whose item list is replaced by ``body`` (functions kept)."""
     s, m = render_script(**kw)
     head = s.split("ng_item meta.uname_r")[0]
-    return head + body + f"\nprintf '%s DONE\\n' \"$M\"\n", m
+    return head + body + "\nprintf '%s DONE\\n' \"$M\"\n", m
 
 
 @pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])

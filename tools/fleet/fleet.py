@@ -274,8 +274,8 @@ class Fleet:
     # ------------------------------------------------------------------ helpers for other tests
     def exec_counts(self) -> dict[str, int]:
         """Exec channels (sessions) opened per node since start, from the sshd logs."""
-        by_addr = count_sessions([g.log for g in self.groups])
-        return {n.name: by_addr.get(n.address, 0) for n in self.nodes.values() if n.reachable}
+        by_root = count_sessions([g.log for g in self.groups])
+        return {n.name: by_root.get(str(n.root), 0) for n in self.nodes.values() if n.reachable}
 
     def rekey(self, node: str) -> str:
         """Give ``node`` a new host key (known_hosts is NOT updated: the client must refuse it).

@@ -136,29 +136,24 @@ def wait_listening(addr: str, port: int, deadline: float) -> None:
             time.sleep(0.02)
 
 
-_CONN = re.compile(r"Connection from (\S+ port \d+) on (\S+) port \d+")
-_SESSION = re.compile(r"Starting session: (?:command|shell|subsystem\S*) for \S+ from (\S+ port \d+)")
+
+
+_CHROOT = re.compile(r'Changed root directory to "([^"]+)"')
 
 
 def count_sessions(logs: list[Path]) -> dict[str, int]:
-    """Sessions (exec channels) per local address, from sshd VERBOSE logs.
+    """Sessions (exec channels) per node root, from sshd VERBOSE logs.
 
-    sshd logs ``Connection from <peer> port P on <local> port 22`` when a connection arrives and
-    ``Starting session: command for root from <peer> port P id N`` for each exec channel; the
-    peer's address and port tie the session to the node's address (``-E`` logs carry no pid).
+    Every session's child logs ``Changed root directory to "<root>"`` when it applies the node's
+    ChrootDirectory: one line per exec channel naming the node, so no client ports need matching
+    (a client may reuse one source port towards two node addresses at once, which made port-based
+    attribution ambiguous at fan-out). A connection refused before authentication (changed host
+    key, wrong client key) never gets there: zero sessions.
     """
     counts: dict[str, int] = {}
     for log in logs:
         if not log.exists():
             continue
-        peer_addr: dict[str, str] = {}
-        for line in log.read_text(errors="replace").splitlines():
-            m = _CONN.search(line)
-            if m:
-                peer_addr[m.group(1)] = m.group(2)
-                continue
-            m = _SESSION.search(line)
-            if m and m.group(1) in peer_addr:
-                a = peer_addr[m.group(1)]
-                counts[a] = counts.get(a, 0) + 1
+        for root in _CHROOT.findall(log.read_text(errors="replace")):
+            counts[root] = counts.get(root, 0) + 1
     return counts
