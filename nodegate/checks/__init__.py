@@ -68,9 +68,17 @@ def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence
     return deco
 
 
+_LOADED: tuple[str, ...] | None = None   # the CHECK_MODULES tuple already imported
+
+
 def load_all() -> dict[str, CheckDef]:
-    for m in CHECK_MODULES:
-        importlib.import_module(f"{__name__}.{m}")
+    """The registry, every module of ``CHECK_MODULES`` imported. Called once per evaluated
+    item: the imports run again only when ``CHECK_MODULES`` was replaced (tests do)."""
+    global _LOADED
+    if _LOADED is not CHECK_MODULES:
+        for m in CHECK_MODULES:
+            importlib.import_module(f"{__name__}.{m}")
+        _LOADED = CHECK_MODULES
     return REGISTRY
 
 

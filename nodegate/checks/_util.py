@@ -5,6 +5,7 @@ Pure functions over facts (NodeFacts or a fake with the same attribute names).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -66,6 +67,7 @@ def fmt(v) -> str:
 _BUS = re.compile(r"^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})(?:\.([0-7]))?$")
 
 
+@functools.lru_cache(maxsize=4096)  # pure; called for every GPU of every per-GPU item
 def _bus_parts(b: str):
     m = _BUS.match(b.strip().lower())
     if not m:

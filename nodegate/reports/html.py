@@ -9,6 +9,8 @@ and short (6000 rows at 256 nodes x 8 GPUs); evidence goes only into failure ext
 
 from __future__ import annotations
 
+from collections import Counter
+
 from .drift import COLUMNS as DRIFT_COLUMNS
 from .drift import drifting, fleet_modes, outliers
 from .records import NodeInfo, Record
@@ -153,19 +155,58 @@ def _mode_text(mode, drifts: bool):
     return "no majority" if mode is None and drifts else mode
 
 
-def summary_html(infos: list[NodeInfo], hrefs: dict[str, str]) -> str:
-    """The block pytest-html places above the results (``pytest_html_results_summary``)."""
+def checks_table(records: list[Record]) -> str:
+    """Per check: id, title, severity and pass / fail / skip / error counts over the fleet.
+    Checks with failures or errors come first."""
+    by_check: dict[str, list] = {}
+    for r in records:
+        if not r.check_id:
+            continue
+        row = by_check.setdefault(r.check_id, [r.title, r.severity, Counter()])
+        row[2][r.outcome] += 1
+    head = ("Check id", "Title", "Severity", "Pass", "Fail", "Skip", "Error")
+    rows = [f'<table class="ng-table" id="ng-checks"><thead><tr>'
+            f"{''.join(f'<th>{h}</th>' for h in head)}</tr></thead><tbody>"]
+    for cid, (title, sev, c) in sorted(by_check.items(), key=lambda t: (not (t[1][2]["fail"] or t[1][2]["error"]), t[0])):
+        rows.append("<tr>" + "".join([
+            _cell(cid), _cell(title), _cell(sev), _cell(c["pass"]),
+            _cell(c["fail"], "ng-bad" if c["fail"] else ""), _cell(c["skip"]),
+            _cell(c["error"], "ng-bad" if c["error"] else "")]) + "</tr>")
+    rows.append("</tbody></table>")
+    return "".join(rows)
+
+
+def folded_note(folded: int, limit: int) -> str:
+    """The visible note above the results when passed rows were folded into the counts."""
+    return (f'<p id="ng-passed-folded"><b>{folded} passed tests are not listed one row each</b> (more than '
+            f"--html-passed-rows {limit}): the Nodes and Checks tables above count them per node and per "
+            "check, and junit.xml lists every test. Failures, errors and skips are all listed below.</p>")
+
+
+def summary_html(infos: list[NodeInfo], hrefs: dict[str, str], records: list[Record] | None = None,
+                 folded_passed: int = 0, passed_rows_limit: int = 0) -> str:
+    """The block pytest-html places above the results (``pytest_html_results_summary``).
+    ``records`` (all tests) add the per-check table; ``folded_passed`` > 0 adds the note that
+    that many passed rows are counted in the tables instead of listed."""
     n_bad = sum(1 for i in infos if i.has_problem)
     modes, drift = fleet_modes(infos), drifting(infos)
     n_drift = sum(1 for i in infos if outliers(i, modes, drift))
-    return "".join([
+    parts = [
         STYLE,
         f'<details open id="ng-nodes-section"><summary><b>Nodes</b>: {len(infos)}, '
         f"{n_bad} with failures, errors or gather problems</summary>",
-        nodes_table(infos, hrefs), "</details>",
+        nodes_table(infos, hrefs), "</details>"]
+    if records:
+        n_checks = len({r.check_id for r in records if r.check_id})
+        parts += [f'<details {"open " if folded_passed else ""}id="ng-checks-section"><summary><b>Checks</b>: '
+                  f"{n_checks}, outcomes over all nodes</summary>", checks_table(records), "</details>"]
+    parts += [
         f'<details {"open " if n_drift else ""}id="ng-drift-section"><summary><b>Drift</b>: '
         f"{n_drift} node(s) differ from the fleet's most common value</summary>",
-        drift_table(infos), "</details>"])
+        drift_table(infos), "</details>"]
+    if folded_passed:
+        parts.append(folded_note(folded_passed, passed_rows_limit))
+    return "".join(parts)
 
 
 def escape_environment(env: dict) -> dict:

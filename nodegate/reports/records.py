@@ -91,6 +91,9 @@ class RecordBook:
 
     def __init__(self) -> None:
         self.records: dict[str, Record] = {}
+        # nodeid -> the report.nodegate dict last copied into its record: the suite plugin gives
+        # setup, call and teardown the same dict, which is then copied (cleaned) once, not 3 times
+        self._filled_from: dict[str, dict] = {}
 
     def update(self, report) -> Record | None:
         nodeid = getattr(report, "nodeid", None)
@@ -106,13 +109,17 @@ class RecordBook:
         ng = nodegate_dict(report)
         py = _pytest_outcome(report)
         if ng is not None:
-            _fill(rec, ng)
+            if self._filled_from.get(nodeid) is not ng:
+                _fill(rec, ng)
+                self._filled_from[nodeid] = ng
         elif py is not None and not rec.has_nodegate:
             rec.outcome = py
             if py in ("fail", "error"):   # e.g. a check that crashed before its verdict
                 rec.message = one_line(_first_line(report), 500)
         if py == "error" and report.when == "teardown" and rec.outcome == "pass":
             rec.outcome = "error"
+        if report.when == "teardown":
+            self._filled_from.pop(nodeid, None)
         return rec
 
     def __iter__(self):

@@ -31,6 +31,10 @@ def clean(value: object, limit: int = CELL_CAP, keep_newlines: bool = True) -> s
     if value is None:
         return ""
     s = value if isinstance(value, str) else str(value)
+    if s.isprintable():
+        # fast path (most values; ~10 per test item and phase): a printable string has no
+        # C0/C1 control, CR, LF, TAB or surrogate, so every substitution below is a no-op
+        return f"{s[:limit]} … [{len(s) - limit} more characters]" if limit and len(s) > limit else s
     s = s.replace("\r\n", "\n").replace("\r", "\n")
     if not keep_newlines:
         s = s.replace("\n", " ").replace("\t", " ")

@@ -81,7 +81,7 @@ def test_closing_the_ssh_channel_stops_the_load_on_every_node(tmp_path):
 
     token = uuid.uuid4().hex[:8]
     burn = f"gpu_burn_{token}"
-    with Fleet(["h200-vm", "h100-535-healthy"]) as fleet:
+    with Fleet(["h200-vm-sim", "h100-535-healthy"]) as fleet:
         sc = Scenario(gpus=1)
         for node in fleet.nodes:
             root = fleet.root(node)

@@ -102,7 +102,7 @@ def test_persistenced_process_per_node(fleet, gathered):
 
 def test_ssh_evidence_equals_local_chroot_evidence(fleet, gathered):
     """Over sshd or chroot'ed locally, a node yields byte-identical evidence (the samples rely on it)."""
-    for node in ("h100-535-healthy", "h200-vm", "gpu-fallen-off-bus", "persistenced-inactive"):
+    for node in ("h100-535-healthy", "h200-vm-sim", "gpu-fallen-off-bus", "persistenced-inactive"):
         prof = fleet.nodes[node].profile
         local = probe_chroot(node, fleet.root(node), prof.spec)
         items, _ = gathered[node]
@@ -119,8 +119,8 @@ def test_inventory_and_known_hosts(fleet):
     inv = yaml.safe_load(fleet.inventory_path.read_text())
     hosts = inv["all"]["hosts"]
     assert set(hosts) == set(fleet.nodes)
-    h = hosts["h200-vm"]
-    assert (h["ansible_host"], h["ansible_port"], h["ansible_user"]) == (fleet.nodes["h200-vm"].address, 22, "root")
+    h = hosts["h200-vm-sim"]
+    assert (h["ansible_host"], h["ansible_port"], h["ansible_user"]) == (fleet.nodes["h200-vm-sim"].address, 22, "root")
     assert h["ansible_ssh_private_key_file"] == str(fleet.client_key_path)
     assert h["nodegate"]["gpu"] == {"count": 1, "model": "H200"}
     kh = fleet.known_hosts_path.read_text().splitlines()
@@ -146,10 +146,10 @@ def test_client_deadline_ends_hung_nvidia_smi_without_timeout(fleet):
 
 def test_rekey_is_refused_by_known_hosts(profiles):
     from tools.fleet import Fleet
-    with Fleet([profiles["h100-535-healthy"], profiles["h200-vm"]]) as f:
-        f.ssh_client("h200-vm").close()
-        new = f.rekey("h200-vm")
+    with Fleet([profiles["h100-535-healthy"], profiles["h200-vm-sim"]]) as f:
+        f.ssh_client("h200-vm-sim").close()
+        new = f.rekey("h200-vm-sim")
         assert new != f.host_key("h100-535-healthy")
         with pytest.raises(paramiko.BadHostKeyException):
-            f.ssh_client("h200-vm")
+            f.ssh_client("h200-vm-sim")
         f.ssh_client("h100-535-healthy").close()  # the other node keeps its key

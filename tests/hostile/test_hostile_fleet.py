@@ -79,7 +79,7 @@ def _build(tmp: Path):
         f.add("h200-580-open-healthy", n)
     for n in ("ref", "rekeyed", "unknown", "typeswap", "badauth", "drop", "forged",
               "stdin-eater", "fd5-writer", "stderr-flood", "xml-endless", "big-stream", *XML_NODES):
-        f.add("h200-vm", n)
+        f.add("h200-vm-sim", n)
     f.add("smi-hang", "hang")
     f.add("smi-hang-no-timeout", "hang-nt")
     f.add_unreachable("blackhole", address="2001:db8::1")        # documentation prefix: no route

@@ -107,7 +107,7 @@ class PasswordNode:
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("secrets")
     f = Fleet()
-    f.add("h200-vm", "pw-node")
+    f.add("h200-vm-sim", "pw-node")
     with f:
         node = PasswordNode(f.root("pw-node"))
         kh = tmp / "known_hosts"

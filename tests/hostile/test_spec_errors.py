@@ -16,8 +16,8 @@ pytestmark = needs_fleet
 @pytest.fixture(scope="module")
 def fleet():
     f = Fleet()
-    f.add("h200-vm", "n1")
-    f.add("h200-vm", "n2")
+    f.add("h200-vm-sim", "n1")
+    f.add("h200-vm-sim", "n2")
     with f:
         yield f
 

@@ -13,8 +13,6 @@ import re
 from pathlib import Path
 
 CAPTURE = Path(__file__).resolve().parents[3] / "shared" / "captures" / "h200-vm-580.159.04"
-if not CAPTURE.is_dir():  # checkout layouts: /work/main/tests/nvml -> /work/shared
-    CAPTURE = Path("/work/shared/captures/h200-vm-580.159.04")
 
 
 def capture_text(name: str) -> str:
