@@ -16,6 +16,7 @@ from .compare import (Findings, Unreadable, check_regressions, compare_driver, c
                       compare_values, compare_xid, match_gpus, new_gpu)
 from .model import GPU_KINDS, NODE_KINDS, Change, GpuRef, NodeComparison, Regression, Row
 from .spec import baseline_spec
+from ..parsers.persistenced import user_from_argv as _user_arg
 
 
 def read(facts, attr: str) -> Any:
@@ -45,16 +46,6 @@ def _flavor(facts) -> Any:
         return banner
     return banner.flavor if banner.flavor in ("open", "proprietary") else \
         Unreadable(f"flavor not recognised in {banner.raw.strip()[:200]!r}")
-
-
-def _user_arg(argv: list[str]) -> str | None:
-    """--user X / --user=X / -u X (nvidia-persistenced --help)."""
-    for i, a in enumerate(argv):
-        if a in ("--user", "-u") and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--user="):
-            return a.split("=", 1)[1]
-    return None
 
 
 def persistence_config(facts) -> dict[str, Any]:

@@ -178,25 +178,7 @@ def _local(cmd: list[str], data: bytes, deadline_s: float, stop: threading.Event
 
 
 def _openssh(target: Target, data: bytes, deadline_s: float, stop: threading.Event, on_data) -> ExecResult:
-    from testinfra.backend import get_backend_class
-
-    cls = get_backend_class("ssh")
-    be = cls(target.host, ssh_identity_file=target.kw.get("ssh_identity_file"),
-             timeout=int(target.connect_timeout), controlpersist=0)
-    kh = target.hostkeys.files
-    extra = ["-o", "BatchMode=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
-             "-o", f"StrictHostKeyChecking={'accept-new' if target.hostkeys.accept_new else 'yes'}",
-             "-o", f"ConnectTimeout={int(target.connect_timeout)}", "-T"]
-    if kh:
-        extra += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in kh)]
-    h = be.host
-    if h.user:
-        extra += ["-l", h.user]
-    if h.port:
-        extra += ["-p", str(h.port)]
-    if be.ssh_identity_file:
-        extra += ["-i", be.ssh_identity_file]
-    p = subprocess.Popen(["ssh", *extra, h.name, target._command()], stdin=subprocess.PIPE,
+    p = subprocess.Popen(target.openssh_argv("-T"), stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     # ssh exiting closes the connection and with it the channel
     r = _popen_loop(p, data, deadline_s, stop, on_data, lambda: _close_and_reap(p, signal.SIGTERM))

@@ -6,6 +6,7 @@ from ..outcomes import Result
 from ..spec import expectations
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
+from ..parsers.persistenced import user_from_argv as _user_arg
 
 _UNIT = "nvidia-persistenced.service"
 
@@ -14,16 +15,6 @@ def _gh200_present(facts, spec) -> bool:
     """GH200 needs the daemon as root (NUMA auto-online; nvidia-persistenced issue #11)."""
     gpus, _ = optional(facts, "gpus")
     return any(expectations(spec, g).persistenced_root for g in (gpus or []))
-
-
-def _user_arg(argv: list[str]) -> str | None:
-    """Value of --user/-u (``--user X``, ``--user=X``, ``-u X``); nvidia-persistenced --help."""
-    for i, a in enumerate(argv):
-        if a in ("--user", "-u") and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith("--user="):
-            return a.split("=", 1)[1]
-    return None
 
 
 def _daemon_not_applicable(spec) -> Result | None:

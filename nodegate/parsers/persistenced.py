@@ -86,3 +86,14 @@ def parse_passwd(text: str | bytes) -> list[PasswdEntry]:
         out.append(PasswdEntry(name=parts[0], uid=int(parts[2]), gid=int(parts[3]), home=parts[5],
                                shell=parts[6]))
     return out
+
+
+def user_from_argv(argv: list[str]) -> str | None:
+    """The user nvidia-persistenced drops privileges to: ``--user X``, ``--user=X`` or ``-u X``
+    (nvidia-persistenced --help); None when none is given (it then runs as root)."""
+    for i, a in enumerate(argv):
+        if a in ("--user", "-u") and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--user="):
+            return a.split("=", 1)[1]
+    return None

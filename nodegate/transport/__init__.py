@@ -359,24 +359,29 @@ class Target:
         finally:
             be.close()
 
-    def _run_openssh(self, data: bytes, deadline_s: float) -> ExecResult:
+    def openssh_argv(self, *extra_opts: str) -> list[str]:
+        """The OpenSSH client command line for this target (testinfra's SshBackend parses the
+        host spec): batch mode, no agent/X11 forwarding, host keys verified against our
+        known_hosts files (``accept-new`` only with --accept-new-host-keys), connect deadline."""
         cls = get_backend_class("ssh")
         be = cls(self.host, ssh_identity_file=self.kw.get("ssh_identity_file"),
                  timeout=int(self.connect_timeout), controlpersist=0)
-        kh = self.hostkeys.files
-        extra = ["-o", "BatchMode=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
-                 "-o", f"StrictHostKeyChecking={'accept-new' if self.hostkeys.accept_new else 'yes'}",
-                 "-o", f"ConnectTimeout={int(self.connect_timeout)}"]
-        if kh:
-            extra += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in kh)]
+        opts = ["-o", "BatchMode=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
+                "-o", f"StrictHostKeyChecking={'accept-new' if self.hostkeys.accept_new else 'yes'}",
+                "-o", f"ConnectTimeout={int(self.connect_timeout)}", *extra_opts]
+        if self.hostkeys.files:
+            opts += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in self.hostkeys.files)]
         h = be.host
         if h.user:
-            extra += ["-l", h.user]
+            opts += ["-l", h.user]
         if h.port:
-            extra += ["-p", str(h.port)]
+            opts += ["-p", str(h.port)]
         if be.ssh_identity_file:
-            extra += ["-i", be.ssh_identity_file]
-        r = _popen_stream(["ssh", *extra, h.name, self._command()], data, deadline_s)
+            opts += ["-i", be.ssh_identity_file]
+        return ["ssh", *opts, h.name, self._command()]
+
+    def _run_openssh(self, data: bytes, deadline_s: float) -> ExecResult:
+        r = _popen_stream(self.openssh_argv(), data, deadline_s)
         if r.rc == 255 and not r.stdout:
             msg = r.stderr.decode(errors="replace").strip()
             low = msg.lower()
