@@ -25,7 +25,8 @@ from .run import GatherOptions, NodeJob, gather_node
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="nodegate-collect", description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="directory that receives <out>/<node>/ (shared filesystem)")
-    ap.add_argument("--node", help="node name (default: short hostname; Slurm's SLURMD_NODENAME if set)")
+    ap.add_argument("--node", help="node name (default: $SLURMD_NODENAME, else $NODE_NAME (Kubernetes "
+                                   "downward API), else the short hostname)")
     ap.add_argument("--spec", help="YAML file with this node's nodegate spec (stored in meta.json for --replay)")
     ap.add_argument("--root", help="host root to chroot into (a container with the host mounted, e.g. /host)")
     ap.add_argument("--command-timeout", type=float, default=30.0)

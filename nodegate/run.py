@@ -74,7 +74,7 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
         target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
         r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10)
     except TransportError as e:
-        meta.update(status=e.kind, error=str(e), gather_s=round(time.monotonic() - t0, 3), finished_at=now_iso())
+        meta.update(status=e.kind, error=e.message, gather_s=round(time.monotonic() - t0, 3), finished_at=now_iso())
         return Bundle(job.name, {}, meta)
     except (ValueError, OSError) as e:
         meta.update(status="error", error=f"{type(e).__name__}: {e}", gather_s=round(time.monotonic() - t0, 3),
@@ -112,7 +112,7 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
 
 @dataclass
 class FleetRun:
-    """Everything one pytest session knows about the fleet (see docs/HELPERS.md contract)."""
+    """Everything one pytest session knows about the fleet (see docs/contributing.md contract)."""
 
     bundles: dict[str, Bundle] = field(default_factory=dict)
     facts: dict[str, NodeFacts] = field(default_factory=dict)

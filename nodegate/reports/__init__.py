@@ -1,7 +1,7 @@
 """Reports: what a run leaves behind for people and machines.
 
 Inputs are read-only: per-test records (``report.nodegate`` dicts the suite plugin attaches,
-see docs/HELPERS.md "Plugin contract") and the run's ``FleetRun`` (bundles and node facts).
+see docs/contributing.md "Plugin contract") and the run's ``FleetRun`` (bundles and node facts).
 Outputs (docs/reports.md): the pytest-html rows, summary and drift tables; sanitised JUnit
 properties; ``rma.csv`` / ``rma.json``; per-node evidence archives; the terminal summary.
 

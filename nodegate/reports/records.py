@@ -1,7 +1,7 @@
 """Per-test records and per-node summaries, built from pytest reports and the FleetRun.
 
 A ``Record`` is the compact, cleaned copy of one test's ``report.nodegate`` dict (the suite
-plugin's contract, docs/HELPERS.md): kept for every test of the run (6000 at 256 nodes x 8
+plugin's contract, docs/contributing.md): kept for every test of the run (6000 at 256 nodes x 8
 GPUs), so evidence is kept only for failures and every field is capped.
 
 ``node_info`` reads node-level facts for the summary and drift tables. Facts come from

@@ -37,8 +37,12 @@ STDERR_CAP = 1024 * 1024
 
 
 class TransportError(_TransportError):
+    """``kind`` (hostkey-unknown, hostkey-changed, auth, unreachable, refused, dns, timeout, ssh,
+    probe-failed) and ``message``; str() is "kind: message"."""
+
     def __init__(self, kind: str, message: str):
         self.kind = kind
+        self.message = message
         super().__init__(f"{kind}: {message}")
 
 
@@ -145,6 +149,7 @@ class SecureParamikoBackend(ParamikoBackend):
                    channel_timeout=self.connect_timeout, allow_agent=True, look_for_keys=False)
         if self.ssh_identity_file:
             cfg["key_filename"] = self.ssh_identity_file
+        t_connect = time.monotonic()
         try:
             client.connect(**cfg)
         except TransportError:
@@ -181,6 +186,12 @@ class SecureParamikoBackend(ParamikoBackend):
             t = client.get_transport()
             silent = t is not None and not getattr(t, "remote_version", "")
             client.close()
+            quick = time.monotonic() - t_connect < 0.8 * self.connect_timeout
+            if (silent or "banner" in str(e).lower()) and quick:
+                # the peer accepted TCP and hung up before any greeting: not a deadline
+                raise TransportError("ssh", f"{self.host.name}:{port}: connection closed by the peer before the SSH "
+                                            "banner (not an SSH server, or sshd refused it: MaxStartups, "
+                                            "TCP wrappers)") from None
             if silent or "banner" in str(e).lower():
                 # TCP accepted but no SSH greeting within the deadline (a wedged sshd, a tarpit)
                 raise TransportError("timeout", f"{self.host.name}:{port}: TCP connected but no SSH banner/handshake "
@@ -284,8 +295,11 @@ def _popen_stream(argv: list[str], stdin: bytes, deadline_s: float) -> ExecResul
     """Run a local process (sh or the OpenSSH client) with a hard deadline: on expiry the
     whole process group is killed and what was read so far is kept."""
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    except OSError as e:  # sh, sudo, ssh or chroot missing on the controller
+        raise TransportError("probe-failed", f"cannot run {argv[0]}: {e.strerror or e}") from None
     out, err = bytearray(), bytearray()
     capped = [False]
 

@@ -103,3 +103,15 @@ def test_unsupported_connection_names_the_inventory_file(tmp_path):
     p = _write(tmp_path, "hosts.yaml", "all: {hosts: {n1: {ansible_connection: winrm}}}\n")
     with pytest.raises(SpecError, match=r"hosts.yaml: host n1: ansible_connection 'winrm' not supported"):
         load_inventory(p).hosts["n1"].url()
+
+
+def test_example_inventory_validates_and_merges():
+    from pathlib import Path
+
+    from nodegate.spec import load_spec
+    inv = load_inventory(Path(__file__).resolve().parents[2] / "inventories" / "example" / "hosts.yaml")
+    specs = {n: load_spec(h.spec_raw, n) for n, h in inv.hosts.items()}
+    assert [h.name for h in inv.select("rack1")] == ["gpu001", "gpu002"]
+    assert specs["gpu002"].pcie.gen == 4 and specs["gpu001"].pcie.gen is None
+    assert (specs["gpu101"].driver.version, specs["gpu101"].driver.flavor) == ("550", "proprietary")
+    assert specs["gpu001"].gpu.count == 8 and specs["gpu001"].driver.install == "dkms"

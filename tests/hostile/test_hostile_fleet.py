@@ -104,13 +104,15 @@ def _misbehave(f: Fleet, tmp: Path) -> dict:
     for node, (name, data) in XML_NODES.items():
         H.wrap_tool(f, node, "nvidia-smi", "-q -x", H.cat_body(data if data is not None else qx[:3000],
                                                               f.root(node), name))
-    # big-stream: ten ordinary files of 9 MiB each: every item is capped on the node (8 MiB),
-    # together they pass the controller's whole-stream cap (64 MiB)
+    # big-stream: ordinary files of 9 MiB each behind nine distinct items: every item is capped on
+    # the node (8 MiB), together (72 MiB) they pass the controller's whole-stream cap (64 MiB)
     big = b"x" * 100 + b"\n"
     for rel in ("proc/modules", "sys/module/nvidia/version", "proc/driver/nvidia/version",
                 "proc/driver/nvidia/params", "proc/sys/kernel/random/boot_id", "etc/modules",
                 "etc/modules-load.d/big1.conf", "etc/modules-load.d/big2.conf",
-                "proc/driver/nvidia/gpus/big/information", "usr/lib/modules-load.d/big3.conf"):
+                "proc/driver/nvidia/gpus/big/information", "usr/lib/modules-load.d/big3.conf",
+                "etc/systemd/system/nvidia-persistenced.service.d/big.conf",
+                "sys/kernel/mm/memory_peers/nv_mem/version"):
         p = f.root("big-stream") / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(big * (9 * 1024 * 1024 // len(big)))

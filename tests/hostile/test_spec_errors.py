@@ -33,7 +33,7 @@ CASES = {
     "yaml-syntax": ("all:\n  hosts:\n    n1: {ansible_host: [unclosed\n", ["not valid YAML"]),
     "unknown-group-key": (lambda inv: inv["all"].update(hostz={"n1": {}}), ["all: unknown key(s) ['hostz']"]),
     "bad-spec-value": (lambda inv: inv["all"]["hosts"]["n2"].update(nodegate={"pcie": {"idle": "sometimes"}}),
-                       ["host n2, var nodegate", "nodegate.pcie.idle"]),
+                       ["host n2's nodegate variable", "nodegate.pcie.idle"]),
     "unknown-spec-key": (lambda inv: inv["all"].update(vars={"nodegate": {"ecc": {"thresholdz": 1}}}),
                          ["nodegate.ecc.thresholdz", "unknown key"]),
     "bad-connection": (lambda inv: inv["all"]["hosts"]["n1"].update(ansible_connection="winrm"),

@@ -6,7 +6,7 @@ from nodegate.reports.records import Record, _fill
 
 
 def ng(node="n1", gpu="", check_id="NG-X-001", outcome="fail", **kw) -> dict:
-    """A ``report.nodegate`` dict as the suite plugin builds it (docs/HELPERS.md contract)."""
+    """A ``report.nodegate`` dict as the suite plugin builds it (docs/contributing.md contract)."""
     d = {"node": node, "gpu_index": gpu, "pci_bus_id": f"0000:{18 + int(gpu):02x}:00.0" if gpu else "",
          "gpu_serial": f"SER{gpu}" if gpu else "", "gpu_uuid": f"GPU-{gpu}" if gpu else "",
          "board_part_number": "692-2G520-0200-000" if gpu else "",
