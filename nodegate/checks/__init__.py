@@ -42,6 +42,7 @@ class CheckDef:
     remediation: str
     rule: str               # one-paragraph rule as in the catalog
     func: Callable
+    action: str = ""        # RMA-sheet action when a FAIL does not name one (reports/actions.ACTIONS)
 
 
 REGISTRY: dict[str, CheckDef] = {}
@@ -52,7 +53,7 @@ CHECK_MODULES: tuple[str, ...] = ("driver", "persistence", "modules", "dkms", "f
 
 
 def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],
-          remediation: str, rule: str):
+          remediation: str, rule: str, action: str = ""):
     """Decorator declaring a check. Duplicate ids or names are a programming error."""
     if scope not in ("node", "gpu"):
         raise ValueError(scope)
@@ -62,7 +63,7 @@ def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence
     def deco(fn):
         if id in REGISTRY or any(c.name == name for c in REGISTRY.values()):
             raise ValueError(f"duplicate check {id}/{name}")
-        REGISTRY[id] = CheckDef(id, name, title, scope, severity, tuple(evidence), remediation, rule, fn)
+        REGISTRY[id] = CheckDef(id, name, title, scope, severity, tuple(evidence), remediation, rule, fn, action)
         return fn
 
     return deco

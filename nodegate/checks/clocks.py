@@ -40,6 +40,7 @@ def _samples_for(facts, g) -> tuple[list | None, str]:
        scope="gpu", severity="major", evidence=("smi.qx", "smi.clocks_samples"),
        remediation="Check cooling, PSU and BMC power-brake signalling (e.g. GPU missing from the BMC power table), "
                    "then reset or reseat; a sustained HW power brake or thermal slowdown needs the platform fixed.",
+       action="fix configuration",  # cooling, PSU or BMC power-brake signalling: the platform, not the GPU
        rule="FAIL when any reason in clocks.fail_reasons (default HW Slowdown 0x8, HW Thermal Slowdown 0x40, HW Power "
             "Brake Slowdown 0x80, SW Thermal Slowdown 0x20) is active, each sub-reason evaluated on its own, and "
             "confirmed by every repeated sample (clocks.samples); a reason that clears in a later sample is "

@@ -172,7 +172,10 @@ def row_remapping(facts, spec, gpu) -> Result:
     if isinstance(none, int) and none > spec.memory.max_banks_no_spare:
         bad.append(f"{none} bank(s) without spare rows > {spec.memory.max_banks_no_spare}")
     if bad:
-        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=ev, evidence_keys=keys)
+        # only a pending remap is fixed by a reset; the rest leaves the GPU without spare rows (RMA)
+        action = "reset" if bad == ["row remapping pending (reset required)"] else "RMA"
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=ev, evidence_keys=keys,
+                             details={"action": action})
     if not isinstance(rr.pending, bool) or not isinstance(rr.failure, bool):
         return Result.errored(f"{name}: remapped rows pending/failure not reported", expected, obs, evidence=ev,
                               evidence_keys=keys)
@@ -213,7 +216,10 @@ def retired_pages(facts, spec, gpu) -> Result:
     if rp.dbe > m.retired_pages_max_dbe:
         bad.append(f"{rp.dbe} DBE retired pages > {m.retired_pages_max_dbe}")
     if bad:
-        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=obs, evidence_keys=keys)
+        # pending retirements take effect at the next driver load; over DCGM's limits is an RMA
+        action = "reboot" if bad == ["page retirement pending (reboot/reset required)"] else "RMA"
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), evidence=obs, evidence_keys=keys,
+                             details={"action": action})
     return Result.passed(expected, obs, evidence=obs, evidence_keys=keys)
 
 

@@ -163,7 +163,7 @@ def module_load_order(facts, spec) -> Result:
         ok = _loaded_before(ms, a, b)
         (checked if ok else bad).append(f"{a} before {b}" if ok else f"{b} loaded before {a}")
     names = {n for p in pairs for n in p}
-    obs = "; ".join(checked + bad) or "no ordered pair loaded"
+    obs = "; ".join(bad + checked) or "no ordered pair loaded"  # violations first: the RMA sheet shows them
     kw = dict(evidence=_proc_lines(ms, names), evidence_keys=("modules.proc", "modules.sys"))
     if bad:
         return Result.failed(expected, obs, "module load order wrong: " + "; ".join(bad), **kw)

@@ -203,6 +203,7 @@ def _legacy_log_line(facts) -> str | None:
        scope="gpu", severity="major", evidence=("smi.qx", "nvml.json", "persistenced.process", "kernel.log"),
        remediation="Enable persistence through nvidia-persistenced (not nvidia-smi -pm 1): fix and start the "
                    "daemon, then reboot or restart it.",
+       action="fix configuration",
        rule="Per GPU persistence_mode is Enabled. With persistence.mode=daemon, Enabled without a running "
             "nvidia-persistenced is the deprecated legacy mode (kernel log: 'Persistence mode is deprecated "
             "... Please use nvidia-persistenced instead') and FAILs.")

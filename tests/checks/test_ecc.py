@@ -124,6 +124,7 @@ def test_row_remap_pending_fails():
     r = run("NG-MEM-001", healthy(gpus=[gpu(remapped_rows=rr(uncorrectable=4, pending=True))]))
     assert r.outcome is Outcome.FAIL
     assert "row remapping pending (reset required)" in r.message
+    assert r.details["action"] == "reset"
 
 
 @covers("NG-MEM-001")
@@ -131,6 +132,7 @@ def test_row_remap_failure_fails_rma():
     r = run("NG-MEM-001", healthy(gpus=[gpu(remapped_rows=rr(failure=True))]))
     assert r.outcome is Outcome.FAIL
     assert "RMA candidate" in r.message
+    assert r.details["action"] == "RMA"
 
 
 @covers("NG-MEM-001")
@@ -184,6 +186,7 @@ def test_retired_pages_pending_fails():
     r = run("NG-MEM-002", healthy(gpus=[gpu(**V100, retired_pages=RetiredPages(0, 1, True))]))
     assert r.outcome is Outcome.FAIL
     assert "page retirement pending" in r.message
+    assert r.details["action"] == "reboot"
 
 
 @covers("NG-MEM-002")
@@ -193,6 +196,7 @@ def test_retired_pages_total_63_fails_dcgm_limit():
     r = run("NG-MEM-002", healthy(gpus=[gpu(**V100, retired_pages=RetiredPages(50, 13, False))]))
     assert r.outcome is Outcome.FAIL
     assert "63 retired pages >= 63" in r.message
+    assert r.details["action"] == "RMA"
 
 
 @covers("NG-MEM-002")
