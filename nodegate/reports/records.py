@@ -188,6 +188,8 @@ def node_info(node: str, bundle=None, facts=None, records: list[Record] = ()) ->
     info = NodeInfo(node=one_line(node, 300))
     for r in records:
         info.counts[r.outcome] += 1
+        if r.outcome == "fail":
+            info.counts[f"fail_{r.severity or 'unknown'}"] += 1
     if bundle is not None:
         ge = _try(info, "gather", lambda: bundle.gather_error)
         if ge:

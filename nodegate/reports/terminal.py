@@ -1,4 +1,5 @@
-"""The end-of-run terminal summary: one line per node (nodes with problems first, at most
+"""The end-of-run terminal summary: one line per node (worst first: not gathered, critical FAILs,
+FAILs, ERRORs; at most
 ``MAX_NODES`` lines so it fits one screen at 256 nodes), fleet totals, and output paths.
 Node strings are cleaned (no terminal escape sequences from a hostile node name)."""
 
@@ -17,6 +18,13 @@ def _short(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _worst_first(i: NodeInfo):
+    """Unreachable nodes, then critical FAILs, FAILs, ERRORs; healthy nodes last; then by name."""
+    c = i.counts
+    return (not i.has_problem, i.gather_status == "ok", -c["fail_critical"], -c["fail_major"], -c["fail"],
+            -c["error"], i.node)
+
+
 def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int = MAX_NODES) -> list[str]:
     """Lines to print; ``outputs`` are (what, path) pairs of files written."""
     total: Counter = Counter()
@@ -26,7 +34,7 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
     out = [f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems; "
            f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
            f"{total['error']} error"]
-    shown = sorted(infos, key=lambda i: (not i.has_problem, i.node))[:max_nodes]
+    shown = sorted(infos, key=_worst_first)[:max_nodes]
     if shown:
         w = min(40, max(len(_short(i.node, 40)) for i in shown))
         out.append(f"{'node':<{w}}  {'pass':>5} {'fail':>5} {'skip':>5} {'error':>5}  gather")
