@@ -192,6 +192,8 @@ def bench_size(n: int, args, base: Path) -> dict:
         if ng["outcomes"]["failed"] or ng["outcomes"]["errors"]:  # a healthy fleet: all pass or skip by spec
             print(f"[{n:>3} nodes] WARNING: not all items passed/skipped on the healthy fleet: {ng['outcomes']}",
                   flush=True)
+            for line in re.findall(r"^(?:ERROR|FAILED) .*$", ng["output"], re.M)[:8]:
+                print(f"[{n:>3} nodes]   {line[:300]}", flush=True)
         print(f"[{n:>3} nodes] nodegate {ng['wall_s']}s; ssh floor ...", flush=True)
         cpu0, ex0 = proc_cpu_s([g.pid for g in fleet.groups if g.pid]), sessions_per_node(fleet)
         ssh_s, ok = floors.ssh_floor(fleet.inventory_path, fleet.known_hosts_path, args.forks)

@@ -2,10 +2,13 @@
 
 What it does (docs/reports.md):
 - every phase report: cleans ``report.user_properties`` (JUnit ``<properties>``) of control
-  characters and caps them; on the controller it records the verdict (``report.nodegate``)
-  and adds the failure extra (evidence excerpt + archive link) for pytest-html;
+  characters and caps them (once per test: setup, call and teardown carry the same list); on
+  the controller it records the verdict (``report.nodegate``) and adds the failure extra
+  (evidence excerpt + archive link) for pytest-html;
 - pytest-html: title (inventory, run start), results columns Node / GPU / Serial / Check id
-  / Severity / Expected / Observed, per-node summary and drift tables, escaped environment;
+  / Severity / Expected / Observed, per-node, per-check and drift tables, escaped environment;
+  with more passed rows than ``--html-passed-rows`` (default 2000) the passed rows are folded
+  into the per-node and per-check counts (a note in the report says so; junit.xml lists all);
 - pytest-metadata: secrets redacted from the environment metadata;
 - session finish (controller only, not on xdist workers): ``<reports>/rma.csv``,
   ``<reports>/rma.json`` and ``<reports>/bundles/<node>.tar.gz`` for every node with a
@@ -38,6 +41,12 @@ except Exception:  # pragma: no cover - the reports still work from report.nodeg
 PROPERTY_CAP = 1000
 _PLUGIN_NAME = "nodegate-reports"
 
+#: Passed rows listed one by one in the HTML results table, at most (``--html-passed-rows``).
+#: Above it every passed row is folded into the Nodes/Checks counts: pytest-html builds each row
+#: from its JSON blob in the browser, and 30 000 rows (256 nodes x 8 GPUs) took chromium over a
+#: minute to render (docs/performance.md).
+DEFAULT_HTML_PASSED_ROWS = 2000
+
 
 def _is_worker(config) -> bool:
     return hasattr(config, "workerinput")
@@ -53,6 +62,14 @@ def _fleet(config):
 
 
 # ------------------------------------------------------------------ module-level hooks
+def pytest_addoption(parser):
+    parser.getgroup("nodegate").addoption(
+        "--html-passed-rows", type=int, default=DEFAULT_HTML_PASSED_ROWS, metavar="N",
+        help="HTML report: list passed tests one row each while there are at most N of them; above N "
+             "they are folded into the per-node and per-check counts (junit.xml still lists every test). "
+             f"0: never list passed rows, -1: always (default {DEFAULT_HTML_PASSED_ROWS})")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_metadata(metadata, config):  # noqa: ARG001 - pytest-metadata's hook signature
     """pytest-metadata copies CI variables: drop secrets before anything shows them."""
@@ -88,6 +105,12 @@ class NodegateReports:
         self.html_report = None          # pytest-html's ReportData (title is set late)
         self.columns_replaced = False
         self._infos = None
+        self._props: dict[str, tuple[list, list]] = {}   # nodeid -> (raw, cleaned) user_properties
+        limit = getattr(config.option, "html_passed_rows", DEFAULT_HTML_PASSED_ROWS)
+        self.passed_rows_limit = DEFAULT_HTML_PASSED_ROWS if limit is None else int(limit)
+        self.passed_rows_built: list[str] = []   # nodeids of passed rows handed to pytest-html
+        self.passed_rows_folded = 0               # passed rows never built (limit reached)
+        self._folded_last = ""                    # nodeid of the last folded call row
 
     # -------------------------------------------------------------- paths
     def reports_dir(self) -> Path:
@@ -113,10 +136,29 @@ class NodegateReports:
         return _fleet(self.config) is not None or any(r.has_nodegate for r in self.book)
 
     # -------------------------------------------------------------- per test
+    def _sanitize_once(self, report) -> None:
+        """``sanitize_properties``, once per test: setup, call and teardown reports copy the same
+        ``item.user_properties`` (equal values, usually the same objects), so the cleaned list of
+        the first phase is reused while the raw list is unchanged."""
+        props = getattr(report, "user_properties", None)
+        nodeid = getattr(report, "nodeid", "")
+        if not props:
+            self._props.pop(nodeid, None)
+            return
+        cached = self._props.get(nodeid)
+        if cached is not None and cached[0] == props:
+            report.user_properties = list(cached[1])
+        else:
+            raw = list(props)
+            sanitize_properties(report)
+            self._props[nodeid] = (raw, list(report.user_properties))
+        if getattr(report, "when", None) == "teardown":
+            self._props.pop(nodeid, None)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report):
         """Runs before junitxml and pytest-html read the report (they are not tryfirst)."""
-        sanitize_properties(report)
+        self._sanitize_once(report)
         if _is_worker(self.config):
             return      # the controller records (xdist sends it every report)
         rec = self.book.update(report)
@@ -161,6 +203,17 @@ class NodegateReports:
             return
         rec = self.book.records.get(getattr(report, "nodeid", ""))
         rec = rec if rec is not None and rec.has_nodegate else None
+        when, passed = getattr(report, "when", "call"), getattr(report, "outcome", "") == "passed"
+        if passed and when == "setup":
+            cells[:] = []   # pytest-html never shows a passed setup: skip building it
+            return
+        if passed and when == "teardown":
+            if report.nodeid == self._folded_last:
+                cells[:] = []   # its call row was folded: no row to append teardown logs to
+            return          # else pytest-html only appends its logs to the call row
+        if passed and when == "call" and rec is not None and rec.outcome == "pass" and self._fold_passed(report):
+            cells[:] = []
+            return
         test_id = report.nodeid + ("" if report.when == "call" else f"::{report.when}")
         href = None
         if rec is not None and (rec.outcome in ("fail", "error") or report.failed):
@@ -168,14 +221,50 @@ class NodegateReports:
         result_cell = cells[0] if cells else '<td class="col-result"></td>'
         cells[:] = html.row_cells(result_cell, rec, test_id, href)
 
+    # -------------------------------------------------------------- passed rows folded
+    def _fold_passed(self, report) -> bool:
+        """Called for each passed call row: False = pytest-html builds it (while within the
+        limit), True = folded (not built; pytest-html's Passed count is kept right here)."""
+        lim = self.passed_rows_limit
+        if lim < 0 or (not self.passed_rows_folded and len(self.passed_rows_built) < lim):
+            self.passed_rows_built.append(report.nodeid)
+            return False
+        self.passed_rows_folded += 1
+        self._folded_last = report.nodeid
+        if self.html_report is not None:
+            self.html_report.outcomes = "passed"   # pytest-html's counter (+1), as if the row was added
+        return True
+
+    def _drop_built_passed_rows(self) -> int:
+        """Above the limit, the passed rows built before it was reached go too: none is listed."""
+        if not self.passed_rows_folded or self.html_report is None:
+            return 0
+        tests = self.html_report.data.get("tests", {})
+        n = 0
+        for nodeid in self.passed_rows_built:
+            rows = tests.get(nodeid)
+            if not rows:
+                continue
+            keep = [r for r in rows if r.get("result") != "Passed"]
+            n += len(rows) - len(keep)
+            if keep:
+                tests[nodeid] = keep
+            else:
+                del tests[nodeid]
+        self.passed_rows_built = []
+        return n
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix, summary, postfix, session):  # noqa: ARG002
         if not self.active():
             return
         if self.html_report is not None:
             self.html_report.title = self._title()
+        folded = self.passed_rows_folded + self._drop_built_passed_rows()
+        self.passed_rows_folded = folded
         prefix.append(html.summary_html(self.node_infos(), {
-            n: self.archive_href(n) for n in self.archives}))
+            n: self.archive_href(n) for n in self.archives}, records=list(self.book),
+            folded_passed=folded, passed_rows_limit=self.passed_rows_limit))
 
     # -------------------------------------------------------------- node summaries
     def node_infos(self):

@@ -18,12 +18,25 @@ exec 5>&1
 # ng_up: seconds since boot into $ng_u with the shell's own `read` (a `$(...)` per frame line
 # forked a subshell twice per item: docs/performance.md).
 ng_up() { ng_u=; read -r ng_u _ 2>/dev/null </proc/uptime; ng_u=${ng_u:-0}; }
-# ng_now: whole seconds since boot into $ng_n (monotonic; no `date` fork per tool call).
-ng_now() { ng_up; ng_n=${ng_u%%.*}; case $ng_n in ''|*[!0-9]*) ng_n=0 ;; esac; }
+# ng_now: a clock in whole seconds into $ng_n: seconds since boot (no `date` fork per tool call)
+# where /proc is the kernel's procfs (it has /proc/self); elsewhere /proc/uptime may be a plain
+# file that never advances (a chroot's copy), so `date +%s`.
+if [ -r /proc/self/stat ]; then
+  ng_now() { ng_up; ng_n=${ng_u%%.*}; case $ng_n in ''|*[!0-9]*) ng_n=0 ;; esac; }
+else
+  ng_now() { ng_n=$(date +%s 2>/dev/null) || ng_n=0; }
+fi
 NG_NL='
 '
 # ng_rd FILE: first line of a sysfs/procfs attribute into $ng_v with the shell's own `read` (no fork).
 ng_rd() { ng_v=; IFS= read -r ng_v 2>/dev/null <"$1"; }
+# ng_catv FILE: exactly `$(cat FILE 2>/dev/null)` into $ng_v; without a fork when FILE is one
+# newline-terminated line (sysfs/procfs attributes are), else (more lines, none, unreadable) cat.
+ng_catv() {
+  ng_v=; ng_x=
+  { IFS= read -r ng_v && ! IFS= read -r ng_x && [ -z "$ng_x" ]; } 2>/dev/null <"$1" && return 0
+  ng_v=$(cat "$1" 2>/dev/null)
+}
 
 # Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
 # controller enforces its own deadline regardless (a D-state process ignores signals).
@@ -81,7 +94,7 @@ ng_f_sysmodule() {
   for m in /sys/module/*; do
     [ -d "$m" ] || continue
     n=${m##*/}
-    if [ -e "$m/initstate" ]; then ng_rd "$m/initstate"; printf '%s loadable %s\n' "$n" "$ng_v"
+    if [ -e "$m/initstate" ]; then ng_catv "$m/initstate"; printf '%s loadable %s\n' "$n" "$ng_v"
     else printf '%s builtin\n' "$n"; fi
   done
 }
@@ -129,7 +142,7 @@ ng_f_libnvml() {
 ng_f_persistenced_proc() {
   ng_n=0
   for p in /proc/[0-9]*; do
-    ng_rd "$p/comm"  # one line; unreadable (process gone) = "" = not a match
+    ng_catv "$p/comm"  # unreadable (process gone): "", not a match
     case "$ng_v" in nvidia-persiste*) ;; *) continue ;; esac
     ng_n=$((ng_n + 1))
     printf '== pid %s\n' "${p##*/}"
@@ -158,7 +171,7 @@ ng_f_dropins() {
 }
 
 ng_drvver() {
-  ng_rd /sys/module/nvidia/version; v=$ng_v
+  ng_catv /sys/module/nvidia/version; v=$ng_v
   [ -n "$v" ] || v=$(sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version 2>/dev/null | head -n 1)
   printf '%s' "$v"
 }

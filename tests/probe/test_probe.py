@@ -77,6 +77,27 @@ ng_item t.c ng_f_c
     assert (items["t.c"].stdout, items["t.c"].stderr, items["t.c"].rc) == (b"", b"", 0)
 
 
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_stderr_block_drops_trailing_newlines_only(shell):
+    """The ERR block is the stderr without its trailing newlines (as a `$(...)` capture gives it:
+    the probe strips them in the shell instead of forking one, docs/performance.md)."""
+    body = r"""
+ng_f_a() { printf '\n\nfirst\n\n\nsecond\n\n\n' >&2; printf 'out\n\n'; }
+ng_f_b() { printf '\n\n' >&2; }
+ng_f_c() { printf 'tab\t \n' >&2; return 4; }
+ng_item t.a ng_f_a
+ng_item t.b ng_f_b
+ng_item t.c ng_f_c
+"""
+    script, m = _item_script(body)
+    items, complete = split_stream(_run(shell, script).stdout, m)
+    assert complete
+    assert (items["t.a"].stdout, items["t.a"].stderr, items["t.a"].rc) == (b"out\n\n", b"\n\nfirst\n\n\nsecond", 0)
+    # only newlines: no ERR block, or an empty one (the exit code line may land after them)
+    assert (items["t.b"].stderr, items["t.b"].rc) == (b"", 0)
+    assert (items["t.c"].stderr, items["t.c"].rc) == (b"tab\t ", 4)
+
+
 def test_forged_frames_from_node_output_are_plain_output():
     # A hostile tool prints frames with a guessed marker and a section claiming to be another key.
     body = r"""
