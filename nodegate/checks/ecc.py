@@ -6,7 +6,7 @@ from ..facts import NA, RemappedRows, RetiredPages
 from ..outcomes import Result
 from ..spec import expectations
 from . import check
-from ._util import fmt, gpu_for, gpu_label, lines, spec_or_default
+from ._util import loaded_driver_version, fmt, gpu_for, gpu_label, lines, spec_or_default
 
 _ONOFF = {True: "Enabled", False: "Disabled"}
 
@@ -234,8 +234,18 @@ def gpu_recovery_action(facts, spec, gpu) -> Result:
     v = g.recovery_action
     keys = ("smi.qx",)
     ev = f"gpu_recovery_action: {fmt(v)}"
-    if v is None or v is NA:
-        return Result.passed("None", f"{fmt(v)} (field added in driver 570)", evidence=ev, evidence_keys=keys)
+    if v is NA:
+        return Result.passed("None", "N/A (not supported on this GPU)", evidence=ev, evidence_keys=keys)
+    if v is None:
+        # the field exists from driver 570 on (NVIDIA GPU recovery actions); absent on an older
+        # driver is expected, absent on 570+ means the evidence is incomplete: ERROR, not PASS
+        ver = loaded_driver_version(facts)
+        major = ver.split(".")[0]
+        if major.isdigit() and int(major) < 570:
+            return Result.passed("None", f"not reported by driver {ver} (field added in driver 570)",
+                                 evidence=ev, evidence_keys=keys)
+        return Result.errored(f"{name}: recovery action not reported by driver {ver} (570+ reports it)",
+                              "None", "not reported", evidence=ev, evidence_keys=keys)
     if v.strip().lower() != "none":
         return Result.failed("None", v, f"{name}: recovery action {v}", evidence=ev, evidence_keys=keys)
     return Result.passed("None", v, evidence=ev, evidence_keys=keys)

@@ -239,6 +239,13 @@ def test_recovery_action_reset_fails():
 
 @covers("NG-MEM-003")
 def test_recovery_action_not_reported_by_old_driver_is_shown():
-    r = run("NG-MEM-003", healthy(gpus=[gpu(recovery_action=None)]))
+    r = run("NG-MEM-003", healthy(nvidia_module_version="535.161.08", gpus=[gpu(recovery_action=None)]))
     assert r.outcome is Outcome.PASS
-    assert r.observed == "not reported (field added in driver 570)"
+    assert r.observed == "not reported by driver 535.161.08 (field added in driver 570)"
+
+
+@covers("NG-MEM-003")
+def test_recovery_action_missing_on_a_570_plus_driver_is_error_not_pass():
+    r = run("NG-MEM-003", healthy(gpus=[gpu(recovery_action=None)]))
+    assert r.outcome is Outcome.ERROR
+    assert "recovery action not reported by driver 580.159.04" in r.message
