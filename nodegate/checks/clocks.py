@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..facts import CLOCKS_EVENT_BITS
+from ..facts import CLOCKS_EVENT_BITS, NA
 from ..outcomes import Result
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
@@ -18,6 +18,18 @@ def reason_active(g, reason: str):
     mask = g.clocks_event_reasons_mask
     if isinstance(mask, int) and not isinstance(mask, bool):
         return bool(mask & CLOCKS_EVENT_BITS[reason])
+    return None
+
+
+def _reason_state(g, reason: str):
+    """reason_active, but NA where the driver says the reason is unsupported (its own value is NA, or it is
+    absent and the bitmask is NA); None only where the source does not carry it at all."""
+    v = reason_active(g, reason)
+    if v is not None:
+        return v
+    own = g.clocks_event_reasons.get(reason)
+    if own is NA or (own is None and g.clocks_event_reasons_mask is NA):
+        return NA
     return None
 
 
@@ -44,15 +56,16 @@ def _samples_for(facts, g) -> tuple[list | None, str]:
        rule="FAIL when any reason in clocks.fail_reasons (default HW Slowdown 0x8, HW Thermal Slowdown 0x40, HW Power "
             "Brake Slowdown 0x80, SW Thermal Slowdown 0x20) is active, each sub-reason evaluated on its own, and "
             "confirmed by every repeated sample (clocks.samples); a reason that clears in a later sample is "
-            "transient. GpuIdle, SW Power Cap, Sync Boost, application/display clocks are healthy. Reads both "
+            "transient (a sample not reporting the reason is no evidence it cleared); a fail reason not "
+            "reported at all -> ERROR, one the driver reports unsupported (N/A) is listed. GpuIdle, SW Power Cap, Sync Boost, application/display clocks are healthy. Reads both "
             "'Clocks Throttle Reasons' (pre-535) and 'Clocks Event Reasons'.")
 def clocks_event_reasons(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
     want = spec.clocks.fail_reasons
-    snap = {r: reason_active(g, r) for r in want}
-    reported = {r: v for r, v in snap.items() if v is not None}
+    snap = {r: _reason_state(g, r) for r in want}
+    reported = {r: v for r, v in snap.items() if isinstance(v, bool)}
     expected = "not active: " + ", ".join(want)
     ev = lines(*(f"{r}: {'Active' if v else 'Not Active'}" for r, v in g.clocks_event_reasons.items()
                  if isinstance(v, bool)),
@@ -62,12 +75,15 @@ def clocks_event_reasons(facts, spec, gpu) -> Result:
     if not reported:
         return Result.errored(f"{name}: clocks event reasons not reported", expected, "not reported",
                               evidence=ev, evidence_keys=keys)
-    unreported = [r for r in want if snap[r] is None]
+    unsupported = [r for r in want if snap[r] is NA]  # driver says unsupported: listed, not an error
+    unreported = [r for r in want if snap[r] is None]  # not carried by the source: cannot be evaluated
     active = [r for r, v in reported.items() if v]
     samples, sdesc = _samples_for(facts, g)
     confirmed, transient = [], []
     for r in active:
-        seen = [reason_active(s, r) for s in (samples or [])]
+        # a sample that did not report the reason (None) is no evidence that it cleared; with no real
+        # later value left the snapshot's active reason counts as confirmed
+        seen = [v for v in (reason_active(s, r) for s in (samples or [])) if v is not None]
         if seen and not all(seen):
             transient.append(f"{r} ({sum(1 for x in seen if x)}/{len(seen)} samples)")
         else:
@@ -79,7 +95,8 @@ def clocks_event_reasons(facts, spec, gpu) -> Result:
             confirmed.append(r)
     obs_active = ", ".join(confirmed) or "none of the fail reasons"
     obs = f"active: {obs_active}; {sdesc}" + (f"; transient: {', '.join(transient)}" if transient else "") + \
-          (f"; not reported by this driver: {', '.join(unreported)}" if unreported else "")
+          (f"; not reported by this driver: {', '.join(unsupported)}" if unsupported else "") + \
+          (f"; not reported: {', '.join(unreported)}" if unreported else "")
     if samples is not None:
         ev = lines(ev, *(f"sample {i + 1}: {s.pstate or ''} mask {fmt(s.clocks_event_reasons_mask) if not isinstance(s.clocks_event_reasons_mask, int) else hex(s.clocks_event_reasons_mask)}"
                          for i, s in enumerate(samples)))
@@ -87,4 +104,7 @@ def clocks_event_reasons(facts, spec, gpu) -> Result:
         short = "" if samples else " (single snapshot: no repeated samples to confirm)"
         return Result.failed(expected, obs, f"{name}: active {', '.join(confirmed)}{short}", evidence=ev,
                              evidence_keys=keys)
+    if unreported:
+        return Result.errored(f"{name}: clocks event reason(s) not reported: {', '.join(unreported)}", expected, obs,
+                              evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import EvidenceError
 from ..outcomes import Result
 from . import check
 from ._util import lines, optional, spec_or_default, version_matches
@@ -13,15 +14,22 @@ _INSTALLED = ("installed", "installed-weak")
 
 
 def _target_version(facts, spec) -> tuple[str | None, str]:
-    v, _ = optional(facts, "nvidia_module_version")
+    """The version DKMS must have installed: the loaded module's (sysfs, else the banner), else
+    driver.version. An unreadable loaded version (EvidenceError: timeout, parse error) raises; a
+    module not loaded (None) falls back to driver.version; neither -> EvidenceError."""
+    v, verr = optional(facts, "nvidia_module_version")
     if v:
         return v, "loaded module"
-    banner, _ = optional(facts, "driver_banner")
+    banner, berr = optional(facts, "driver_banner")
     if banner is not None and banner.version:
         return banner.version, "loaded module"
+    for err in (verr, berr):
+        if err is not None:
+            raise err
     if spec.driver.version:
         return spec.driver.version, "driver.version"
-    return None, "any version"
+    raise EvidenceError("modules.nvidia_version", "no loaded nvidia module version (sysfs or "
+                        "/proc/driver/nvidia/version) and driver.version not set: target version unknown")
 
 
 def _nvidia_entries(dk):
@@ -91,15 +99,17 @@ def _precompiled_rule(facts, kver: str, note: str = "") -> Result:
 def dkms_booted_kernel(facts, spec) -> Result:
     spec = spec_or_default(spec)
     kver = facts.kernel_release
-    target, tsrc = _target_version(facts, spec)
     mode = spec.driver.install
     if mode == "dkms":
-        return _dkms_rule(facts.dkms, kver, target, tsrc)
+        return _dkms_rule(facts.dkms, kver, *_target_version(facts, spec))
     if mode == "precompiled":
         return _precompiled_rule(facts, kver)
     dk, err = optional(facts, "dkms")
+    if err is not None and not err.reason.startswith("tool missing"):
+        # dkms present but unreadable (timeout, exit code, parse error): not "no DKMS"
+        raise err
     if dk is not None and (_nvidia_entries(dk) or dk.errors):
-        return _dkms_rule(dk, kver, target, tsrc)
+        return _dkms_rule(dk, kver, *_target_version(facts, spec))
     note = f" (driver.install=any; dkms: {err.reason if err else 'no nvidia entry'})"
     return _precompiled_rule(facts, kver, note)
 
@@ -127,6 +137,9 @@ def dkms_other_kernels(facts, spec) -> Result:
                               expected="driver.install=precompiled")
     if spec.driver.install == "any":
         dk, err = optional(facts, "dkms")
+        if err is not None and not err.reason.startswith("tool missing"):
+            # dkms present but unreadable (timeout, exit code, parse error): not "not DKMS-managed"
+            raise err
         if dk is None or not (_nvidia_entries(dk) or dk.errors):
             why = err.reason if err else "dkms lists no nvidia module"
             return Result.skipped(f"driver.install=any and the module is not DKMS-managed ({why})",

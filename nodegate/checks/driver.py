@@ -62,7 +62,10 @@ def driver_stack(facts, spec) -> Result:
     if not module:
         raise module_err or EvidenceError("modules.nvidia_version", "nvidia module version not reported")
     nvml, nvml_src = _nvml_version(facts)
-    fm, _ = optional(facts, "fabricmanager_version")
+    fm, fm_err = optional(facts, "fabricmanager_version")
+    if fm_err is not None and not fm_err.reason.startswith("tool missing"):
+        # installed but unreadable (timeout, exit code, unparsable): its version cannot be compared
+        raise fm_err
     observed = {"kernel module": module, "NVML": nvml}
     if fm:
         observed["fabric manager"] = fm
@@ -98,12 +101,15 @@ def fabricmanager(facts, spec) -> Result:
                               expected="fabricmanager.required=false")
     version, verr = optional(facts, "fabricmanager_version")
     if not version:
-        if req == "auto":
-            why = verr.reason if verr else "nv-fabricmanager not installed"
-            return Result.skipped(f"fabricmanager.required=auto and fabric manager not installed ({why})",
-                                  expected="fabricmanager.required=auto", observed="not installed")
-        if verr and not verr.reason.startswith("tool missing"):
+        if verr is not None and not verr.reason.startswith("tool missing"):
+            # installed but unreadable (timeout, exit code, unparsable): not "not installed"
             raise verr
+        if verr is None:
+            # the tool ran and exited 0 but printed no version: installed state unknown
+            raise EvidenceError("fabricmanager.version", "nv-fabricmanager --version printed no version")
+        if req == "auto":
+            return Result.skipped(f"fabricmanager.required=auto and fabric manager not installed ({verr.reason})",
+                                  expected="fabricmanager.required=auto", observed="not installed")
         return Result.failed("installed and active", "nv-fabricmanager not installed",
                              "fabric manager required but not installed", evidence_keys=("fabricmanager.version",))
     unit = facts.fabricmanager_unit

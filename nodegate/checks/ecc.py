@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import EvidenceError
 from ..facts import NA, RemappedRows, RetiredPages
 from ..outcomes import Result
 from ..spec import expectations
@@ -50,6 +51,11 @@ def ecc_mode(facts, spec, gpu) -> Result:
     if bad:
         return Result.failed(expected, obs, f"{name}: ECC {', '.join(bad)}, expected {want}", evidence=ev,
                              evidence_keys=keys)
+    if not isinstance(pend, bool):
+        # the mode after the next reboot is unknown: current alone is no evidence that the spec holds
+        return Result.errored(f"{name}: pending ECC mode {'N/A' if pend is NA else 'not reported'} "
+                              "(current mode alone does not show the mode after reboot)", expected, obs,
+                              evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
 
 
@@ -96,16 +102,33 @@ def ecc_counters(facts, spec, gpu) -> Result:
             continue
         if lim is not None and v > lim:
             bad.append(f"{key[0]} {key[1]} {v} > {lim}")
+    rma = False
     if g.sram_threshold_exceeded is True:
         bad.append("SRAM error threshold exceeded (RMA)")
-    for scope in ("volatile", "aggregate"):
-        for flag in _REPAIR_FLAGS:
-            v = getattr(g, f"ecc_{scope}").by_location.get(flag)
-            if isinstance(v, int) and v:
-                bad.append(f"{flag} {v}")
+        rma = True
+    # the 580+ flags are GpuFacts attributes (parsers/_gputree.py _ecc_580, nvml/mapping.py)
+    for flag in _REPAIR_FLAGS:
+        if getattr(g, flag) is True:
+            if flag == "unrepairable_memory":
+                bad.append("unrepairable memory (RMA)")
+                rma = True
+            else:
+                bad.append(f"{flag.replace('_', ' ')} (reset required)")
     if bad:
         return Result.failed(expected, obs, f"{name}: " + "; ".join(dict.fromkeys(bad)), evidence=ev,
-                             evidence_keys=keys)
+                             evidence_keys=keys, details={"action": "RMA" if rma else "reset"})
+    unreported = [f for f in ("sram_threshold_exceeded",) + _REPAIR_FLAGS if getattr(g, f) is None]
+    if unreported:
+        # reported from driver 580 on: absent there means the evidence is incomplete (ERROR, not PASS)
+        ver, verr = None, None
+        try:
+            ver = loaded_driver_version(facts)
+        except EvidenceError as err:
+            verr = err
+        major = ver.split(".")[0] if ver else ""
+        if not (major.isdigit() and int(major) < 580):
+            missing.extend(f"{f} (driver {ver or 'version unknown: ' + verr.reason} reports it from 580)"
+                           for f in unreported)
     if missing:
         return Result.errored(f"{name}: counters not reported: {', '.join(missing)}", expected, obs, evidence=ev,
                               evidence_keys=keys)
@@ -179,6 +202,10 @@ def row_remapping(facts, spec, gpu) -> Result:
     if not isinstance(rr.pending, bool) or not isinstance(rr.failure, bool):
         return Result.errored(f"{name}: remapped rows pending/failure not reported", expected, obs, evidence=ev,
                               evidence_keys=keys)
+    if not isinstance(rr.uncorrectable, int) or isinstance(rr.uncorrectable, bool):
+        return Result.errored(f"{name}: uncorrectable remapped rows {fmt(rr.uncorrectable)} (limit "
+                              f"{spec.memory.max_uncorrectable_remaps} cannot be checked)", expected, obs,
+                              evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
 
 

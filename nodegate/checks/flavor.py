@@ -60,6 +60,10 @@ def module_flavor(facts, spec) -> Result:
     kw = dict(evidence=banner.raw.strip(), evidence_keys=("driver.proc_version", "smi.qx"))
     if problems:
         return Result.failed(expected, obs, "; ".join(problems), **kw)
+    if gerr is not None:
+        # GPUs unreadable: a GPU the loaded flavor cannot drive (Blackwell under the proprietary
+        # module) would go unseen, so the GPU constraints are not shown to hold (fail closed)
+        raise gerr
     return Result.passed(expected, obs, **kw)
 
 
@@ -90,7 +94,15 @@ def module_flavor_on_disk(facts, spec) -> Result:
     if loaded not in ("open", "proprietary"):
         return Result.errored("loaded flavor not recognised in /proc/driver/nvidia/version", expected, obs,
                               evidence=ev, evidence_keys=keys)
-    if disk != loaded or (mi.version and banner.version and mi.version != banner.version):
+    if disk != loaded:
+        return Result.failed(expected, obs, f"installed module ({disk} {mi.version}) differs from the loaded one "
+                             f"({loaded} {banner.version}): reboot pending", evidence=ev, evidence_keys=keys)
+    if not mi.version or not banner.version:
+        which = " and ".join(n for n, v in (("on-disk (modinfo -F version)", mi.version),
+                                            ("loaded (/proc/driver/nvidia/version)", banner.version)) if not v)
+        return Result.errored(f"{which} module version not reported: cannot compare versions", expected, obs,
+                              evidence=ev, evidence_keys=keys)
+    if mi.version != banner.version:
         return Result.failed(expected, obs, f"installed module ({disk} {mi.version}) differs from the loaded one "
                              f"({loaded} {banner.version}): reboot pending", evidence=ev, evidence_keys=keys)
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

@@ -19,7 +19,10 @@ def _gsp_required(facts, spec) -> tuple[bool, str]:
         return True, "gsp.required=true"
     if req is False:
         return False, "gsp.required=false"
-    banner, _ = optional(facts, "driver_banner")
+    banner, berr = optional(facts, "driver_banner")
+    if berr is not None:
+        # flavor unknown: neither "GSP in use" nor "not applicable" can be claimed (fail closed)
+        raise berr
     if banner is not None and banner.flavor == "open":
         return True, "gsp.required=auto and the open kernel module is loaded (it always runs GSP)"
     gpus, gerr = optional(facts, "gpus")
@@ -30,18 +33,42 @@ def _gsp_required(facts, spec) -> tuple[bool, str]:
         # so "not applicable" cannot be claimed (fail closed: ERROR naming why)
         raise gerr
     flavor = banner.flavor if banner is not None and banner.flavor else "unknown"
-    return False, f"gsp.required=auto, {flavor} kernel module and no GPU reports GSP firmware"
+    if flavor != "proprietary":
+        raise EvidenceError("driver.proc_version", f"gsp.required=auto: kernel module flavor {flavor} "
+                            "(not loaded or not recognised), cannot tell whether GSP is in use")
+    if not gpus:
+        raise EvidenceError("smi.qx", "gsp.required=auto: no GPU listed, cannot tell whether GSP is in use")
+    # None = not reported (unknown), NA = GSP off; a known pre-Turing GPU has no GSP either way
+    unreported = [gpu_label(g) for g in gpus
+                  if g.gsp_firmware_version is None and not expectations(spec, g).pre_turing]
+    if unreported:
+        raise EvidenceError("smi.qx", "gsp.required=auto: gsp_firmware_version not reported for "
+                            + ", ".join(unreported) + ", cannot tell whether GSP is in use")
+    return False, "gsp.required=auto, proprietary kernel module and every GPU reports GSP firmware N/A"
 
 
 def _needed_files(facts, spec) -> tuple[list[str], str]:
     gpus, err = optional(facts, "gpus")
+    mi, mierr = optional(facts, "modinfo_nvidia")
+    modinfo = sorted({os.path.basename(f) for f in mi.firmware}) if mi is not None and mi.firmware else []
     if gpus:
-        need = sorted({f for g in gpus if (f := expectations(spec, g).gsp_firmware)})
-        return need, "per GPU architecture (SKU profiles)"
-    mi, _ = optional(facts, "modinfo_nvidia")
-    if mi is not None and mi.firmware:
-        return sorted({os.path.basename(f) for f in mi.firmware}), "modinfo -F firmware nvidia"
-    raise err or EvidenceError("modinfo.nvidia", "no GPU and no modinfo firmware list to tell which GSP file is needed")
+        exs = [(g, expectations(spec, g)) for g in gpus]
+        need = sorted({ex.gsp_firmware for _, ex in exs if ex.gsp_firmware})
+        # a GPU with no GSP file in its profile is fine only when it is known pre-Turing; an
+        # unknown SKU/architecture must not read as "needs no GSP firmware"
+        unknown = [f"{gpu_label(g)} ({ex.gsp_source})" for g, ex in exs if not ex.gsp_firmware and not ex.pre_turing]
+        if not unknown:
+            return need, "per GPU architecture (SKU profiles)"
+        if modinfo:
+            return sorted(set(need) | set(modinfo)), ("modinfo -F firmware nvidia (no GSP profile for "
+                                                      + "; ".join(unknown) + ")")
+        raise EvidenceError("modinfo.nvidia", "cannot tell which GSP firmware is needed: no GSP profile for "
+                            + "; ".join(unknown) + " and no modinfo firmware list"
+                            + (f" ({mierr.reason})" if mierr else "") + "; set gpu.sku")
+    if modinfo:
+        return modinfo, "modinfo -F firmware nvidia"
+    raise err or mierr or EvidenceError("modinfo.nvidia",
+                                        "no GPU and no modinfo firmware list to tell which GSP file is needed")
 
 
 @check(id="NG-GSP-001", name="gsp_firmware_files", title="GSP firmware files present in the firmware search path",
@@ -68,7 +95,7 @@ def gsp_firmware_files(facts, spec) -> Result:
     if fw.driver_version and fw.driver_version != version:
         return Result.errored(f"firmware listing is for {fw.driver_version}, loaded driver is {version}",
                               expected, evidence=ev, evidence_keys=keys)
-    if not need:
+    if not need:  # _needed_files returns no file only when every GPU is known pre-Turing
         return Result.passed(expected, "no GPU needs GSP firmware (pre-Turing)", evidence=ev, evidence_keys=keys)
     found, problems, unknown = [], [], []
     for name in need:
@@ -111,12 +138,12 @@ def gsp_firmware_version(facts, spec, gpu) -> Result:
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
     ex = expectations(spec, g)
-    required, why = _gsp_required(facts, spec)
     v = g.gsp_firmware_version
     keys = ("smi.qx", "modules.nvidia_version")
     if ex.pre_turing and spec.gsp.required != True:  # noqa: E712 (auto or False)
         return Result.skipped(f"gsp.required={spec.gsp.required}: {ex.architecture} has no GSP",
                               expected="no GSP", observed=fmt(v))
+    required, why = _gsp_required(facts, spec)
     if not required:
         return Result.skipped(why, expected="GSP not required", observed=f"gsp_firmware_version {fmt(v)}")
     version = loaded_driver_version(facts)

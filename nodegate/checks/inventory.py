@@ -9,10 +9,14 @@ from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
 
 
-def _lost_bus_ids(facts, seen: list[str]) -> dict[str, str]:
-    """Bus ids the kernel log or the driver knows but nvidia-smi/NVML does not list -> why."""
+def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
+    """Bus ids the kernel log or the driver knows but nvidia-smi/NVML does not list -> why.
+    EvidenceErrors of the kernel log / driver GPU list are appended to ``errors``."""
     lost: dict[str, str] = {}
-    events, _ = optional(facts, "kernel_events")
+    errors = errors if errors is not None else []
+    events, eerr = optional(facts, "kernel_events")
+    if eerr is not None:
+        errors.append(eerr)
     for e in events or []:
         if e.bus_id and (e.kind == "fallen_off_bus" or (e.kind == "xid" and e.xid == 79)) and \
                 not any(same_bus(e.bus_id, s) for s in seen):
@@ -20,7 +24,9 @@ def _lost_bus_ids(facts, seen: list[str]) -> dict[str, str]:
         if e.bus_id and e.kind in ("rm_init_adapter_failed", "gsp_init_failed", "requires_open") and \
                 not any(same_bus(e.bus_id, s) for s in seen):
             lost.setdefault(e.bus_id, f"failed to initialise (kernel log: {e.kind})")
-    bound, _ = optional(facts, "driver_gpus")
+    bound, berr = optional(facts, "driver_gpus")
+    if berr is not None:
+        errors.append(berr)
     for d in bound or []:
         b = d.get("Bus Location")
         if b and not any(same_bus(b, s, function=True) for s in seen):
@@ -53,7 +59,8 @@ def gpu_count(facts, spec) -> Result:
             raise gerr
     seen = [g.pci_bus_id for g in gpus if g.pci_bus_id]
     missing = dict(handle)
-    missing.update({b: why for b, why in _lost_bus_ids(facts, seen).items() if b not in missing})
+    read_errs: list = []
+    missing.update({b: why for b, why in _lost_bus_ids(facts, seen, read_errs).items() if b not in missing})
     for b in spec.gpu.bus_ids or []:
         nb = normalize_bus_id(b)
         if not any(same_bus(nb, s, function=True) for s in seen) and not any(same_bus(nb, m) for m in missing):
@@ -74,6 +81,12 @@ def gpu_count(facts, spec) -> Result:
             msg = (f"{n} of {want if want is not None else '>=1'} GPUs" +
                    ("; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items()) if missing else ""))
         return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys)
+    if want is None and read_errs:
+        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list: unread, no evidence
+        why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
+        return Result.errored(f"gpu.count not set and a lost GPU cannot be ruled out: could not read {why}",
+                              expected, obs + f"; unread: {why}", evidence=ev,
+                              evidence_keys=keys + tuple(e.key for e in read_errs if e.key not in keys))
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
 
 

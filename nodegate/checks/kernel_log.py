@@ -92,6 +92,11 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
         return r
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
+    if not g.pci_bus_id:
+        # events are matched by bus id: without one none can match, which is no evidence of a clean log
+        return Result.errored(f"{name}: PCI bus id not reported; kernel log events cannot be mapped to this GPU",
+                              "no failing NVRM events for this GPU", "bus id not reported",
+                              evidence_keys=("smi.qx", "kernel.log"))
     events = [e for e in facts.kernel_events if e.bus_id and same_bus(e.bus_id, g.pci_bus_id)]
     fx = xid_fail_set(spec)
     fails, infos = _summary(events, fx)

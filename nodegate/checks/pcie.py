@@ -13,17 +13,25 @@ def _num(v):
 
 
 def activity(g) -> tuple[str, str]:
-    """('busy' | 'idle' | 'unknown', description). Busy = P0 and the GpuIdle reason not active."""
+    """('busy' | 'idle' | 'unknown', description). Idle = GpuIdle active, or P8 or deeper with GpuIdle not
+    explicitly inactive; busy = GpuIdle explicitly not active; anything else is unknown."""
     idle = g.clocks_event_reasons.get("gpu_idle")
     if idle is None and _num(g.clocks_event_reasons_mask) is not None:
         idle = bool(g.clocks_event_reasons_mask & 0x1)
     idle_s = "GpuIdle active" if idle is True else "GpuIdle not active" if idle is False else "GpuIdle unknown"
     desc = f"{g.pstate or 'P-state unknown'}, {idle_s}"
-    if idle is True or (g.pstate is not None and g.pstate != "P0"):
+    # idle only on evidence: GpuIdle active, or a deep P-state (P8..P15) the idle flag does not contradict
+    if idle is True or (_pstate_num(g.pstate) is not None and _pstate_num(g.pstate) >= 8 and idle is not False):
         return "idle", desc
-    if g.pstate == "P0" and idle is False:
+    if idle is False:  # the driver says the GPU is not idle: busy rules, whatever the P-state
         return "busy", desc
     return "unknown", desc
+
+
+def _pstate_num(p):
+    if isinstance(p, str) and len(p) > 1 and p[0] in "Pp" and p[1:].isdigit():
+        return int(p[1:])
+    return None
 
 
 def _link_str(gen, width) -> str:
@@ -115,7 +123,8 @@ def _sysfs_str(link) -> str:
        remediation="Reseat or replace the riser/cable or PCIe switch board between the GPU and the root port; check "
                    "the switch's BIOS/firmware link settings.",
        rule="Where sysfs is readable, every upstream port of the GPU (switch ports, root port) trained at least "
-            "the GPU's current link (gen and width); a port below it FAILs naming the port. sysfs speeds 2.5..64 "
+            "the GPU's current link (gen and width); a port below it FAILs naming the port, a port whose link is unreadable "
+            "ERRORs (PASS without upstream ports only for a bare root bus). sysfs speeds 2.5..64 "
             "GT/s = Gen1..Gen6. pcie.check_upstream=false -> SKIP.")
 def pcie_upstream_link(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
@@ -135,7 +144,15 @@ def pcie_upstream_link(facts, spec, gpu) -> Result:
     if own is None and not ups:
         return Result.errored(f"{name}: GPU function {bus} not in the sysfs link listing", expected,
                               evidence_keys=keys)
-    readable = [l for l in ups if l.current_gen is not None and l.current_width is not None]
+    readable = [l for l in ups if _num(l.current_gen) is not None and _num(l.current_width) is not None]
+    # a sysfs root bus directory (pciDDDD:BB, the host bridge) is not a port and has no link to train;
+    # every real upstream port (a PCI function) must have a readable link
+    unreadable = [l for l in ups if l not in readable and not str(l.bdf).startswith("pci")]
+    if unreadable:  # a port whose link cannot be read could be the one trained below the GPU
+        return Result.errored(f"{name}: upstream port link unreadable: " + ", ".join(
+            f"{l.bdf} Gen{fmt(l.current_gen)} x{fmt(l.current_width)}" for l in unreadable), expected,
+            "; ".join(f"{l.bdf} Gen{fmt(l.current_gen)} x{fmt(l.current_width)}" for l in ups),
+            evidence=ev, evidence_keys=keys)
     if not readable:
         return Result.passed(expected, "no upstream port with link attributes (GPU below a root complex or in a VM)",
                              evidence=ev, evidence_keys=keys)

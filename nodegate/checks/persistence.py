@@ -38,7 +38,7 @@ def _root_allowed(facts, spec) -> tuple[bool, str]:
        remediation="Fix the unit (a broken drop-in shows as LoadState=bad-setting: one ExecStart= reset then one "
                    "command), run systemctl daemon-reload, enable and start nvidia-persistenced; check its journal.",
        rule="LoadState=loaded (bad-setting = broken unit, e.g. two non-empty ExecStart= in a Type=forking "
-            "service); ActiveState=active and SubState=running; UnitFileState enabled, or static where the "
+            "service); ActiveState=active and SubState=running (SubState not reported -> ERROR); UnitFileState enabled, or static where the "
             "distro starts it from udev. persistence.mode=legacy -> SKIP; any + unit not-found -> SKIP.")
 def persistenced_unit(facts, spec) -> Result:
     spec = spec_or_default(spec)
@@ -68,7 +68,7 @@ def persistenced_unit(facts, spec) -> Result:
     if u.load_state != "loaded":
         hint = " (broken unit: systemd refused it, e.g. more than one ExecStart=)" if u.load_state == "bad-setting" else ""
         problems.append(f"unit not loaded: LoadState={fmt(u.load_state)}{hint}")
-    if u.active_state != "active" or (u.sub_state not in (None, "running")):
+    if u.active_state != "active" or u.sub_state not in (None, "running"):
         problems.append(f"daemon not running: {fmt(u.active_state)}/{fmt(u.sub_state)}"
                         + (f", Result={u.result}" if u.result and u.result != "success" else ""))
     if u.unit_file_state not in ("enabled", "static"):
@@ -79,6 +79,9 @@ def persistenced_unit(facts, spec) -> Result:
             msg += ("; GH200: a non-root daemon fails on NUMA auto_online_blocks (Permission denied): run it "
                     "as root (persistence.user: root)")
         return Result.failed(expected, obs, msg, **kw)
+    if u.sub_state is None:  # ActiveState=active alone does not show the daemon running
+        return Result.errored("nvidia-persistenced SubState not reported by systemctl show: cannot confirm "
+                              "SubState=running", expected, obs, **kw)
     return Result.passed(expected, obs, **kw)
 
 
@@ -108,7 +111,7 @@ def _dropin_problems(text_exec: list[str], user: str, root_ok: bool, mode: str) 
        rule="The drop-in (persistence.dropin) exists, resets ExecStart= with an empty assignment, then sets "
             "exactly one command with --user/-u persistence.user and without --no-persistence-mode; duplicate "
             "lines (override appended twice) FAIL. The effective ExecStart from systemctl show (ground truth) "
-            "is exactly that one command, and DropInPaths lists the drop-in.")
+            "is exactly that one command, and DropInPaths lists the drop-in (not reported -> ERROR).")
 def persistenced_dropin(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _daemon_not_applicable(spec)) is not None:
@@ -134,8 +137,16 @@ def persistenced_dropin(facts, spec) -> Result:
         u = _user_arg(unit.exec_start[0])
         if u != user and not (u is None and user == "root" and root_ok):
             problems.append(f"effective ExecStart runs as {u or 'root (no --user)'} (daemon-reload not done?)")
-    if unit.drop_in_paths and path not in unit.drop_in_paths:
-        problems.append(f"systemd does not use the drop-in (DropInPaths={' '.join(unit.drop_in_paths)})")
+    listed = path in (unit.drop_in_paths or [])
+    if not listed and "DropInPaths" not in unit.raw:  # cannot tell whether systemd loaded the drop-in at all
+        return Result.errored("DropInPaths not reported by systemctl show: cannot tell whether systemd uses "
+                              f"the drop-in {path}", expected,
+                              f"drop-in ExecStart lines {dropin.exec_start!r}; effective ExecStart: "
+                              f"{'; '.join(eff) or 'none'}; DropInPaths not reported",
+                              evidence=lines(f"== {dropin.path}", dropin.text.strip(),
+                                             f"effective ExecStart: {'; '.join(eff)}"), evidence_keys=keys)
+    if not listed:
+        problems.append(f"systemd does not use the drop-in (DropInPaths={' '.join(unit.drop_in_paths or []) or 'empty'})")
     obs = f"drop-in ExecStart lines {dropin.exec_start!r}; effective ExecStart: {'; '.join(eff) or 'none'}"
     ev = lines(f"== {dropin.path}", dropin.text.strip(), f"effective ExecStart: {'; '.join(eff)}")
     if problems:

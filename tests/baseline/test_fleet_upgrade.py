@@ -36,6 +36,16 @@ def _suite(fleet: Fleet, tmp: Path, name: str, *extra: str) -> tuple[int, dict, 
     return r.returncode, junit_outcomes(junit), reports
 
 
+def _messages(junit: Path, names: list[str]) -> dict[str, str]:
+    """failure/error messages of some test cases (for an assertion's explanation)."""
+    import defusedxml.ElementTree as DET
+    out = {}
+    for tc in DET.parse(junit).getroot().iter("testcase"):
+        if tc.get("name") in names:
+            out[tc.get("name")] = " | ".join((c.get("message") or "")[:300] for c in tc)
+    return out
+
+
 def test_upgrade_regressions_and_planned_changes_over_ssh(tmp_path):
     before = Fleet()
     for n in ("n1", "n2", "n3", "n4"):
@@ -61,8 +71,9 @@ def test_upgrade_regressions_and_planned_changes_over_ssh(tmp_path):
         rc, got, rep = _suite(after, tmp_path, "after", "--baseline", str(rep_before / "bundles"))
     regressions = {k: v for k, v in got.items() if k.startswith("test_regression_")}
     failed = {k for k, v in regressions.items() if v != "pass"}
+    why = _messages(tmp_path / "after.xml", sorted(failed - {"test_regression_checks[n1]"})[:3])
     assert failed == {*(f"test_regression_pcie[n1-gpu{i}]" for i in range(8)), "test_regression_checks[n1]",
-                      "test_regression_ecc[n2-gpu2]", "test_regression_checks[n2]"}
+                      "test_regression_ecc[n2-gpu2]", "test_regression_checks[n2]"}, why
     assert {regressions[k] for k in failed} == {"fail"}
     assert rc == 1  # the normal checks fail too (capability, ECC counters): not "regressions only"
 

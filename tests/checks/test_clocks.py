@@ -85,3 +85,36 @@ def test_reasons_not_reported_is_error():
     r = run("NG-CLK-001", healthy(gpus=[gpu(clocks_event_reasons={}, clocks_event_reasons_mask=None)]))
     assert r.outcome is Outcome.ERROR
     assert r.observed == "not reported"
+
+
+@covers("NG-CLK-001")
+def test_later_sample_not_reporting_reason_is_not_cleared_fails():
+    # samples without the mask (None) are no evidence the reason cleared: confirmed active
+    g = gpu(clocks_event_reasons=reasons(hw_slowdown=True), clocks_event_reasons_mask=0x8)
+    f = healthy(gpus=[g], clocks_samples=[sample(None), sample(None)])
+    r = run("NG-CLK-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert r.observed.startswith("active: hw_slowdown; 2 sample(s)")
+    assert "transient" not in r.observed
+
+
+@covers("NG-CLK-001")
+def test_fail_reason_not_reported_is_error():
+    rs = reasons(gpu_idle=True)
+    del rs["hw_power_brake_slowdown"]
+    g = gpu(clocks_event_reasons=rs, clocks_event_reasons_mask=None)
+    r = run("NG-CLK-001", healthy(gpus=[g]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.endswith("clocks event reason(s) not reported: hw_power_brake_slowdown")
+    assert r.observed.endswith("; not reported: hw_power_brake_slowdown")
+
+
+@covers("NG-CLK-001")
+def test_fail_reason_unsupported_by_driver_stays_listed_and_passes():
+    from nodegate.facts import NA
+    rs = reasons(gpu_idle=True)
+    rs["hw_power_brake_slowdown"] = NA
+    g = gpu(clocks_event_reasons=rs, clocks_event_reasons_mask=None)
+    r = run("NG-CLK-001", healthy(gpus=[g]))
+    assert r.outcome is Outcome.PASS
+    assert r.observed.endswith("; not reported by this driver: hw_power_brake_slowdown")

@@ -143,3 +143,62 @@ def test_other_kernels_precompiled_skips_naming_install():
     r = run("NG-DKMS-002", healthy(), spec(driver={"install": "precompiled"}))
     assert r.outcome is Outcome.SKIP
     assert "driver.install=precompiled" in r.message
+
+
+@covers("NG-DKMS-002")
+def test_other_kernels_any_dkms_timeout_is_error_not_skip():
+    f = healthy(dkms=missing("dkms", "command timed out on the node (timeout exit 124)"))
+    r = run("NG-DKMS-002", f, spec(driver={"install": "any"}))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "command timed out on the node (timeout exit 124) [dkms.status]"
+
+
+@covers("NG-DKMS-002")
+def test_other_kernels_any_dkms_tool_missing_skips():
+    r = run("NG-DKMS-002", healthy(dkms=missing("dkms")), spec(driver={"install": "any"}))
+    assert r.outcome is Outcome.SKIP
+    assert r.message == ("driver.install=any and the module is not DKMS-managed "
+                         "(tool missing (sh: 1: x: not found))")
+
+
+@covers("NG-DKMS-001")
+def test_booted_kernel_any_dkms_parse_error_is_error_not_precompiled():
+    f = healthy(dkms=missing("dkms", "unparsable dkms status line 'x'"))
+    r = run("NG-DKMS-001", f, spec(driver={"install": "any"}))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "unparsable dkms status line 'x' [dkms.status]"
+
+
+@covers("NG-DKMS-001")
+def test_booted_kernel_any_dkms_tool_missing_uses_precompiled_rule():
+    r = run("NG-DKMS-001", healthy(dkms=missing("dkms")), spec(driver={"install": "any"}))
+    assert r.outcome is Outcome.PASS
+    assert r.observed.endswith("(driver.install=any; dkms: tool missing (sh: 1: x: not found))")
+
+
+@covers("NG-DKMS-001")
+def test_target_version_unreadable_module_version_is_error():
+    f = healthy(nvidia_module_version=missing("nvidia_module_version", "command timed out on the node "
+                                                                       "(timeout exit 124)"),
+                driver_banner=None)
+    r = run("NG-DKMS-001", f, spec(driver={"install": "dkms", "version": "570.124.06"}))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "command timed out on the node (timeout exit 124) [modules.nvidia_version]"
+
+
+@covers("NG-DKMS-001")
+def test_target_version_unknown_without_driver_version_is_error():
+    r = run("NG-DKMS-001", healthy(nvidia_module_version=None, driver_banner=None), spec(driver={"install": "dkms"}))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.startswith("no loaded nvidia module version")
+    assert "driver.version not set" in r.message
+
+
+@covers("NG-DKMS-002")
+def test_other_kernels_target_falls_back_to_driver_version_when_not_loaded():
+    f = healthy(nvidia_module_version=None, driver_banner=None, installed_kernels={KVER: True, "6.8.0-1": True},
+                dkms=dk(DkmsEntry("nvidia", VER, KVER, "x86_64", "installed"),
+                        DkmsEntry("nvidia", VER, "6.8.0-1", "x86_64", "installed")))
+    r = run("NG-DKMS-002", f, spec(driver={"install": "dkms", "version": VER}))
+    assert r.outcome is Outcome.PASS
+    assert r.expected == f"nvidia/{VER} installed for every other kernel with a build dir"

@@ -132,3 +132,43 @@ def test_fabricmanager_not_required_skips_naming_key():
     r = run("NG-DRV-002", healthy(), spec(fabricmanager={"required": False}))
     assert r.outcome is Outcome.SKIP
     assert "fabricmanager.required=false" in r.message
+
+
+@covers("NG-DRV-002")
+def test_fabricmanager_auto_timeout_is_error_not_skip():
+    f = healthy(fabricmanager_version=missing("fabricmanager_version", "command timed out on the node "
+                                                                       "(timeout exit 124)"))
+    r = run("NG-DRV-002", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "command timed out on the node (timeout exit 124) [fabricmanager.version]"
+
+
+@covers("NG-DRV-002")
+def test_fabricmanager_auto_unparsable_is_error_not_skip():
+    f = healthy(fabricmanager_version=missing("fabricmanager_version", "nv-fabricmanager --version: no version in 'x'"))
+    r = run("NG-DRV-002", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "nv-fabricmanager --version: no version in 'x' [fabricmanager.version]"
+
+
+@covers("NG-DRV-002")
+def test_fabricmanager_auto_empty_output_is_error():
+    r = run("NG-DRV-002", healthy(fabricmanager_version=None))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "nv-fabricmanager --version printed no version [fabricmanager.version]"
+
+
+@covers("NG-DRV-002")
+def test_fabricmanager_auto_tool_missing_skip_names_key():
+    r = run("NG-DRV-002", healthy())
+    assert r.outcome is Outcome.SKIP
+    assert r.message == ("fabricmanager.required=auto and fabric manager not installed "
+                         "(tool missing (sh: 1: x: not found))")
+
+
+@covers("NG-DRV-001")
+def test_driver_stack_fabricmanager_error_is_not_swallowed():
+    f = healthy(fabricmanager_version=missing("fabricmanager_version", "exit code 1: failed to connect"))
+    r = run("NG-DRV-001", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "exit code 1: failed to connect [fabricmanager.version]"

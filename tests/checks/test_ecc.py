@@ -9,6 +9,10 @@ V100 = dict(name="Tesla V100-PCIE-32GB", pci_device_id="1db6", architecture="Vol
             gsp_firmware_version=NA)
 
 
+# the 580+ repair flags (GpuFacts attributes); fakes.gpu() leaves them unreported
+OK580 = dict(channel_repair_pending=False, tpc_repair_pending=False, unrepairable_memory=False)
+
+
 def rr(**kw):
     base = dict(correctable=0, uncorrectable=0, pending=False, failure=False,
                 histogram={"max": 3072, "high": 0, "partial": 0, "low": 0, "none": 0})
@@ -55,7 +59,7 @@ def test_ecc_unsupported_board_fails_when_required():
 
 @covers("NG-ECC-002")
 def test_ecc_counters_zero_passes():
-    r = run("NG-ECC-002", healthy())
+    r = run("NG-ECC-002", healthy(gpus=[gpu(**OK580)]))
     assert r.outcome is Outcome.PASS
     assert r.observed == ("volatile uncorrectable 0, volatile correctable 0, aggregate uncorrectable 0, "
                           "aggregate correctable 0; sram_threshold_exceeded No")
@@ -70,7 +74,7 @@ def test_uncorrectable_volatile_above_zero_fails():
 
 @covers("NG-ECC-002")
 def test_correctable_counts_shown_not_enforced_by_default():
-    r = run("NG-ECC-002", healthy(gpus=[gpu(ecc_aggregate=EccCounters(3, 0))]))
+    r = run("NG-ECC-002", healthy(gpus=[gpu(ecc_aggregate=EccCounters(3, 0), **OK580)]))
     assert r.outcome is Outcome.PASS
     assert "aggregate correctable 3" in r.observed
 
@@ -92,10 +96,82 @@ def test_sram_threshold_exceeded_fails():
 
 @covers("NG-ECC-002")
 def test_unrepairable_memory_flag_fails():
-    g = gpu(ecc_aggregate=EccCounters(0, 0, {"unrepairable_memory": 1}))
+    g = gpu(**{**OK580, "unrepairable_memory": True})
     r = run("NG-ECC-002", healthy(gpus=[g]))
     assert r.outcome is Outcome.FAIL
-    assert "unrepairable_memory 1" in r.message
+    assert r.message.split(" Remediation:")[0] == "GPU 0 (0000:00:06.0, serial 1650000000001): unrepairable memory (RMA)"
+    assert r.details == {"action": "RMA"}
+
+
+@covers("NG-ECC-002")
+def test_channel_repair_pending_fails_reset():
+    g = gpu(**{**OK580, "channel_repair_pending": True})
+    r = run("NG-ECC-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.FAIL
+    assert r.message.split(" Remediation:")[0] == "GPU 0 (0000:00:06.0, serial 1650000000001): channel repair pending (reset required)"
+    assert r.details == {"action": "reset"}
+
+
+@covers("NG-ECC-002")
+def test_tpc_repair_pending_and_sram_threshold_fails_rma():
+    g = gpu(**{**OK580, "tpc_repair_pending": True}, sram_threshold_exceeded=True)
+    r = run("NG-ECC-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.FAIL
+    assert r.message.split(" Remediation:")[0] == ("GPU 0 (0000:00:06.0, serial 1650000000001): SRAM error threshold exceeded (RMA); "
+                         "tpc repair pending (reset required)")
+    assert r.details == {"action": "RMA"}
+
+
+@covers("NG-ECC-002")
+def test_repair_flags_not_reported_on_580_is_error():
+    r = run("NG-ECC-002", healthy())   # driver 580.159.04, flags None
+    assert r.outcome is Outcome.ERROR
+    assert r.message == ("GPU 0 (0000:00:06.0, serial 1650000000001): counters not reported: "
+                         "channel_repair_pending (driver 580.159.04 reports it from 580), "
+                         "tpc_repair_pending (driver 580.159.04 reports it from 580), "
+                         "unrepairable_memory (driver 580.159.04 reports it from 580)")
+
+
+@covers("NG-ECC-002")
+def test_sram_threshold_not_reported_on_580_is_error():
+    r = run("NG-ECC-002", healthy(gpus=[gpu(sram_threshold_exceeded=None, **OK580)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.endswith("counters not reported: sram_threshold_exceeded (driver 580.159.04 reports it "
+                              "from 580)")
+    assert r.observed.endswith("; sram_threshold_exceeded not reported")
+
+
+@covers("NG-ECC-002")
+def test_repair_flags_not_required_before_580():
+    g = gpu(sram_threshold_exceeded=None)
+    r = run("NG-ECC-002", healthy(gpus=[g], nvidia_module_version="570.133.20"))
+    assert r.outcome is Outcome.PASS
+    assert r.observed.endswith("; sram_threshold_exceeded not reported")
+
+
+@covers("NG-ECC-001")
+def test_ecc_pending_not_reported_is_error():
+    r = run("NG-ECC-001", healthy(gpus=[gpu(ecc_mode_pending=None)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.observed == "current Enabled, pending not reported"
+    assert r.message.startswith("GPU 0 (0000:00:06.0, serial 1650000000001): pending ECC mode not reported")
+
+
+@covers("NG-ECC-001")
+def test_ecc_pending_na_is_error():
+    r = run("NG-ECC-001", healthy(gpus=[gpu(ecc_mode_pending=NA)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.observed == "current Enabled, pending N/A"
+    assert "pending ECC mode N/A" in r.message
+
+
+@covers("NG-MEM-001")
+def test_uncorrectable_remaps_not_reported_is_error():
+    r = run("NG-MEM-001", healthy(gpus=[gpu(remapped_rows=rr(uncorrectable=None))]))
+    assert r.outcome is Outcome.ERROR
+    assert r.observed.startswith("correctable 0, uncorrectable not reported, pending No, failure No")
+    assert r.message == ("GPU 0 (0000:00:06.0, serial 1650000000001): uncorrectable remapped rows not reported "
+                         "(limit 512 cannot be checked)")
 
 
 @covers("NG-ECC-002")

@@ -82,3 +82,37 @@ def test_upgrade_awaiting_reboot_fails_naming_both():
 def test_modinfo_missing_is_error():
     r = run("NG-FLV-002", healthy(modinfo_nvidia=missing("modinfo_nvidia")))
     assert r.outcome is Outcome.ERROR
+
+
+@covers("NG-FLV-001")
+def test_flavor_gpus_unreadable_is_error_not_pass():
+    # a Blackwell GPU refused by the proprietary module would be unseen: no PASS without the GPUs
+    f = healthy(driver_banner=PROP, gpus=missing("gpus", "nvidia-smi failed (timeout)"))
+    r = run("NG-FLV-001", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "nvidia-smi failed (timeout) [smi.qx]"
+
+
+@covers("NG-FLV-001")
+def test_flavor_mismatch_still_fails_when_gpus_unreadable():
+    f = healthy(driver_banner=PROP, gpus=missing("gpus", "nvidia-smi failed (timeout)"))
+    r = run("NG-FLV-001", f, spec(driver={"flavor": "open"}))
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("driver.flavor=open but proprietary is loaded Remediation:")
+
+
+@covers("NG-FLV-002")
+def test_on_disk_version_not_reported_is_error_not_pass():
+    f = healthy(modinfo_nvidia=ModinfoFacts(filename="/lib/modules/x/nvidia.ko", license="Dual MIT/GPL", version=None))
+    r = run("NG-FLV-002", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "on-disk (modinfo -F version) module version not reported: cannot compare versions"
+
+
+@covers("NG-FLV-002")
+def test_loaded_version_not_reported_is_error_not_pass():
+    b = DriverBanner("open", None, "x86_64", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64")
+    r = run("NG-FLV-002", healthy(driver_banner=b))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == ("loaded (/proc/driver/nvidia/version) module version not reported: cannot compare "
+                         "versions")

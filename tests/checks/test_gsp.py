@@ -130,3 +130,84 @@ def test_gsp_auto_with_proprietary_module_and_unreadable_gpus_is_error_not_skip(
     r = run("NG-GSP-001", f)
     assert r.outcome is Outcome.ERROR
     assert "driver_library_mismatch" in r.message
+
+
+# --- fail-closed paths (unknown SKU, unreported GSP version, unreadable banner) ---
+
+UNKNOWN = dict(name="NVIDIA Future GPU", pci_device_id="ffff", architecture=None)
+
+
+@covers("NG-GSP-001")
+def test_gsp_unknown_gpu_uses_modinfo_firmware_list_not_pre_turing_pass():
+    # healthy modinfo lists gsp_ga10x.bin and gsp_tu10x.bin; both are present -> PASS on that evidence
+    r = run("NG-GSP-001", healthy(gpus=[gpu(**UNKNOWN)]))
+    assert r.outcome is Outcome.PASS
+    assert r.observed == (f"/lib/firmware/nvidia/{VER}/gsp_ga10x.bin (75000000 bytes); "
+                          f"/lib/firmware/nvidia/{VER}/gsp_tu10x.bin (30000000 bytes)")
+    assert "modinfo -F firmware nvidia" in r.expected
+
+
+@covers("NG-GSP-001")
+def test_gsp_unknown_gpu_with_modinfo_file_missing_fails():
+    r = run("NG-GSP-001", healthy(gpus=[gpu(**UNKNOWN)],
+                                  firmware=fw({f"/lib/firmware/nvidia/{VER}": {"gsp_ga10x.bin": 75000000}})))
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == (f"/lib/firmware/nvidia/{VER}/gsp_ga10x.bin (75000000 bytes); "
+                          f"gsp_tu10x.bin not found in /lib/firmware/nvidia/{VER}")
+
+
+@covers("NG-GSP-001")
+def test_gsp_unknown_gpu_without_modinfo_list_is_error_asking_for_sku():
+    r = run("NG-GSP-001", healthy(gpus=[gpu(**UNKNOWN)], modinfo_nvidia=missing("modinfo_nvidia")))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.startswith("cannot tell which GSP firmware is needed: no GSP profile for GPU 0 ")
+    assert "set gpu.sku" in r.message
+    assert r.observed != "no GPU needs GSP firmware (pre-Turing)"
+
+
+@covers("NG-GSP-001")
+def test_gsp_known_pre_turing_needs_no_file_passes():
+    g = gpu(name="Tesla V100-PCIE-32GB", pci_device_id="1db6", architecture="Volta", gsp_firmware_version=NA)
+    r = run("NG-GSP-001", healthy(gpus=[g], modinfo_nvidia=missing("modinfo_nvidia")), spec(gsp={"required": True}))
+    assert r.outcome is Outcome.PASS
+    assert r.observed == "no GPU needs GSP firmware (pre-Turing)"
+
+
+@covers("NG-GSP-001")
+def test_gsp_auto_unreadable_banner_is_error_not_skip():
+    r = run("NG-GSP-001", healthy(driver_banner=missing("driver_banner", "command timed out on the node "
+                                                                          "(timeout exit 124)"),
+                                  gpus=[gpu(gsp_firmware_version=NA)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "command timed out on the node (timeout exit 124) [driver.proc_version]"
+
+
+@covers("NG-GSP-001")
+def test_gsp_auto_proprietary_and_version_not_reported_is_error_not_skip():
+    r = run("NG-GSP-001", healthy(driver_banner=PROP, gpus=[gpu(gsp_firmware_version=None)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == ("gsp.required=auto: gsp_firmware_version not reported for GPU 0 (0000:00:06.0, serial "
+                         "1650000000001), cannot tell whether GSP is in use [smi.qx]")
+
+
+@covers("NG-GSP-002")
+def test_gsp_version_not_reported_with_proprietary_auto_is_error_not_skip():
+    r = run("NG-GSP-002", healthy(driver_banner=PROP, gpus=[gpu(gsp_firmware_version=None)]))
+    assert r.outcome is Outcome.ERROR
+    assert "gsp_firmware_version not reported for GPU 0" in r.message
+
+
+@covers("NG-GSP-002")
+def test_gsp_auto_unknown_flavor_and_na_is_error_not_skip():
+    r = run("NG-GSP-002", healthy(driver_banner=DriverBanner(None, VER, "x86_64", "NVRM version: ?"),
+                                  gpus=[gpu(gsp_firmware_version=NA)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.startswith("gsp.required=auto: kernel module flavor unknown")
+
+
+@covers("NG-GSP-002")
+def test_gsp_auto_unreadable_banner_per_gpu_is_error():
+    r = run("NG-GSP-002", healthy(driver_banner=missing("driver_banner", "exit code 2"),
+                                  gpus=[gpu(gsp_firmware_version=NA)]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "exit code 2 [driver.proc_version]"

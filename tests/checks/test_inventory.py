@@ -126,3 +126,26 @@ def test_checks_skip_by_id_or_name():
     assert r.outcome is Outcome.SKIP
     assert r.message.startswith("checks.skip lists NG-DRV-001")
     assert run("NG-PCIE-002", healthy(), sp).outcome is Outcome.SKIP
+
+
+@covers("NG-INV-001")
+def test_count_unset_kernel_log_unreadable_is_error():
+    f = healthy(kernel_events=missing("kernel_events", "Operation not permitted"))
+    r = run("NG-INV-001", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.message == ("gpu.count not set and a lost GPU cannot be ruled out: could not read kernel.log: "
+                         "Operation not permitted")
+    assert r.observed == "1 GPU(s): 0000:00:06.0; unread: kernel.log: Operation not permitted"
+
+
+@covers("NG-INV-001")
+def test_count_unset_driver_gpus_unreadable_is_error():
+    r = run("NG-INV-001", healthy(driver_gpus=missing("driver_gpus", "No such file or directory")))
+    assert r.outcome is Outcome.ERROR
+    assert "could not read driver.gpus_information: No such file or directory" in r.message
+
+
+@covers("NG-INV-001")
+def test_count_set_kernel_log_unreadable_still_passes_on_count():
+    f = healthy(kernel_events=missing("kernel_events", "Operation not permitted"))
+    assert run("NG-INV-001", f, spec(gpu={"count": 1})).outcome is Outcome.PASS

@@ -149,3 +149,14 @@ def test_kernel_log_disabled_skips():
     r = run("NG-LOG-001", healthy(), spec(kernel_log={"enabled": False}))
     assert r.outcome is Outcome.SKIP
     assert "kernel_log.enabled=false" in r.message
+
+
+@covers("NG-LOG-002")
+def test_gpu_without_bus_id_is_error():
+    f = healthy(gpus=[gpu(bus=None)], kernel_events=[KernelEvent("xid", "NVRM: Xid (PCI:0000:00:06): 79, ...",
+                                                                 bus_id="0000:00:06", xid=79)])
+    r = run("NG-LOG-002", f)
+    assert r.outcome is Outcome.ERROR
+    assert r.observed == "bus id not reported"
+    assert r.message == ("GPU 0 (bus id unknown, serial 1650000000001): PCI bus id not reported; kernel log events "
+                         "cannot be mapped to this GPU")

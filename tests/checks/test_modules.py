@@ -166,3 +166,12 @@ def test_modules_load_d_not_required_when_peermem_not_required():
     r = run("NG-MOD-004", healthy())
     assert r.outcome is Outcome.SKIP
     assert "modules.peermem=auto" in r.message
+
+
+@covers("NG-MOD-003")
+def test_load_order_no_pair_applies_skips_naming_key():
+    # only nvidia loaded: no pair has its later module loaded, nothing was verified
+    r = run("NG-MOD-003", healthy(modules=module_state(("nvidia",))))
+    assert r.outcome is Outcome.SKIP
+    assert r.message.startswith("modules.order: no ordered pair applies (nvidia_drm not loaded")
+    assert r.observed == "no ordered pair loaded"

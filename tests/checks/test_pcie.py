@@ -141,3 +141,46 @@ def test_upstream_check_disabled_skips():
     r = run("NG-PCIE-003", healthy(), spec(pcie={"check_upstream": False}))
     assert r.outcome is Outcome.SKIP
     assert "pcie.check_upstream=false" in r.message
+
+
+@covers("NG-PCIE-002")
+def test_p2_with_gpuidle_not_active_is_busy_and_fails():
+    g = gpu(link=link(4, 16), pstate="P2", clocks_event_reasons=reasons(), clocks_event_reasons_mask=0x0)
+    r = run("NG-PCIE-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.FAIL
+    assert "trained link Gen4 x16 below Gen5 x16 while busy (P2, GpuIdle not active)" in r.message
+
+
+@covers("NG-PCIE-002")
+def test_p2_with_gpuidle_unknown_is_error_not_idle():
+    g = gpu(link=link(4, 16), pstate="P2", clocks_event_reasons={}, clocks_event_reasons_mask=None)
+    r = run("NG-PCIE-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.endswith("cannot tell busy from idle (P2, GpuIdle unknown)")
+
+
+@covers("NG-PCIE-002")
+def test_p8_with_gpuidle_unknown_counts_as_idle():
+    g = gpu(link=link(4, 16), pstate="P8", clocks_event_reasons={}, clocks_event_reasons_mask=None)
+    r = run("NG-PCIE-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.SKIP
+    assert r.message.startswith("pcie.idle=not_verified:")
+
+
+@covers("NG-PCIE-002")
+def test_p8_with_gpuidle_explicitly_not_active_is_busy():
+    g = gpu(link=link(4, 16), pstate="P8", clocks_event_reasons=reasons(), clocks_event_reasons_mask=0x0)
+    r = run("NG-PCIE-002", healthy(gpus=[g]))
+    assert r.outcome is Outcome.FAIL
+    assert "while busy (P8, GpuIdle not active)" in r.message
+
+
+@covers("NG-PCIE-003")
+def test_upstream_port_link_unreadable_is_error():
+    links = [SysfsLink(BUS, "gpu", None, "0x2335", 5, 16, 5, 16),
+             SysfsLink("0000:00:01.0", "upstream", BUS, "0x1234", 5, 16, 5, 16),
+             SysfsLink("0000:00:02.0", "upstream", BUS, "0x1234", None, 16, None, 16)]
+    r = run("NG-PCIE-003", healthy(pci_links=links))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.endswith("upstream port link unreadable: 0000:00:02.0 Gennot reported x16")
+    assert r.observed == "0000:00:01.0 Gen5 x16; 0000:00:02.0 Gennot reported x16"

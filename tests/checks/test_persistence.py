@@ -262,3 +262,28 @@ def test_dropin_present_but_effective_execstart_unreadable_is_error():
     r = run("NG-PER-002", f)
     assert r.outcome is Outcome.ERROR
     assert "systemd.persistenced_show" in r.message
+
+
+@covers("NG-PER-001")
+def test_unit_substate_not_reported_is_error():
+    r = run("NG-PER-001", healthy(persistenced_unit=unit(sub_state=None)))
+    assert r.outcome is Outcome.ERROR
+    assert r.message.startswith("nvidia-persistenced SubState not reported")
+    assert "ActiveState=active SubState=" in r.observed and "SubState=running" not in r.observed
+
+
+@covers("NG-PER-002")
+def test_dropin_paths_not_reported_is_error():
+    r = run("NG-PER-002", healthy(persistenced_unit=unit(drop_in_paths=[],
+                                                         raw={"LoadState": "loaded", "ActiveState": "active"})))
+    assert r.outcome is Outcome.ERROR
+    assert r.message == f"DropInPaths not reported by systemctl show: cannot tell whether systemd uses the drop-in {DROPIN}"
+    assert r.observed.endswith("; DropInPaths not reported")
+
+
+@covers("NG-PER-002")
+def test_dropin_not_listed_in_empty_dropin_paths_fails():
+    r = run("NG-PER-002", healthy(persistenced_unit=unit(drop_in_paths=[],
+                                                         raw={"LoadState": "loaded", "DropInPaths": ""})))
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("systemd does not use the drop-in (DropInPaths=empty)")
