@@ -70,6 +70,15 @@ CLOCKS_EVENT_BITS: dict[str, int] = {
 }
 
 
+def check_clocks_reasons(names: list[str]) -> list[str]:
+    """``names`` unchanged when every one is in CLOCKS_EVENT_BITS; ValueError naming the unknown
+    ones otherwise (spec validation of clocks.fail_reasons and burnin.fail_reasons)."""
+    bad = [r for r in names if r not in CLOCKS_EVENT_BITS]
+    if bad:
+        raise ValueError(f"unknown clocks event reason(s) {bad}; known: {sorted(CLOCKS_EVENT_BITS)}")
+    return names
+
+
 @dataclass
 class PcieLink:
     """PCIe link of one GPU. Source: XML ``pci/pci_gpu_link_info``, -q "GPU Link Info",

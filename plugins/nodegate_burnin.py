@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 
 from nodegate.burnin import rules as R
-from nodegate.burnin.dcgm import parse_dcgm
 from nodegate.burnin.plot import svg_for_node
 from nodegate.burnin.runner import BurninJob, burnin_fleet
-from nodegate.burnin.series import BurninData, burnin_data, kernel_lines_since_start
+from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import burnin_spec, parse_duration
-from nodegate.errors import EvidenceError, ParseError, SpecError
+from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Outcome, Result
 from nodegate.run import RUN_KEY, GatherOptions
 from nodegate.transport import HostKeyPolicy
@@ -162,15 +161,7 @@ def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Cont
             ctx.expected_link[i] = _expected_link(spec, gf)
             if gf is not None and getattr(gf, "architecture", None):
                 ctx.architecture[i] = gf.architecture
-        try:
-            ctx.kernel_lines = kernel_lines_since_start(b)
-        except EvidenceError as e:
-            ctx.kernel_lines = e
-        if data.load.kind == "dcgmi":
-            try:
-                ctx.dcgm = parse_dcgm(data.load.output)
-            except ParseError as e:
-                ctx.dcgm = e
+        R.attach_evidence(ctx, b, data)
     cache[node] = (data, ctx)
     return cache[node]
 

@@ -14,8 +14,9 @@ from typing import Callable
 
 from ..facts import CLOCKS_EVENT_BITS, _Unsupported
 from ..outcomes import Result
-from .dcgm import DcgmResult
-from .series import BurninData, GpuSample, Sample
+from ..errors import EvidenceError, ParseError
+from .dcgm import DcgmResult, parse_dcgm
+from .series import BurninData, GpuSample, Sample, kernel_lines_since_start
 from .spec import BurninSpec
 
 #: catalog "Kernel log": Xids that FAIL (the table nodegate/data/xid.yaml is preferred when present).
@@ -415,3 +416,18 @@ RULES: dict[str, RuleDef] = {r.name: r for r in (
     RuleDef("burnin_dcgm", "NG-BURN-009", "gpu", "critical", "DCGM diagnostic test passed",
             "Follow the DCGM message; rerun dcgmi diag -r 3 after a reset; RMA on repeat failure.", None),
 )}
+
+
+def attach_evidence(ctx: "Context", bundle, data: BurninData) -> None:
+    """Fill ``ctx`` with what the rules read beside the samples: the kernel log lines since the
+    start (``burnin.klog_*``) and, when the load was dcgmi, its parsed results. A failure to read
+    either is kept in place of the value (the rules that need it report ERROR)."""
+    try:
+        ctx.kernel_lines = kernel_lines_since_start(bundle)
+    except EvidenceError as e:
+        ctx.kernel_lines = e
+    if data.load.kind == "dcgmi":
+        try:
+            ctx.dcgm = parse_dcgm(data.load.output)
+        except ParseError as e:
+            ctx.dcgm = e

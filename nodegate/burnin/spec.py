@@ -14,7 +14,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import SpecError
-from ..facts import CLOCKS_EVENT_BITS
+from ..facts import CLOCKS_EVENT_BITS, check_clocks_reasons
 
 #: checks.md "Clocks event reasons": the default fail set (NVML nvmlClocksEventReason* bits
 #: 0x8, 0x40, 0x80, 0x20). SW power cap is healthy at full load and never in this set by default.
@@ -85,10 +85,7 @@ class BurninSpec(BaseModel):
     @field_validator("fail_reasons")
     @classmethod
     def _reasons(cls, v):
-        bad = [r for r in v if r not in CLOCKS_EVENT_BITS]
-        if bad:
-            raise ValueError(f"unknown clocks event reason(s) {bad}; known: {sorted(CLOCKS_EVENT_BITS)}")
-        return v
+        return check_clocks_reasons(v)
 
     @field_validator("gpu_burn")
     @classmethod

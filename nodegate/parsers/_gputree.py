@@ -181,14 +181,20 @@ def _ecc_580(errs: TNode, gf: GpuFacts) -> None:
             setattr(gf, name, V.bool_value(errs.get(name), field=name))
 
 
+def _scalar_na(node: TNode, what: str):
+    """A block the driver printed as one value: ``N/A`` (or empty) means unsupported (pre-Ampere
+    remapping, MIG, Ampere+ page retirement); anything else is not a shape we know."""
+    v = (node.value or "").strip()
+    if V.is_na(v) or not v:
+        return NA
+    raise ParseError(f"{what}: unexpected scalar {v[:60]!r}")
+
+
 def _remapped(node: TNode | None):
     if node is None:
         return None
     if not node.children:
-        v = (node.value or "").strip()
-        if V.is_na(v) or not v:
-            return NA
-        raise ParseError(f"remapped_rows: unexpected scalar {v[:60]!r}")
+        return _scalar_na(node, "remapped_rows")
     rr = RemappedRows(
         correctable=V.int_value(node.get("remapped_row_corr"), field="remapped_row_corr"),
         uncorrectable=V.int_value(node.get("remapped_row_unc"), field="remapped_row_unc"),
@@ -207,10 +213,7 @@ def _retired(node: TNode | None):
     if node is None:
         return None
     if not node.children:
-        v = (node.value or "").strip()
-        if V.is_na(v) or not v:
-            return NA
-        raise ParseError(f"retired_pages: unexpected scalar {v[:60]!r}")
+        return _scalar_na(node, "retired_pages")
     rp = RetiredPages(
         sbe=V.int_value(node.get("multiple_single_bit_retirement", "retired_count"), field="sbe retired_count"),
         dbe=V.int_value(node.get("double_bit_retirement", "retired_count"), field="dbe retired_count"),

@@ -8,11 +8,10 @@ import pytest
 
 from nodegate.bundle import Bundle
 from nodegate.burnin import rules as R
-from nodegate.burnin.dcgm import parse_dcgm
 from nodegate.burnin.runner import BurninJob, burnin_node
-from nodegate.burnin.series import BurninData, burnin_data, kernel_lines_since_start
+from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import BurninSpec
-from nodegate.errors import EvidenceError, ParseError
+from nodegate.errors import EvidenceError
 from nodegate.run import GatherOptions
 
 from .shims import Scenario, write_shims
@@ -27,15 +26,7 @@ def judge(b: Bundle, bspec: BurninSpec, link=(5, 16)) -> dict[str, str]:
     ctx = R.Context(bspec=bspec)
     for i in data.gpu_indices():
         ctx.expected_link[i] = (link[0], link[1], "test")
-    try:
-        ctx.kernel_lines = kernel_lines_since_start(b)
-    except EvidenceError as e:
-        ctx.kernel_lines = e
-    if data.load.kind == "dcgmi":
-        try:
-            ctx.dcgm = parse_dcgm(data.load.output)
-        except ParseError as e:
-            ctx.dcgm = e
+    R.attach_evidence(ctx, b, data)
     out = {}
     for name, rd in R.RULES.items():
         if name == "burnin_dcgm":
