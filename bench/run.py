@@ -9,7 +9,8 @@ For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real ss
    node's own CPUs but here shares the controller's cores).
 2. floors: ``ssh_floor_s`` (same pool running ``true`` on every node) and ``pytest_floor_s`` (a
    bare pytest run of as many trivial items, same report options); ``floor_wall_s`` is their sum.
-3. at 64 nodes: the naive testinfra suite, one ``host.run`` per check (``naive_wall_s``).
+3. at 64 nodes: the naive testinfra suite, one ``host.run`` per check (``naive_wall_s``), and
+   nodegate with ``--gather-first`` (every node gathered before collection) for comparison.
 4. at the largest size: the HTML loaded in headless chromium (``--dump-dom``), when installed.
 
 Prints a table and writes reports/bench.json (a list, one object per fleet size). Needs root,
@@ -80,7 +81,9 @@ def _phases(timing: Path, started: float) -> dict:
     """Phase durations from bench/timing_plugin.py: wall ``<phase>_s`` and the controller's CPU
     ``<phase>_cpu_s`` (startup: interpreter, imports, configure; gather: pytest_sessionstart;
     collect; tests: every item's setup/call/teardown and per-item report hooks; report:
-    pytest_sessionfinish, where pytest-html, JUnit and RMA files are written; exit: unconfigure)."""
+    pytest_sessionfinish, where pytest-html, JUnit and RMA files are written; exit: unconfigure).
+    The gathering runs in a child process alongside collection and the tests: its CPU is not in
+    these (it is in the run's ``cpu_s``); ``all_gathered_s``: when its last node arrived."""
     try:
         t = json.loads(timing.read_text())
     except (OSError, ValueError):
@@ -92,6 +95,9 @@ def _phases(timing: Path, started: float) -> dict:
     for name, (a, b) in spans.items():
         out[f"{name}_s"] = round(t[f"t_{b}"] - t[f"t_{a}"], 2)
         out[f"{name}_cpu_s"] = round(t[f"c_{b}"] - t[f"c_{a}"], 2)
+    if t.get("gather_s") is not None:
+        # from the start of gathering to the last node in (tests run meanwhile unless --gather-first)
+        out["all_gathered_s"] = t["gather_s"]
     return out
 
 
@@ -225,6 +231,10 @@ def bench_size(n: int, args, base: Path) -> dict:
             row["speedup_vs_naive"] = round(row["naive_wall_s"] / row["wall_s"], 1)
         if n == max(args.sizes) and not args.no_chromium:
             row.update(load_in_chromium(ng["html"]))
+        if n == args.naive_at and not args.no_gather_first:
+            gf = run_nodegate(fleet, work / "gather-first", args.forks, ["--gather-first"])
+            row.update(gather_first_wall_s=gf["wall_s"], gather_first_cpu_s=gf["cpu_s"],
+                       gather_first_outcomes_equal=gf["outcomes"] == o, gather_first_phases=gf["phases"])
         if args.xdist and n == args.naive_at:
             xd = run_nodegate(fleet, work / "xdist", args.forks, ["-n", str(args.xdist), "--dist", "loadgroup"])
             row.update(xdist_workers=args.xdist, xdist_wall_s=xd["wall_s"], xdist_cpu_s=xd["cpu_s"],
@@ -265,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--naive-at", type=int, default=NAIVE_AT)
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--no-chromium", action="store_true")
+    ap.add_argument("--no-gather-first", action="store_true",
+                    help="skip the --gather-first comparison run at --naive-at")
     ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
     ap.add_argument("--out", default=str(ROOT / "reports" / "bench.json"))
     args = ap.parse_args(argv)
@@ -290,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     for r in rows:
         extra = {k: r[k] for k in ("phases", "html_load_s", "html_rows_rendered", "html_load", "speedup_vs_naive",
+                                   "gather_first_wall_s", "gather_first_outcomes_equal",
                                    "xdist_wall_s", "xdist_exec_channels_per_node", "xdist_outcomes_equal") if k in r}
         print(f"{r['nodes']:>4}: {extra}")
     print(f"\nwrote {out} in {time.monotonic() - t0:.0f}s total "

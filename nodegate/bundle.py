@@ -140,13 +140,21 @@ class Bundle:
         meta.setdefault("status", "ok")
         meta["items"] = {k: {"rc": e.rc, "status": e.status, "duration_s": e.duration_s,
                              "bytes": len(e.stdout)} for k, e in sorted(self.items.items())}
+        # a directory reused from an earlier run (reports/bundles is the default) must not lend
+        # this run items it did not gather: every item file not written below goes
+        for f in list(d.iterdir()):
+            if f.suffix in (".out", ".err", ".rc") and _KEY_RE.match(f.stem) and (
+                    f.stem not in self.items or (f.suffix == ".err" and not self.items[f.stem].stderr)):
+                f.unlink()
         for k, e in self.items.items():
             if not _KEY_RE.match(k):
                 continue
             (d / f"{k}.out").write_bytes(e.stdout)
             if e.stderr:
                 (d / f"{k}.err").write_bytes(e.stderr)
-            (d / f"{k}.rc").write_text("timeout\n" if e.rc is None else f"{e.rc}\n")
+            # no exit code: why (the controller's deadline cut it, or the cap cut its RC line away)
+            why = e.status if e.status in ("truncated", "malformed") else "timeout"
+            (d / f"{k}.rc").write_text(f"{why}\n" if e.rc is None else f"{e.rc}\n")
         tmp = d / ".meta.json.tmp"
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, d / "meta.json")
@@ -170,10 +178,13 @@ class Bundle:
         node = str(meta.get("node") or d.name)
         item_meta = meta.get("items") if isinstance(meta.get("items"), dict) else {}
         items: dict[str, Evidence] = {}
+        listed = item_meta if meta.get("items") is not None and isinstance(meta.get("items"), dict) else None
         for f in sorted(d.glob("*.out")):
             key = f.name[:-4]
             if not _KEY_RE.match(key):
                 continue
+            if listed is not None and key not in listed:
+                continue   # not this run's: meta.json lists every item the run gathered
             out = _read_capped(f)
             errp = d / f"{key}.err"
             err = _read_capped(errp) if errp.is_file() else b""
@@ -183,8 +194,8 @@ class Bundle:
             rc: int | None = 0
             if rcp.is_file():
                 t = rcp.read_text(errors="replace").strip()
-                if t == "timeout":
-                    rc, status = None, "timeout"
+                if t in ("timeout", "truncated", "malformed"):
+                    rc, status = None, t
                 else:
                     try:
                         rc = int(t)

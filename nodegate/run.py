@@ -17,7 +17,7 @@ from typing import Callable
 from . import probe
 from .bundle import Bundle, now_iso
 from .collect import NodeFacts
-from .transport import STREAM_CAP, HostKeyPolicy, Target, TransportError
+from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError
 
 try:  # pytest's stash key; the run is usable without pytest too
     import pytest
@@ -80,11 +80,15 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
         meta.update(status="error", error=f"{type(e).__name__}: {e}", gather_s=round(time.monotonic() - t0, 3),
                     finished_at=now_iso())
         return Bundle(job.name, {}, meta)
-    items, complete = probe.split_stream(r.stdout, marker)
+    items, complete = probe.split_stream(r.stdout, marker, stderr=r.stderr)
+    _, probe_err = probe.split_stderr(r.stderr, marker)
     meta.update(gather_s=round(time.monotonic() - t0, 3), connect_s=round(r.connect_s, 3),
                 exec_s=round(r.exec_s, 3), finished_at=now_iso(), complete=complete, exit_code=r.rc)
-    if r.stderr:
-        meta["probe_stderr"] = r.stderr[-4000:].decode("utf-8", errors="replace")
+    if probe_err.strip():
+        meta["probe_stderr"] = probe_err[-4000:].decode("utf-8", errors="replace")
+    if len(r.stderr) >= STDERR_CAP:
+        meta["stderr_capped"] = (f"the probe's stderr reached the controller's cap ({STDERR_CAP} bytes): "
+                                 "items after that point have no stderr")
     if r.stdout_capped:
         # the controller stopped reading (transport.STREAM_CAP): the item being read is cut
         open_items = [k for k, v in items.items() if v.status == "timeout"]
@@ -112,7 +116,14 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
 
 @dataclass
 class FleetRun:
-    """Everything one pytest session knows about the fleet (see docs/contributing.md contract)."""
+    """Everything one pytest session knows about the fleet (see docs/contributing.md contract).
+
+    ``bundles``/``facts``: node name -> Bundle / NodeFacts, in inventory order once the run is
+    complete. While a background gather (``start_gather``) is running they hold only the nodes
+    merged so far: ``wait(node)`` blocks until that node is gathered and merges it; ``wait_all()``
+    merges every node and restores inventory order. Both are called from pytest's main thread
+    only, so the dicts are never mutated by another thread while pytest iterates them.
+    ``order``: every node name in inventory order, known before any node is contacted."""
 
     bundles: dict[str, Bundle] = field(default_factory=dict)
     facts: dict[str, NodeFacts] = field(default_factory=dict)
@@ -124,6 +135,21 @@ class FleetRun:
     started_at: str = field(default_factory=now_iso)
     gather_s: float = 0.0
     mode: str = "ssh"  # ssh | local | replay
+    order: list[str] = field(default_factory=list)
+    overlapped: bool = False  # tests ran while nodes were still being gathered
+    _arrived: dict = field(default_factory=dict, repr=False)      # node -> (Bundle, NodeFacts), any thread
+    _events: dict = field(default_factory=dict, repr=False)       # node -> threading.Event
+    _thread: threading.Thread | None = field(default=None, repr=False)
+    _t0: float = field(default=0.0, repr=False)
+    _errors: int = field(default=0, repr=False)
+    _failure: BaseException | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _proc: object = field(default=None, repr=False)
+
+    @property
+    def nodes(self) -> list[str]:
+        """Every node of the run in inventory order (gathered or not yet)."""
+        return list(self.order) if self.order else list(self.bundles)
 
     def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by
@@ -131,10 +157,209 @@ class FleetRun:
         self.bundles[b.node] = b
         self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
 
+    # ------------------------------------------------------------------ background gather
+    def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
+        """Gather ``jobs`` in the background (the same bounded pool as ``gather_fleet``), writing
+        each bundle to ``bundles_dir`` as it arrives. Returns at once; ``wait``/``wait_all`` hand
+        the results to the caller's thread.
+
+        ``process`` (and a ``bundles_dir``, and ``fork``): the pool runs in a forked child
+        process that reports each node as its bundle is written; this process then reads the
+        bundle from disk, so what is judged is exactly the evidence kept. The SSH sessions'
+        work (paramiko's packet handling, writing ~110 files per node) then holds the child's
+        interpreter lock, not the one pytest's items run under (docs/performance.md). Otherwise
+        a thread of this process runs the pool and parses each node's GPU facts as it arrives."""
+        self.order = [j.name for j in jobs]
+        self._events = {j.name: threading.Event() for j in jobs}
+        self._t0 = time.monotonic()
+        ctx = None
+        if process and self.bundles_dir is not None:
+            import multiprocessing
+            if "fork" in multiprocessing.get_all_start_methods():
+                ctx = multiprocessing.get_context("fork")
+        if ctx is not None:
+            self._start_process(ctx, jobs, opts)
+        else:
+            self._start_thread(jobs, opts)
+
+    def _arrive(self, node: str, entry, error: bool) -> None:
+        with self._lock:
+            if node in self._arrived or node not in self._events:
+                return
+            self._arrived[node] = entry
+            if error:
+                self._errors += 1
+        self._events[node].set()
+
+    def _finish(self, jobs: list[NodeJob], why: str | None) -> None:
+        for j in jobs:  # a node the pool never finished: ERROR, never a silent hole
+            if j.name not in self._arrived:
+                b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
+                                        "error": f"internal error while gathering: {why or 'not run'}",
+                                        "spec": j.spec_raw})
+                self._arrive(j.name, b, True)
+        self.gather_s = round(time.monotonic() - self._t0, 3)
+
+    def _start_thread(self, jobs: list[NodeJob], opts: GatherOptions) -> None:
+        def prepare(b: Bundle) -> None:
+            # parse the GPU facts (nvidia-smi XML, the largest parse) in the gathering thread,
+            # while other nodes are still probed; then hand the node over
+            f = NodeFacts(b)
+            try:
+                if not b.gather_error:
+                    f.gpus  # noqa: B018 - evaluated for its cache
+            except Exception:  # noqa: BLE001 - the checks meet the same problem and report it
+                pass
+            self._arrive(b.node, (b, f), bool(b.gather_error))
+
+        def body() -> None:
+            why = None
+            try:
+                gather_fleet(jobs, opts, self.bundles_dir, prepare=prepare, prepare_errors=True)
+            except BaseException as e:  # noqa: BLE001 - e.g. the bundles directory is not writable
+                self._failure = e
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                self._finish(jobs, why)
+
+        self._thread = threading.Thread(target=body, name="nodegate-gather", daemon=True)
+        self._thread.start()
+
+    def _start_process(self, ctx, jobs: list[NodeJob], opts: GatherOptions) -> None:
+        import sys
+        recv, send = ctx.Pipe(duplex=False)
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send),
+                           name="nodegate-gather", daemon=True)
+        proc.start()
+        send.close()
+
+        def reader() -> None:
+            why = None
+            try:
+                while True:
+                    try:
+                        kind, node, payload, error = recv.recv()
+                    except EOFError:
+                        break
+                    if kind == "path":
+                        self._arrive(node, Path(payload), error)
+                    else:   # the child could not write this node's bundle: its meta says why
+                        self._arrive(node, Bundle(node, {}, payload), True)
+                    if len(self._arrived) == len(self.order):
+                        break
+            except BaseException as e:  # noqa: BLE001
+                why = f"{type(e).__name__}: {e}"
+            finally:
+                if why is not None and proc.is_alive():
+                    proc.terminate()   # nothing reads it any more: it must not go on writing bundles
+                proc.join(timeout=30)
+                if len(self._arrived) < len(self.order) and why is None:
+                    why = f"the gathering process ended (exit code {proc.exitcode})"
+                    self._failure = RuntimeError(why)
+                self._finish(jobs, why)
+                recv.close()
+
+        self._proc = proc
+        self._thread = threading.Thread(target=reader, name="nodegate-gather-reader", daemon=True)
+        self._thread.start()
+
+    def abort(self) -> None:
+        """Stop a gathering process (Ctrl-C): nodes not gathered yet come out ERROR."""
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.terminate()
+
+    def progress(self) -> tuple[int, int, int, float]:
+        """(nodes gathered, nodes in the run, unreachable/errors, seconds since the gather began)."""
+        return (len(self._arrived), len(self.order), self._errors,
+                (self.gather_s or time.monotonic() - self._t0) if self._t0 else 0.0)
+
+    def ready(self, node: str) -> bool:
+        ev = self._events.get(node)
+        return ev is None or ev.is_set()
+
+    def wait(self, node: str, tick: Callable[[], None] | None = None, every: float = 0.25) -> Bundle | None:
+        """Block until ``node`` is gathered, merge it, return its Bundle (None: not in the run).
+        ``tick()`` is called every ``every`` seconds while waiting (progress display)."""
+        ev = self._events.get(node)
+        if ev is not None and node not in self.bundles:
+            while not ev.wait(every):
+                if tick is not None:
+                    tick()
+            entry = self._arrived[node]
+            if isinstance(entry, Path):   # written by the gathering process: judge what was kept
+                try:
+                    b = Bundle.load(entry)
+                except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
+                    b = Bundle(node, {}, {"node": node, "status": "error",
+                                          "error": f"bundle {entry} unreadable: {type(e).__name__}: {e}"})
+                if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
+                    b = Bundle(node, {}, {"node": node, "status": "error",
+                                          "error": f"bundle {entry} holds node {b.node!r}, not {node!r}"})
+                self.add(b)
+            elif isinstance(entry, Bundle):
+                self.add(entry)
+            else:
+                self.add(*entry)
+        return self.bundles.get(node)
+
+    def wait_all(self, tick: Callable[[], None] | None = None) -> None:
+        """Block until every node is gathered; merge them all in inventory order. Raises what
+        stopped the gather itself (not a node problem: those are in the bundles)."""
+        for n in self.order:
+            self.wait(n, tick)
+        if self._thread is not None:
+            self._thread.join()
+        if self.order and list(self.bundles) != self.order:
+            self.bundles = {n: self.bundles[n] for n in self.order if n in self.bundles} | \
+                {n: b for n, b in self.bundles.items() if n not in self._events}
+            self.facts = {n: self.facts[n] for n in self.bundles}
+        if self._failure is not None:
+            e, self._failure = self._failure, None
+            raise e
+
+
+#: niceness added to the gathering process (FleetRun.start_gather)
+GATHER_NICE = 19
+
+
+def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn) -> None:
+    """Body of the gathering process (``FleetRun.start_gather``): gather every node, writing
+    its bundle, and report ``("path", node, dir, is_error)`` (or ``("bundle", node, meta,
+    True)`` when the bundle could not be written) as each one is done."""
+    import os
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is pytest's: it ends this run from there
+    try:
+        # The pool's 32+ threads would otherwise each get the scheduler's share that pytest's one
+        # thread gets: on a busy controller the items then wait in the run queue (measured: 4.6 s
+        # of 5.1 s). Lower priority, the gatherer uses the CPU pytest leaves; it mostly waits on
+        # the network anyway.
+        os.nice(GATHER_NICE)
+    except OSError:
+        pass
+    lock = threading.Lock()
+
+    def prepare(b: Bundle) -> None:
+        msg = ("path", b.node, str(b.path), bool(b.gather_error)) if b.path is not None else \
+            ("bundle", b.node, b.meta, True)
+        with lock:
+            conn.send(msg)
+
+    try:
+        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True)
+    finally:
+        conn.close()
+
 
 def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | None,
                  progress: Callable[[int, int, int], None] | None = None,
-                 prepare: Callable[[Bundle], None] | None = None) -> list[Bundle]:
+                 prepare: Callable[[Bundle], None] | None = None, prepare_errors: bool = False) -> list[Bundle]:
     """Gather all nodes concurrently (``opts.forks`` at a time); write each bundle as soon as
     it is complete. Returns bundles in job order.
 
@@ -142,7 +367,8 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
     the worker thread that gathered it: that work overlaps with the other nodes' probes instead
     of running one node after the other once the fleet is in (docs/performance.md). An exception
     from ``prepare`` is ignored (evaluation meets the same problem and reports it); one from
-    writing the bundle propagates, as before."""
+    writing the bundle propagates, as before. ``prepare_errors``: ``prepare`` is also called for
+    a node whose bundle could not be written (the bundle then records that error)."""
     out: dict[str, Bundle] = {}
     errors = 0
     lock = threading.Lock()
@@ -157,7 +383,14 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
                                     "error": f"internal error while gathering: {type(e).__name__}: {e}",
                                     "spec": j.spec_raw})
         if bundles_dir is not None:
-            b.write(bundles_dir)
+            try:
+                b.write(bundles_dir)
+            except Exception as e:  # noqa: BLE001
+                if not prepare_errors:
+                    raise
+                b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
+                                        "error": f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}",
+                                        "spec": j.spec_raw})
         if prepare is not None:
             try:
                 prepare(b)

@@ -10,6 +10,7 @@ evaluates the check (ERROR raises in setup, SKIP skips) and the test asserts PAS
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 import os
 import re
 import time
@@ -19,11 +20,10 @@ import pytest
 
 from nodegate import checks as ng_checks
 from nodegate.bundle import Bundle, discover
-from nodegate.collect import NodeFacts
 from nodegate.errors import SpecError
 from nodegate.inventory import Host, load_inventory, redact_url
 from nodegate.outcomes import Outcome, Result
-from nodegate.run import RUN_KEY, FleetRun, GatherOptions, NodeJob, gather_fleet
+from nodegate.run import RUN_KEY, FleetRun, GatherOptions, NodeJob
 from nodegate.transport import HostKeyPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +31,7 @@ SUITES = ROOT / "suites"
 _JOBS_KEY = pytest.StashKey[list]()
 _ACTIVE_KEY = pytest.StashKey[bool]()
 _RESULT_KEY = pytest.StashKey[dict]()
+_GATHER_FAILED_KEY = pytest.StashKey[str]()
 
 #: Exit codes documented for CI (README "Exit codes").
 EXIT_SPEC_ERROR = 2
@@ -53,6 +54,9 @@ def pytest_addoption(parser):
     g.addoption("--command-timeout", type=float, default=30.0, help="per probe command deadline, seconds")
     g.addoption("--probe-timeout", type=float, default=180.0, help="whole-probe deadline per node, seconds")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
+    g.addoption("--gather-first", action="store_true",
+                help="gather every node before collecting (per-GPU items from what each node reports) "
+                     "instead of running the tests while the nodes are gathered (needs gpu.count)")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
 
@@ -94,6 +98,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "xdist_group(name): keep a node's items on one xdist worker")
     active = _is_active(config)
     config.stash[_ACTIVE_KEY] = active
+    _CONFIG[0] = config if active else None
     if not active:
         return
     o = config.option
@@ -182,31 +187,48 @@ def pytest_sessionstart(session):
                              probe_timeout=o.probe_timeout, forks=max(1, o.forks), sudo=bool(getattr(o, "sudo", False)),  # testinfra's --sudo
                              hostkeys=HostKeyPolicy(files=files, accept_new=o.accept_new_host_keys),
                              gpu_source=o.gpu_source)
-        tw = _tw(config)
-        t0 = time.monotonic()
-
-        def progress(done, total, errors):
-            if tw is not None:
-                tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, "
-                         f"{time.monotonic() - t0:.1f}s ")
-        prepared: dict[str, NodeFacts] = {}
-
-        def prepare(b: Bundle) -> None:
-            # parse the GPU facts (nvidia-smi XML, the largest parse; collection needs them for
-            # the per-GPU items) in the gathering thread, while other nodes are still probed
-            f = NodeFacts(b)
-            prepared[b.node] = f
-            if not b.gather_error:
-                f.gpus  # noqa: B018 - cached_property: evaluated for its cache
-        for b in gather_fleet(jobs, opts, run.bundles_dir, progress, prepare=prepare):
-            run.add(b, prepared.get(b.node))
-        run.gather_s = round(time.monotonic() - t0, 3)
-        if tw is not None:
-            tw.line("")
         for j in jobs:
             run.spec[j.name] = _load_spec(j.spec_raw, f"host {j.name}")
+        run.start_gather(jobs, opts)
+        tw = _tw(config)
+        why_not = _why_gather_first(config, run)
+        if why_not is None:
+            # tests run while the nodes are gathered: per-GPU items come from gpu.count, items are
+            # ordered node by node, and each node's first item waits for that node only
+            run.overlapped = True
+            if tw is not None:
+                tw.line(f"nodegate: gathering {len(jobs)} node(s), {opts.forks} at a time, while the tests run")
+        else:
+            def progress():
+                if tw is not None:
+                    done, total, errors, dt = run.progress()
+                    tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ")
+            try:
+                run.wait_all(tick=progress)
+            except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
+                config.stash[_GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
+            if tw is not None:
+                progress()
+                tw.line("")
     config.stash[RUN_KEY] = run
     _freeze_long_lived(config)
+
+
+def _why_gather_first(config, run: FleetRun) -> str | None:
+    """None when the tests may run while the nodes are gathered, else why every node is gathered
+    before collection: the per-GPU items then follow what each node reports. (While overlapping,
+    a node without gpu.count is waited for during collection: its GPU items follow what it
+    reports, the other nodes' items need only their spec.)"""
+    o = config.option
+    if o.gather_first:
+        return "--gather-first"
+    if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
+        return "pytest-xdist (workers load the gathered bundles)"
+    if getattr(o, "baseline", None):
+        return "--baseline (regression items follow the gathered GPUs)"
+    if getattr(o, "burn_in", None):
+        return "--burn-in (runs on the gathered nodes)"
+    return None
 
 
 def _replay(run: FleetRun, root: Path, config, jobs, only=None):
@@ -259,15 +281,23 @@ def pytest_generate_tests(metafunc):
     cdef = ng_checks.by_name(name)
     params, ids = [], []
     if run is not None:
-        for node in run.bundles:
+        for node in run.nodes:
             if cdef.scope == "node":
-                params.append((cdef.id, node, None))
+                params.append(VerdictParam(cdef.id, node))
                 ids.append(node)
+            elif run.overlapped and _spec_get(run.spec[node], "gpu.count"):
+                # not gathered yet: the spec's slots (gpu.count), resolved to the GPU the node
+                # reports at that index when the item runs (_resolve_slot)
+                for i in range(int(_spec_get(run.spec[node], "gpu.count"))):
+                    params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
+                    ids.append(f"{node}-gpu{i}")
             else:
+                if run.overlapped:   # no gpu.count: its GPU items follow what it reports
+                    run.wait(node)
                 for slot in _slots(run, node):
-                    params.append((cdef.id, node, slot))
+                    params.append(VerdictParam(cdef.id, node, slot))
                     ids.append(f"{node}-{slot.label}")
-    metafunc.parametrize("verdict", params, ids=ids, indirect=True)
+    metafunc.parametrize("verdict", params, ids=ids)
 
 
 _TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
@@ -318,24 +348,179 @@ def _freeze_long_lived(config) -> None:
         gc.freeze()
 
 
-def pytest_collection_finish(session):
-    _freeze_long_lived(session.config)
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
+    if _CONFIG[0] is config:
+        _CONFIG[0] = None
     _freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
+
+
+#: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU)
+_NODE_FIXTURES = ("verdict", "regression", "burnin_verdict")
+_ITEM_NODE_KEY = pytest.StashKey[dict]()
+
+
+def _item_node(item) -> str | None:
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return None
+    for fx in _NODE_FIXTURES:
+        p = cs.params.get(fx)
+        if isinstance(p, VerdictParam):
+            return p.node
+        if isinstance(p, tuple) and len(p) > 1 and isinstance(p[1], str):
+            return p[1]
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker hook, which reads xdist_group (pytest < 9)
 def pytest_collection_modifyitems(config, items):
     if not config.stash.get(_ACTIVE_KEY, False):
         return
-    for item in items:
-        cs = getattr(item, "callspec", None)
-        if cs is not None and "verdict" in cs.params:
+    run = config.stash.get(RUN_KEY, None)
+    rank = {n: i for i, n in enumerate(run.nodes)} if run is not None else {}
+    node_of: dict[str, str] = {}
+    keyed = []
+    for pos, item in enumerate(items):
+        node = _item_node(item)
+        if node is not None:
             # one xdist group per node: with --dist loadgroup a node's items stay on one worker
-            item.add_marker(pytest.mark.xdist_group(cs.params["verdict"][1]))
+            item.add_marker(pytest.mark.xdist_group(node))
+            node_of[item.nodeid] = node
+        keyed.append((rank.get(node, -1), pos, item))
+    # node by node (inventory order), each node's items in suite order: a node's items can run as
+    # soon as that node is gathered, and the report lists each node's results together
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    items[:] = [k[2] for k in keyed]
+    config.stash[_ITEM_NODE_KEY] = node_of
+
+
+def _terminal(config):
+    return config.pluginmanager.get_plugin("terminalreporter")
+
+
+def _group_terminal_by_node(config) -> None:
+    """In pytest's default and -q output, one progress line per node (``node07 ....F... [ 12%]``)
+    instead of a new line whenever the test file changes (items run node by node, so the file
+    changes with nearly every item). Falls back to pytest's own output if its reporter differs."""
+    tr = _terminal(config)
+    orig = getattr(tr, "write_fspath_result", None)
+    if tr is None or orig is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
+        return
+
+    def write_fspath_result(nodeid: str, res: str, **markup: bool) -> None:
+        node = config.stash.get(_ITEM_NODE_KEY, {}).get(nodeid)
+        if node is None:
+            return orig(nodeid, res, **markup)
+        try:
+            key = ("nodegate-node", node)
+            if tr.currentfspath != key:
+                if tr.currentfspath is not None and tr._show_progress_info:
+                    tr._write_progress_information_filling_space()
+                tr.currentfspath = key
+                tr._tw.line()
+                tr._tw.write(node + " ")
+            tr._tw.write(res, flush=True, **markup)
+        except AttributeError:
+            return orig(nodeid, res, **markup)
+        return None
+
+    tr.write_fspath_result = write_fspath_result
+
+
+def pytest_collection_finish(session):
+    _freeze_long_lived(session.config)
+    if session.config.stash.get(_ACTIVE_KEY, False) and not hasattr(session.config, "workerinput"):
+        _group_terminal_by_node(session.config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logstart(nodeid, location):  # noqa: ARG001
+    """An item whose node is still being gathered waits here, before pytest writes anything for
+    it (its line prefix included), so the progress line stands on a line of its own."""
+    config = _CONFIG[0]
+    if config is None:
+        return
+    run = config.stash.get(RUN_KEY, None)
+    node = config.stash.get(_ITEM_NODE_KEY, {}).get(nodeid) if run is not None else None
+    if node is not None and node not in run.bundles:
+        run.wait(node, _wait_ticker(config, run))
+
+
+#: the session's config for hooks that are not given one (pytest_runtest_logstart)
+_CONFIG: list = [None]
+
+
+def _wait_ticker(config, run: FleetRun):
+    """While an item waits for its node to be gathered: a progress line of its own (default and
+    -q output; -v lines already name each test)."""
+    tr = _terminal(config)
+    if tr is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
+        return None
+    state = {"started": False}
+    tty = bool(getattr(tr._tw, "hasmarkup", False)) or getattr(getattr(tr._tw, "_file", None), "isatty", lambda: False)()
+
+    def tick() -> None:
+        try:
+            done, total, errors, dt = run.progress()
+            line = f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s "
+            if not state["started"]:
+                state["started"] = True
+                if tr.currentfspath is not None and tr._show_progress_info:
+                    tr._write_progress_information_filling_space()
+                tr.currentfspath = None   # the next result starts a new line
+                tr._tw.line()
+                if not tty:   # a log file: one line per wait, not a line rewritten 4 times a second
+                    tr._tw.write(line, flush=True)
+            if tty:
+                tr._tw.write("\r" + line, flush=True)
+        except AttributeError:
+            pass
+    return tick
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Every node gathered and merged (inventory order) before any report is written, even when
+    no item needed some node (deselected with -k) or the run was interrupted."""
+    run = session.config.stash.get(RUN_KEY, None)
+    if run is not None and session.config.stash.get(_ACTIVE_KEY, False):
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted:
+            run.abort()
+        why = session.config.stash.get(_GATHER_FAILED_KEY, None)
+        try:
+            run.wait_all()
+        except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed
+            why = why or f"{type(e).__name__}: {e}"
+        if why and not interrupted:   # Ctrl-C stopped it: the exit status stays INTERRUPTED
+            tw = _tw(session.config)
+            if tw is not None:
+                tw.line(f"nodegate: gathering stopped: {why}", red=True)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.overlapped or hasattr(config, "workerinput"):
+        return
+    done, total, errors, dt = run.progress()
+    terminalreporter.write_line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors in "
+                                f"{dt:.1f}s, while the tests ran")
+    extra = []
+    for node in run.nodes:
+        want = _spec_get(run.spec.get(node), "gpu.count")
+        try:
+            n = len(run.facts[node].gpus)
+        except Exception:  # noqa: BLE001 - unreadable GPUs are the checks' to report
+            continue
+        if want and n > int(want):
+            extra.append(f"{node} ({n} GPUs)")
+    if extra:
+        terminalreporter.write_line(
+            "nodegate: GPUs beyond gpu.count have no per-GPU items (gpu_count FAILs for them; --gather-first "
+            "collects from what the nodes report): " + ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""),
+            yellow=True)
 
 
 _IDENT_KEY = pytest.StashKey[dict]()
@@ -351,6 +536,40 @@ def _node_cache(config) -> dict:
     if c is None:
         c = config.stash[_IDENT_KEY] = {}
     return c
+
+
+def _surplus_gpus(run: FleetRun, node: str, res: Result) -> Result:
+    """gpu_count while the tests ran alongside gathering: per-GPU items were collected from
+    gpu.count, so a GPU beyond it has none. Never silent: a FAIL says so, and a SKIP (gpu_count
+    turned off in checks.skip) becomes ERROR naming the GPUs whose checks did not run."""
+    want = _spec_get(run.spec.get(node), "gpu.count")
+    try:
+        extra = [g for g in run.facts[node].gpus if g.index is not None and want and g.index >= int(want)]
+    except Exception:  # noqa: BLE001 - unreadable GPUs: gpu_count's own result says so
+        return res
+    if not extra:
+        return res
+    names = ", ".join(f"gpu{g.index} ({g.pci_bus_id or 'bus id unknown'})" for g in extra)
+    why = (f"the node reports {len(extra)} GPU(s) beyond gpu.count {want}: {names}; their per-GPU "
+           "checks were not collected (run with --gather-first, or correct gpu.count)")
+    if res.outcome is Outcome.FAIL:
+        return replace(res, message=f"{res.message}; {why}")
+    return Result.errored(why, expected=res.expected or f"{want} GPU(s)", evidence_keys=("smi.qx",))
+
+
+def _resolve_slot(run: FleetRun, node: str, slot, cache: dict):
+    """A per-GPU item collected from gpu.count before its node was gathered -> (the slot
+    ``gpu_slots`` gives for that index now that the node is in, None), or (slot, why) when the
+    node reports no GPU at that index (indices that skip one: the item ERRORs, naming them)."""
+    key = ("slots", node)
+    by_index = cache.get(key)
+    if by_index is None:
+        by_index = cache[key] = {s.index: s for s in _slots(run, node)}
+    got = by_index.get(slot.index)
+    if got is not None:
+        return got, None
+    return slot, (f"gpu{slot.index}: the node reports no GPU at index {slot.index} "
+                  f"(indices {sorted(by_index)}; gpu.count {_spec_get(run.spec.get(node), 'gpu.count')})")
 
 
 def _gpu_identity(run: FleetRun, node: str, slot) -> dict:
@@ -387,20 +606,72 @@ def _driver_version(run: FleetRun, node: str) -> str:
     return ""
 
 
-@pytest.fixture
-def verdict(request) -> Result:
-    """The evaluated check for this item: ERROR raises in setup, SKIP skips, else returned."""
-    check_id, node, slot = request.param
-    run: FleetRun = request.config.stash[RUN_KEY]
+class VerdictParam:
+    """The ``verdict`` argument of a suite test: one check on one node (and GPU slot).
+
+    Collected as a direct parameter (``check_id``, ``node``, ``slot``, ``provisional``: the slot
+    came from gpu.count before the node was gathered). The check is evaluated in setup
+    (``pytest_runtest_setup`` below: ERROR fails the setup, SKIP skips); the test then reads the
+    Result through this object (``verdict.ok``, ``verdict.message``, any Result attribute). A
+    direct parameter instead of an indirect fixture: pytest's fixture machinery was ~14 % of the
+    controller's CPU per item (docs/performance.md)."""
+
+    __slots__ = ("check_id", "node", "slot", "provisional", "result")
+
+    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False):
+        self.check_id, self.node, self.slot, self.provisional = check_id, node, slot, provisional
+        self.result: Result | None = None
+
+    def __getattr__(self, name):   # only for names that are not slots: the Result's
+        r = self.result
+        if r is None:
+            raise AttributeError(f"{name}: the check {self.check_id} on {self.node} was not evaluated (setup)")
+        return getattr(r, name)
+
+    def __repr__(self) -> str:
+        where = self.node if self.slot is None else f"{self.node}-gpu{self.slot.index}"
+        return f"VerdictParam({self.check_id} on {where})"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_setup(item):
+    cs = getattr(item, "callspec", None)
+    p = cs.params.get("verdict") if cs is not None else None
+    if isinstance(p, VerdictParam):
+        _evaluate(item, p)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    cs = getattr(item, "callspec", None)
+    p = cs.params.get("verdict") if cs is not None else None
+    if isinstance(p, VerdictParam):
+        p.result = None   # the report keeps what it needs (item stash, user_properties)
+
+
+def _evaluate(item, p: VerdictParam) -> None:
+    """Evaluate the item's check (waiting for its node when it is still being gathered), record
+    what the reports need, and fail (ERROR) or skip (SKIP) the setup; PASS/FAIL go to the test."""
+    check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
+    run: FleetRun = item.config.stash[RUN_KEY]
     cdef = ng_checks.load_all()[check_id]
-    b = run.bundles[node]
+    b = run.bundles.get(node)
+    if b is None:   # tests run while gathering: this node's first item waits for it
+        b = run.wait(node, _wait_ticker(item.config, run))
+    cache = _node_cache(item.config)
+    unresolved = None
+    if provisional:
+        slot, unresolved = _resolve_slot(run, node, slot, cache)
     if run.spec_errors.get(node):
         res = Result.errored(f"spec error: {run.spec_errors[node]}")
     elif b.gather_error:
         res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
+    elif unresolved:
+        res = Result.errored(unresolved, evidence_keys=("smi.qx",))
     else:
         res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
-    cache = _node_cache(request.config)
+        if run.overlapped and cdef.name == "gpu_count":
+            res = _surplus_gpus(run, node, res)
     key = (node, None if slot is None else (slot.index, slot.pci_bus_id))
     ident = cache.get(key)
     if ident is None:
@@ -412,18 +683,18 @@ def verdict(request) -> Result:
             "evidence": res.evidence, "remediation": cdef.remediation, "outcome": res.outcome.value,
             "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
             "bundle_dir": str(b.path or "")}
-    request.node.stash[_RESULT_KEY] = info
+    item.stash[_RESULT_KEY] = info
     # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
     # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
     props = [(k, info[k]) for k in _PROP_KEYS]
     if res.outcome in (Outcome.PASS, Outcome.SKIP):
         props[-1] = ("remediation", "")
-    request.node.user_properties.extend(props)
+    item.user_properties.extend(props)
+    p.result = res
     if res.outcome is Outcome.ERROR:
         pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)
     if res.outcome is Outcome.SKIP:
         pytest.skip(f"[{cdef.id}] {res.message}")
-    return res
 
 
 @pytest.hookimpl(hookwrapper=True)

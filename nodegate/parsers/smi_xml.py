@@ -57,10 +57,9 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
     text = V.check_text(text, cap=MAX_XML_CHARS, what="nvidia-smi -q -x")
     if not text.strip():
         return SmiReport()
-    root = _parse_root(text)
-    if root.tag != "nvidia_smi_log":
-        raise ParseError(f"nvidia-smi -q -x: root element is <{root.tag}>, not <nvidia_smi_log>")
-    tree = _to_tnode(root, 0)
+    tree = _parse_tree(text)
+    if tree.name != "nvidia_smi_log":
+        raise ParseError(f"nvidia-smi -q -x: root element is <{tree.name}>, not <nvidia_smi_log>")
     rep = SmiReport(
         driver_version=_opt(tree.get("driver_version")),
         cuda_version=_opt(tree.get("cuda_version")),
@@ -74,34 +73,79 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
     return rep
 
 
-def _parse_root(text: str) -> ET.Element:
-    # defusedxml: DTD element declarations are fine (--dtd output), entity declarations and
-    # external references are not (billion laughs / XXE).
+def _parse_tree(text: str) -> TNode:
+    """The document as a TNode tree. defusedxml's parser refuses entity declarations and
+    external references (billion laughs / XXE); DTD element declarations are fine (``--dtd``
+    output). Its expat parser's element and text callbacks go straight to ``_TNodeBuilder``
+    (no ElementTree elements and no second pass over them; the controller parses one report
+    per node). The handlers defusedxml installs for entities, external references and DOCTYPE
+    stay in place."""
+    builder = _TNodeBuilder()
+    parser = DET.DefusedXMLParser(target=builder, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    expat = parser.parser
+    expat.ordered_attributes = True
+    expat.buffer_text = True
+    expat.StartElementHandler = builder.start
+    expat.EndElementHandler = builder.end
+    expat.CharacterDataHandler = builder.data
     try:
-        return DET.fromstring(text.encode("utf-8"), forbid_dtd=False, forbid_entities=True,
-                              forbid_external=True)
+        parser.feed(text.encode("utf-8"))
+        root = parser.close()
     except defusedxml.DefusedXmlException as e:
         raise ParseError(f"nvidia-smi -q -x: refused unsafe XML ({type(e).__name__})") from None
     except ET.ParseError as e:
         raise ParseError(f"nvidia-smi -q -x: not well-formed XML: {e}") from None
     except (ValueError, RecursionError) as e:
         raise ParseError(f"nvidia-smi -q -x: unreadable XML: {type(e).__name__}") from None
+    if root is None:
+        raise ParseError("nvidia-smi -q -x: no root element")
+    return root
 
 
-def _to_tnode(el: ET.Element, depth: int) -> TNode:
-    if depth > _MAX_DEPTH:
-        raise ParseError("nvidia-smi -q -x: nesting too deep")
-    node = TNode(el.tag)
-    kids = list(el)
-    if kids:
-        node.children = [_to_tnode(k, depth + 1) for k in kids]
-        txt = (el.text or "").strip()
-        node.value = txt or None
-    else:
-        node.value = (el.text or "").strip()
-    if el.tag == "gpu":
-        node.value = el.get("id")
-    return node
+class _TNodeBuilder:
+    """expat callbacks -> TNode tree (what an ElementTree of the document, converted, would give):
+    a node's value is its text before its first child element, stripped (without children: all
+    of its text, "" when none; with children: None when blank); a ``<gpu>``'s value is its ``id``
+    attribute. Nesting deeper than _MAX_DEPTH is refused."""
+
+    __slots__ = ("stack", "texts", "root")
+
+    def __init__(self):
+        self.stack: list[TNode] = []
+        self.texts: list = []      # per open element: its text parts (list), or its value text once a child began (str)
+        self.root: TNode | None = None
+
+    def start(self, tag: str, attrs: list[str]) -> None:
+        stack = self.stack
+        if len(stack) > _MAX_DEPTH:
+            raise ParseError("nvidia-smi -q -x: nesting too deep")
+        node = TNode(tag)
+        if tag == "gpu":
+            node.value = next((attrs[i + 1] for i in range(0, len(attrs) - 1, 2) if attrs[i] == "id"), None)
+        if stack:
+            texts = self.texts
+            if type(texts[-1]) is list:
+                texts[-1] = "".join(texts[-1])   # the parent's value: its text before this first child
+            stack[-1].children.append(node)
+        else:
+            self.root = node
+        stack.append(node)
+        self.texts.append([])
+
+    def data(self, text: str) -> None:
+        parts = self.texts[-1] if self.texts else None
+        if type(parts) is list:
+            parts.append(text)
+
+    def end(self, tag: str) -> None:
+        node = self.stack.pop()
+        t = self.texts.pop()
+        txt = (t if type(t) is str else "".join(t)).strip()
+        if node.name != "gpu":
+            node.value = (txt or None) if node.children else txt
+
+    def close(self) -> TNode | None:
+        return self.root
 
 
 def _opt(v: str | None) -> str | None:

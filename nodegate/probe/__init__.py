@@ -12,11 +12,18 @@ import secrets
 from dataclasses import dataclass
 from importlib import resources
 
-PROBE_VERSION = "1"
+PROBE_VERSION = "2"  # 2: exit code on stdout (RC line), stderr on the stream's stderr
 
 #: Per-item cap on captured stdout, bytes. The node stops sending past it (``head -c``) and
 #: the item is marked truncated; parsers then report ERROR, never a partial verdict.
 DEFAULT_ITEM_CAP = 8 * 1024 * 1024
+
+#: Per-item stderr, bytes: the node sends at most this much of each item's stderr (``head -c``)
+#: and a bundle keeps at most this much (longer blocks are cut, and say so).
+ITEM_STDERR_CAP = 64 * 1024
+
+#: room for the "\n<marker> RC <n>\n" line that travels with an item's capped stdout
+_RC_ROOM = 128
 
 #: Clocks event reason bits that trigger re-sampling on the node (HW slowdown 0x8,
 #: SW thermal 0x20, HW thermal 0x40, HW power brake 0x80; NVML nvmlClocksEventReasons).
@@ -110,20 +117,23 @@ def render_script(*, user: str = "", marker: str | None = None, cap: int = DEFAU
     if not re.fullmatch(r"@@NG-[0-9a-f]{8,64}", marker):
         raise ValueError("bad marker")
     s = template()
-    for k, v in {"MARKER": marker, "CAP": str(int(cap)), "USER": user, "SAMPLES": str(int(samples)),
+    for k, v in {"MARKER": marker, "CAP": str(int(cap)), "HCAP": str(int(cap) + _RC_ROOM), "USER": user, "SAMPLES": str(int(samples)),
                  "FAILMASK": str(int(failmask)), "TIMEOUT": str(int(timeout_s)), "EXTRA": extra}.items():
         s = s.replace(f"@@{k}@@", v)
     return s, marker
 
 
 _FRAME = re.compile(rb"^(?P<m>@@NG-[0-9a-f]+) (?P<kind>BEGIN|END|ERR|ERREND|DONE)(?: (?P<rest>.*))?$")
+_RC_LINE = re.compile(rb"\n(?P<m>@@NG-[0-9a-f]+) RC (?P<rc>[0-9]{1,3})\n\Z")
 _KEY = re.compile(rb"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
 #: _FRAME for ``pattern.match(data, pos, endpos)`` (``^`` would only match at 0 there).
 _FRAME_AT = re.compile(_FRAME.pattern[1:])
 
 
-def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tuple[dict[str, RawItem], bool]:
-    """Split the probe's framed stdout into items.
+def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP,
+                 stderr: bytes | None = None) -> tuple[dict[str, RawItem], bool]:
+    """Split the probe's framed stdout into items (and, given ``stderr``, the probe's stderr
+    stream: each item's block, see ``split_stderr``, becomes that item's ``stderr``).
 
     Returns ``(items, complete)``; ``complete`` is True when the DONE frame was seen. An item
     whose BEGIN was seen without END is kept with ``status='timeout'`` and whatever stdout
@@ -169,17 +179,32 @@ def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tu
             # the probe prints one newline before END so that output without one stays exact
             cur.stdout = content
             rc_field = parts[1] if len(parts) > 1 else b""
+            t_field = parts[2] if len(parts) > 2 else b""
+            if rc_field == b"rc=":
+                # probe v2: the exit code is the last line of the (capped) content
+                rcm = _RC_LINE.search(content, max(0, len(content) - _RC_ROOM))
+                if rcm is not None and rcm.group("m") == mk:
+                    cur.rc = int(rcm.group("rc"))
+                    cur.stdout = content[:rcm.start()]
+                    if len(cur.stdout) > cap:
+                        cur.stdout, cur.status = cur.stdout[:cap], "truncated"
+                elif len(content) >= cap:
+                    # the cap cut the RC line away: output past the cap, exit code unknown
+                    cur.stdout, cur.rc, cur.status = content[:cap], None, "truncated"
+                else:
+                    cur.rc, cur.status = None, "malformed"
+            else:
+                try:
+                    cur.rc = int(rc_field.split(b"=", 1)[1])
+                except (IndexError, ValueError):
+                    cur.rc = None
+                    cur.status = "malformed"
+                if len(cur.stdout) >= cap:
+                    cur.status = "truncated"
             try:
-                cur.rc = int(rc_field.split(b"=", 1)[1])
-            except (IndexError, ValueError):
-                cur.rc = None
-                cur.status = "malformed"
-            try:
-                cur.duration_s = round(max(0.0, float(parts[2]) - t_begin), 3)
-            except (IndexError, ValueError):
+                cur.duration_s = round(max(0.0, float(t_field) - t_begin), 3)
+            except ValueError:
                 pass
-            if len(cur.stdout) >= cap:
-                cur.status = "truncated"
             items[cur.key] = cur
             cur = None
         elif kind == b"ERR":
@@ -200,4 +225,43 @@ def split_stream(data: bytes, marker: str, *, cap: int = DEFAULT_ITEM_CAP) -> tu
         cur.stdout = data[body_at:max(body_at, end)]
         cur.status = "timeout"
         items[cur.key] = cur
+    if stderr:
+        errs, _ = split_stderr(stderr, marker)
+        for k, e in errs.items():
+            if k in items and not items[k].stderr:
+                items[k].stderr = e
     return items, complete
+
+
+def split_stderr(data: bytes, marker: str, *, cap: int = ITEM_STDERR_CAP) -> tuple[dict[str, bytes], bytes]:
+    """Split the probe's stderr stream (probe v2) into ``({key: stderr}, rest)``.
+
+    Each item's stderr follows its ``\\n<marker> ERR <key>`` line up to the next such line;
+    trailing newlines are dropped, empty blocks omitted, each kept to ``cap`` bytes (then
+    ``...[stderr truncated at N bytes]`` is appended). ``rest``: what is not an item's (the shell's
+    own messages before the first item; ``[nodegate] ...`` notes the transport appended at the
+    end). Lines that look like ERR lines with another marker are ordinary stderr.
+    """
+    mk = marker.encode()
+    # this run's marker only, at a line start, the newline before it left in place: a tool's
+    # stderr that ends in a forged "<other marker> ERR x" without a newline cannot swallow the
+    # newline the next real ERR line stands on
+    err_line = re.compile(rb"(?:\A|(?<=\n))" + re.escape(mk) + rb" ERR (?P<key>[a-z0-9_.]+)\n")
+    marks = list(err_line.finditer(data))
+    out: dict[str, bytes] = {}
+    rest = data[:marks[0].start()] if marks else data
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() - 1 if i + 1 < len(marks) else len(data)   # less the newline
+        block = data[m.end():max(m.end(), end)]
+        if i + 1 == len(marks):
+            # notes the transport appended after the stream (connection dropped, cap reached)
+            note = block.rfind(b"\n[nodegate] ")
+            if note >= 0:
+                rest, block = rest + block[note:], block[:note]
+        block = block.rstrip(b"\n")
+        if not block:
+            continue
+        if len(block) > cap:   # the node sends cap + 1 bytes: more than cap means it cut the rest
+            block = block[:cap] + f"\n...[stderr truncated at {cap} bytes]".encode()
+        out[m.group("key").decode()] = block
+    return out, rest

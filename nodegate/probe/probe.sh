@@ -1,12 +1,15 @@
 # nodegate probe (POSIX sh: dash, bash, busybox ash). Read-only: writes nothing on the node.
 # Sent on stdin to `sh -s` in ONE remote exec; the controller fills the @@...@@ fields.
 # Output framing (one line each, M = per-run random marker the node cannot predict):
-#   M BEGIN <key> <uptime>      then the item's stdout (capped at NG_CAP bytes)
-#   \nM END <key> rc=<n> <uptime>
-#   M ERR <key>  ...stderr...  M ERREND <key>      (only when stderr is not empty)
+#   stdout:  M BEGIN <key> <uptime>     then the item's stdout and \nM RC <n> (capped together
+#            at NG_CAP bytes)           then \nM END <key> rc= <uptime>
+#   stderr:  \nM ERR <key>              then the item's stderr (capped at 64 KiB)
+# The exit code travels on stdout and stderr on the channel's own stream: no `$(...)` capture
+# of stderr in this shell and no fork for it (docs/performance.md).
 # Every item is documented in docs/bundle.md and nodegate/probe/items.py.
 M='@@MARKER@@'
 NG_CAP=@@CAP@@
+NG_HCAP=@@HCAP@@
 NG_USER='@@USER@@'
 NG_SAMPLES=@@SAMPLES@@
 NG_FAILMASK=@@FAILMASK@@
@@ -20,11 +23,15 @@ exec 5>&1
 ng_up() { ng_u=; read -r ng_u _ 2>/dev/null </proc/uptime; ng_u=${ng_u:-0}; }
 # ng_now: a clock in whole seconds into $ng_n: seconds since boot (no `date` fork per tool call)
 # where /proc is the kernel's procfs (it has /proc/self); elsewhere /proc/uptime may be a plain
-# file that never advances (a chroot's copy), so `date +%s`.
+# file that never advances (a chroot's copy): there `date +%s`, once at the start and once more
+# only when a tool call ended in KILL (ng_to).
 if [ -r /proc/self/stat ]; then
+  NG_CLOCK=1
   ng_now() { ng_up; ng_n=${ng_u%%.*}; case $ng_n in ''|*[!0-9]*) ng_n=0 ;; esac; }
 else
+  NG_CLOCK=
   ng_now() { ng_n=$(date +%s 2>/dev/null) || ng_n=0; }
+  ng_now; ng_t0=$ng_n
 fi
 NG_NL='
 '
@@ -45,35 +52,28 @@ if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=
 # hung nvidia-smi): both are reported as 124, "timed out"; a KILL from elsewhere (OOM) stays 137.
 ng_to() {
   [ -n "$NG_HAVE_TIMEOUT" ] || { "$@"; return $?; }
-  ng_now; ng_ts=$ng_n
+  if [ -n "$NG_CLOCK" ]; then ng_now; ng_ts=$ng_n; else ng_ts=$ng_t0; fi
   timeout -k 3 "$NG_TMO" "$@"; ng_trc=$?
+  # without procfs the start is the probe's own: KILL before NG_TMO seconds of the whole probe
+  # cannot be our deadline, later it is taken as one
   if [ "$ng_trc" -eq 137 ]; then ng_now; [ $((ng_n - ng_ts)) -ge "$NG_TMO" ] && ng_trc=124; fi
   return $ng_trc
 }
 
 # ng_item KEY CMD ARGS...: run one evidence item, framing stdout, stderr and exit code.
+# The command gets no stdin (the rest of this script is on it: a tool that reads stdin would eat
+# the probe) and no fd 5 (writing there would bypass the cap). Its stdout and then the RC line
+# go through one `head -c NG_HCAP` to the probe's stdout; its stderr through a `head -c 65537` to
+# the probe's stderr, after this item's ERR line (64 KiB + 1 byte: the controller keeps 64 KiB and
+# sees that more was cut). A command that floods either gets SIGPIPE at the cap: the rest never
+# leaves the node. Both heads have exited, so flushed, before END.
 ng_item() {
   ng_k=$1; shift
   ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
-  # stdout: capped at NG_CAP on its way to fd 5 (the probe's stdout). stderr: capped at 64 KiB on
-  # its way into $ng_err (unbounded stderr must not grow this shell's memory on the node). The exit
-  # code reaches $ng_err on fd 4. The command gets no stdin (the rest of this script is on it: a
-  # tool that reads stdin would eat the probe) and no fd 5 (writing there would bypass the cap).
-  ng_err=$( { { { "$@" </dev/null 2>&3 3>&- 4>&- 5>&-; echo "$M RC $?" >&4; } | head -c "$NG_CAP" >&5 3>&- 4>&-; } 3>&1 | head -c 65536 4>&-; } 4>&1 )
-  # stderr and the RC line race into the capture: cut the RC line out wherever it landed
-  ng_rc=; ng_post=
-  case $ng_err in *"$M RC "*)
-    ng_post=${ng_err##*"$M RC "}; ng_err=${ng_err%"$M RC "*}
-    ng_rc=${ng_post%%[!0-9]*}; ng_post=${ng_post#"$ng_rc"}; ng_post=${ng_post#?} ;;
-  esac
-  ng_err=$ng_err$ng_post
-  ng_up; printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$ng_u"
-  if [ -n "$ng_err" ]; then
-    # $ng_err is at most 64 KiB already (head -c above); drop its trailing newlines as a
-    # `$(...)` would (the ERR block's bytes are unchanged) without forking one
-    while :; do case $ng_err in *"$NG_NL") ng_err=${ng_err%"$NG_NL"} ;; *) break ;; esac; done
-    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$ng_err" "$M" "$ng_k"
-  fi
+  printf '\n%s ERR %s\n' "$M" "$ng_k" >&2
+  { { { "$@" </dev/null 2>&1 >&4 4>&- 5>&-; printf '\n%s RC %s\n' "$M" "$?" >&4; } | head -c 65537 >&2 4>&-
+    } 4>&1; } | head -c "$NG_HCAP"
+  ng_up; printf '\n%s END %s rc= %s\n' "$M" "$ng_k" "$ng_u"
 }
 
 # ng_tool KEY TOOL ARGS...: like ng_item for an external tool; a missing tool is rc=127.

@@ -32,8 +32,9 @@ from ..errors import TransportError as _TransportError
 #: a whole probe of a healthy 8-GPU node is a few MiB, and each item is capped on the node at
 #: ``probe.DEFAULT_ITEM_CAP``; this bounds the controller's memory per node (docs/security.md).
 STREAM_CAP = 64 * 1024 * 1024
-#: Probe stderr kept per node, bytes.
-STDERR_CAP = 1024 * 1024
+#: Probe stderr kept per node, bytes: every item's stderr (each capped at 64 KiB on the node,
+#: ~35 items) fits; past it the rest is read and dropped.
+STDERR_CAP = 4 * 1024 * 1024
 
 
 class TransportError(_TransportError):
@@ -311,7 +312,7 @@ def _popen_stream(argv: list[str], stdin: bytes, deadline_s: float) -> ExecResul
                 capped[0] = True
 
     threads = [threading.Thread(target=pump, args=(p.stdout, out, STREAM_CAP), daemon=True),
-               threading.Thread(target=pump, args=(p.stderr, err, 1024 * 1024), daemon=True)]
+               threading.Thread(target=pump, args=(p.stderr, err, STDERR_CAP), daemon=True)]
     for t in threads:
         t.start()
     try:

@@ -42,10 +42,16 @@ def run_probe(fleet, node: str, *, timeout_s: int = 5, deadline: float = 180.0):
             if not chunk:
                 break
             out += chunk
+        settle = time.monotonic() + 5   # stdout ended: the exit status follows (not for a cut probe)
+        while not ch.exit_status_ready() and time.monotonic() < min(settle, end):
+            time.sleep(0.02)
+        err = bytearray()   # the probe's stderr stream (under 1 MiB: it fits paramiko's window)
+        while ch.recv_stderr_ready():
+            err += ch.recv_stderr(65536)
         ch.close()
     finally:
         c.close()
-    return split_stream(bytes(out), marker)
+    return split_stream(bytes(out), marker, stderr=bytes(err))
 
 
 @pytest.fixture(scope="module")

@@ -54,11 +54,12 @@ def test_commands_get_no_stdin_no_probe_fd_and_capped_stderr(tmp_path):
     script, m = render_script(timeout_s=5)
     p = subprocess.run(["dash", "-s"], input=script.encode(), capture_output=True, timeout=120,
                        env={"PATH": f"{bindir}:/usr/bin:/bin"})
-    items, complete = split_stream(p.stdout, m)
+    items, complete = split_stream(p.stdout, m, stderr=p.stderr)
     assert complete  # the stdin reader ate nothing of the probe
     assert items["dkms.status"].stdout == b"" and items["dkms.status"].stderr == b"read-done"
     assert b"escaped" not in p.stdout and b"Bad file descriptor" in items["modinfo.nvidia"].stderr
-    assert len(items["fabricmanager.version"].stderr) == 65536
+    assert items["fabricmanager.version"].stderr.endswith(b"...[stderr truncated at 65536 bytes]")
+    assert len(items["fabricmanager.version"].stderr) == 65536 + 37
     assert items["fabricmanager.version"].rc == 141  # SIGPIPE once the 64 KiB cap closed the pipe
 
 

@@ -33,7 +33,7 @@ def run_probe(sh: list[str], path: str, *, only_path: bool = False, _python: str
         assert f'PATH="{path}"' in script
     env = {"PATH": path, "HOME": os.environ.get("HOME", "/root"), **env_extra}
     cp = subprocess.run(sh, input=script.encode(), capture_output=True, env=env, timeout=240)
-    items, complete = split_stream(cp.stdout, marker)
+    items, complete = split_stream(cp.stdout, marker, stderr=cp.stderr)
     assert (cp.returncode, complete) == (0, True)
     return items["nvml.json"]
 

@@ -26,14 +26,21 @@ def _item_script(body: str, **kw) -> tuple[str, str]:
     """A probe script whose item list is replaced by ``body`` (functions kept)."""
     s, m = render_script(**kw)
     head = s.split("ng_item meta.uname_r")[0]
-    return head + body + "\nprintf '%s DONE\\n' \"$M\"\n", m
+    done = "printf '%s DONE\\n' \"$M\"\n"
+    tail = s.rsplit(done, 1)[1]   # closes the items' group: their stderr through the capped reader
+    return head + body + "\n" + done + tail, m
+
+
+def _split(p, m, **kw):
+    """split_stream of a finished probe process: its stdout frames and its stderr stream."""
+    return split_stream(p.stdout, m, stderr=p.stderr, **kw)
 
 
 @pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
 def test_full_probe_runs_under_each_posix_shell(shell):
     script, marker = render_script(user="nvidia-persistenced")
     p = _run(shell, script)
-    items, complete = split_stream(p.stdout, marker)
+    items, complete = split_stream(p.stdout, marker, stderr=p.stderr)
     assert p.returncode == 0
     assert complete is True
     assert set(items) == set(ITEMS) - {"nvml.json"}
@@ -70,7 +77,7 @@ ng_item t.b ng_f_b
 ng_item t.c ng_f_c
 """
     script, m = _item_script(body)
-    items, complete = split_stream(_run(shell, script).stdout, m)
+    items, complete = _split(_run(shell, script), m)
     assert complete
     assert (items["t.a"].stdout, items["t.a"].stderr, items["t.a"].rc) == (b"no newline at end", b"oops", 3)
     assert (items["t.b"].stdout, items["t.b"].rc) == (b"two\n\nlines\n\n", 0)
@@ -90,7 +97,7 @@ ng_item t.b ng_f_b
 ng_item t.c ng_f_c
 """
     script, m = _item_script(body)
-    items, complete = split_stream(_run(shell, script).stdout, m)
+    items, complete = _split(_run(shell, script), m)
     assert complete
     assert (items["t.a"].stdout, items["t.a"].stderr, items["t.a"].rc) == (b"out\n\n", b"\n\nfirst\n\n\nsecond", 0)
     # only newlines: no ERR block, or an empty one (the exit code line may land after them)
@@ -105,7 +112,7 @@ ng_f_evil() { echo '@@NG-deadbeefdeadbeef END t.evil rc=0 1'; echo '@@NG-deadbee
 ng_item t.evil ng_f_evil
 """
     script, m = _item_script(body)
-    items, complete = split_stream(_run(["dash", "-s"], script).stdout, m)
+    items, complete = _split(_run(["dash", "-s"], script), m)
     assert complete
     assert set(items) == {"t.evil"}
     assert b"BEGIN smi.qx" in items["t.evil"].stdout
@@ -114,7 +121,7 @@ ng_item t.evil ng_f_evil
 def test_same_key_framed_twice_is_malformed():
     body = "ng_item t.x echo one\nng_item t.x echo two\n"
     script, m = _item_script(body)
-    items, _ = split_stream(_run(["dash", "-s"], script).stdout, m)
+    items, _ = _split(_run(["dash", "-s"], script), m)
     assert items["t.x"].status == "malformed"
 
 
@@ -122,7 +129,7 @@ def test_output_over_cap_is_cut_on_the_node_and_marked_truncated():
     body = "ng_f_big() { head -c 300000 /dev/zero | tr '\\0' x; }\nng_item t.big ng_f_big\n"
     script, m = _item_script(body, cap=4096)
     p = _run(["dash", "-s"], script)
-    items, complete = split_stream(p.stdout, m, cap=4096)
+    items, complete = split_stream(p.stdout, m, cap=4096, stderr=p.stderr)
     assert complete
     assert len(p.stdout) < 10000  # bounded on the wire, not only in memory
     assert items["t.big"].status == "truncated"
@@ -150,7 +157,7 @@ def test_node_side_timeout_kills_a_tool_that_ignores_sigterm(tmp_path):
     script, m = _item_script(body, timeout_s=1)
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
     t0 = time.monotonic()
-    items, complete = split_stream(_run(["dash", "-s"], script, env=env).stdout, m)
+    items, complete = _split(_run(["dash", "-s"], script, env=env), m)
     assert time.monotonic() - t0 < 15
     assert complete
     assert items["smi.qx"].rc in (124, 137)
@@ -164,7 +171,7 @@ def test_controller_deadline_keeps_evidence_gathered_before_the_hang():
     t0 = time.monotonic()
     r = Target("local://").run_probe(script, deadline_s=2)
     elapsed = time.monotonic() - t0
-    items, complete = split_stream(r.stdout, m)
+    items, complete = split_stream(r.stdout, m, stderr=r.stderr)
     assert r.timed_out and elapsed < 10
     assert not complete
     assert items["t.first"].stdout == b"first\n"
@@ -181,7 +188,7 @@ def _fake_smi(tmp_path, body: str) -> dict:
 def _clocks(env, samples=3, timeout_s=30):
     script, m = _item_script("ng_need nvidia-smi smi.clocks_samples ng_f_clocks\n", samples=samples,
                              timeout_s=timeout_s)
-    items, _ = split_stream(_run(["dash", "-s"], script, env=env).stdout, m)
+    items, _ = _split(_run(["dash", "-s"], script, env=env), m)
     return items["smi.clocks_samples"]
 
 

@@ -40,7 +40,7 @@ import yaml
 from .expect import expand, registry_checks
 from .profile import Profile, load_profiles
 from .render import NodeRender, render_node
-from .rootfs import build_root, prepare_shared
+from .rootfs import build_root, compile_shim, prepare_shared
 from .sshd import MAX_LISTEN, SshdGroup, count_sessions, keygen
 
 DEFAULT_BASE = Path("/srv/nodegate-fleet")
@@ -172,6 +172,7 @@ class Fleet:
         """Render and write every node root (no sshd)."""
         self._mkdirs()
         shared = prepare_shared(self.workdir / "shared")
+        shim_bin = compile_shim(self.workdir / "shared")
         for n in self.nodes.values():
             if not n.reachable:
                 continue
@@ -179,7 +180,7 @@ class Fleet:
             n.root = self.root(n.name)
             if n.root.exists():
                 shutil.rmtree(n.root)
-            build_root(n.render, n.root, shared, n.profile.data["tools_absent"])
+            build_root(n.render, n.root, shared, n.profile.data["tools_absent"], shim_bin)
 
     def start(self) -> "Fleet":
         """Build roots, generate keys, start sshd groups, write known_hosts/inventory/expected."""

@@ -43,10 +43,11 @@ def probe_chroot(node: str, root: Path, spec: dict, *, command_timeout: int = 5,
         timed_out = True
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-    items, complete = probe.split_stream(out, marker)
+    items, complete = probe.split_stream(out, marker, stderr=err)
+    _, err = probe.split_stderr(err, marker)
     meta.update(gather_s=round(time.monotonic() - t0, 3), complete=complete, exit_code=p.returncode,
                 finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    if err:
+    if err.strip():
         meta["probe_stderr"] = err[-4000:].decode("utf-8", errors="replace")
     if timed_out:
         open_items = [k for k, v in items.items() if v.status == "timeout"]

@@ -6,8 +6,10 @@ name. ``/bin/bash`` is a two-line script (sshd runs root's login shell inside th
 ../shared/spec/testbed-notes.md). Binaries are copied once per fleet into ``<workdir>/shared`` and
 hardlinked into each root, so a node costs a few hundred small files.
 
-Shims are ``#!/bin/sh`` scripts that answer recorded invocations from
-``/usr/lib/nodegate-fleet/<tool>/<n>.{out,err,rc,hang}`` by matching ``"$*"``.
+Shims answer recorded invocations from ``/usr/lib/nodegate-fleet/<tool>/<n>.{out,err,rc,hang}``
+by matching ``"$*"``: ``tools/fleet/shim.c`` compiled once per fleet where a C compiler exists
+(one exec per call; the patterns in ``<tool>/cases``), else ``#!/bin/sh`` scripts (a dash and
+one or two ``cat`` per call: on a 2-core benchmark machine that CPU is taken from the controller).
 """
 
 from __future__ import annotations
@@ -59,6 +61,26 @@ def prepare_shared(shared: Path) -> dict[str, Path]:
     return out
 
 
+SHIM_SOURCE = Path(__file__).with_name("shim.c")
+
+
+def compile_shim(shared: Path) -> Path | None:
+    """Build ``shim.c`` into ``shared/shim`` (once per fleet); None without a C compiler or when
+    it fails (the shell shims are used then). Linked like dash, against the libraries already
+    copied into every root."""
+    out = shared / "shim"
+    if out.exists():
+        return out
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or os.environ.get("NODEGATE_FLEET_SH_SHIMS"):
+        return None
+    r = subprocess.run([cc, "-O2", "-o", str(out), str(SHIM_SOURCE)], capture_output=True)
+    if r.returncode != 0 or not out.exists():
+        return None
+    os.chmod(out, 0o755)
+    return out
+
+
 def _pattern(key: str) -> str:
     if key.endswith("*"):
         return "'" + key[:-1].replace("'", "'\\''") + "'*"
@@ -96,9 +118,15 @@ def add_userland(tree: Tree, shared: dict[str, Path], absent: set[str], shim_nam
             tree.link(f"/usr/bin/{a}", "busybox")
 
 
-def add_shims(tree: Tree, tools: dict[str, ToolTable]) -> None:
+def add_shims(tree: Tree, tools: dict[str, ToolTable], shim_bin: Path | None = None) -> None:
     for name, table in tools.items():
-        tree.script(table.path, shim_script(name, table))
+        binary_ok = shim_bin is not None and Path(table.path).name == name and \
+            not any(c in k for k in table.cases for c in "\t\n")
+        if binary_ok:
+            tree.hardlink(table.path, shim_bin)
+            tree.file(f"{SHIM_DATA}/{name}/cases", "".join(f"{i}\t{k}\n" for i, k in enumerate(table.cases, start=1)))
+        else:
+            tree.script(table.path, shim_script(name, table))
         for i, inv in [(0, table.default)] + list(enumerate(table.cases.values(), start=1)):
             base = f"{SHIM_DATA}/{name}/{i}"
             tree.file(base + ".rc", f"{inv.rc}\n")
@@ -110,11 +138,12 @@ def add_shims(tree: Tree, tools: dict[str, ToolTable]) -> None:
                 tree.file(base + ".hang", "")
 
 
-def build_root(render: NodeRender, root: Path, shared: dict[str, Path], absent: list[str]) -> None:
+def build_root(render: NodeRender, root: Path, shared: dict[str, Path], absent: list[str],
+               shim_bin: Path | None = None) -> None:
     """Write a complete node root at ``root`` (created root-owned 0755)."""
     root.mkdir(mode=0o755)
     os.chmod(root, 0o755)
     tree = Tree(dict(render.tree.entries))
     add_userland(tree, shared, set(absent), set(render.tools) | set(absent))
-    add_shims(tree, render.tools)
+    add_shims(tree, render.tools, shim_bin)
     write_tree(tree, root)

@@ -1,0 +1,177 @@
+"""Tests that run while nodes are gathered (issue 5): the same items and outcomes as gathering
+first, per-GPU items from gpu.count, a node without gpu.count waited for at collection, a GPU
+beyond gpu.count reported, and the gathering process's failures turned into ERROR items.
+
+The fleet tests run ``python -m pytest suites`` in a subprocess against a small simulated fleet
+(real sshd on loopback; needs root, sshd, busybox-static, dash), once in the default mode and
+once with ``--gather-first``, and compare their JUnit files item by item.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nodegate.bundle import Bundle
+from nodegate.run import FleetRun, GatherOptions, NodeJob
+from tests.e2e.test_fleet_ssh import compare, junit_outcomes
+from tools.fleet import Fleet, sshd_available
+
+ROOT = Path(__file__).resolve().parents[2]
+NEEDS = sshd_available()
+needs_fleet = pytest.mark.skipif(NEEDS is not None, reason=f"simulated fleet unavailable: {NEEDS}")
+
+HEALTHY = "h200-580-open-healthy"      # 8 GPUs, everything passes or skips by spec
+LOST = "gpu-fallen-off-bus"            # gpu.count 8, one GPU lost
+NO_COUNT = "no-count"                  # HEALTHY with gpu.count removed from its spec
+SURPLUS = "surplus"                    # HEALTHY with gpu.count 7: one GPU more than the spec
+
+
+@pytest.fixture(scope="module")
+def small_fleet():
+    if NEEDS is not None:
+        pytest.skip(f"simulated fleet unavailable: {NEEDS}")
+    f = Fleet([HEALTHY, LOST])
+    f.add(HEALTHY, NO_COUNT)
+    f.add(HEALTHY, SURPLUS)
+    f.add_unreachable("unreachable")
+    with f:
+        inv = yaml.safe_load(f.inventory_path.read_text())
+        hosts = inv["all"]["hosts"]
+        del hosts[NO_COUNT]["nodegate"]["gpu"]["count"]
+        hosts[NO_COUNT]["nodegate"]["gpu"].pop("bus_ids", None)
+        hosts[SURPLUS]["nodegate"]["gpu"]["count"] = 7
+        hosts[SURPLUS]["nodegate"]["gpu"].pop("bus_ids", None)
+        f.inventory_path.write_text(yaml.safe_dump(inv))
+        yield f
+
+
+def _run_suites(fleet: Fleet, tmp: Path, *extra: str) -> tuple[dict[str, str], str, float]:
+    junit = tmp / "junit.xml"
+    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
+           "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
+           "--junitxml", str(junit), "--reports-dir", str(tmp / "reports"), "--connect-timeout", "5", *extra]
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert junit.is_file(), f"no JUnit (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return {k: v for k, v in junit_outcomes(junit).items() if "[" in k}, r.stdout, time.monotonic() - t0
+
+
+@pytest.fixture(scope="module")
+def both_modes(small_fleet, tmp_path_factory):
+    overlap = _run_suites(small_fleet, tmp_path_factory.mktemp("overlap"))
+    first = _run_suites(small_fleet, tmp_path_factory.mktemp("first"), "--gather-first")
+    return overlap, first
+
+
+@needs_fleet
+def test_overlap_gives_the_items_and_outcomes_of_gathering_first(small_fleet, both_modes):
+    (ov, ov_out, _), (gf, gf_out, _) = both_modes
+    assert "while the tests run" in ov_out and "while the tests run" not in gf_out
+    surplus_gpu7 = {k for k in gf if k.endswith(f"[{SURPLUS}-gpu7]")}
+    assert surplus_gpu7, "gathering first collects the surplus GPU's items from what the node reports"
+    # the only difference: items of the GPU beyond gpu.count exist only when gathering first
+    assert compare({k: v for k, v in gf.items() if k not in surplus_gpu7}, ov) == {}
+    # the profiles' expected outcomes hold for the nodes whose spec the test did not change
+    expected = {k: v for k, v in small_fleet.expected().items() if f"[{NO_COUNT}" not in k and f"[{SURPLUS}" not in k}
+    got = {k: v for k, v in ov.items() if f"[{NO_COUNT}" not in k and f"[{SURPLUS}" not in k}
+    assert compare(expected, got) == {}
+    assert {v for k, v in ov.items() if "[unreachable" in k} == {"error"}
+
+
+@needs_fleet
+def test_lost_gpu_slot_from_gpu_count_and_node_without_count(both_modes):
+    (ov, _, _), _ = both_modes
+    # the lost GPU's slot exists from gpu.count before the node was gathered, and ERRORs or FAILs
+    lost = {k: v for k, v in ov.items() if f"[{LOST}-gpu" in k}
+    assert len({k.split("[")[1] for k in lost}) == 8
+    assert ov[f"test_gpu_count[{LOST}]"] == "fail"
+    # without gpu.count the node's GPU items follow what it reports (8), waited for at collection
+    assert len({k.split("[")[1] for k in ov if f"[{NO_COUNT}-gpu" in k}) == 8
+
+
+@needs_fleet
+def test_gpu_beyond_gpu_count_fails_gpu_count_and_is_named(both_modes):
+    (ov, ov_out, _), (gf, _, _) = both_modes
+    assert ov[f"test_gpu_count[{SURPLUS}]"] == "fail" == gf[f"test_gpu_count[{SURPLUS}]"]
+    assert not any(f"[{SURPLUS}-gpu7]" in k for k in ov)
+    assert f"GPUs beyond gpu.count have no per-GPU items" in ov_out and f"{SURPLUS} (8 GPUs)" in ov_out
+
+
+@needs_fleet
+def test_terminal_shows_one_progress_line_per_node(both_modes):
+    (_, ov_out, _), _ = both_modes
+    lines = ov_out.splitlines()
+    for node in (HEALTHY, LOST, NO_COUNT, SURPLUS, "unreachable"):
+        assert any(ln.startswith(node + " ") for ln in lines), (node, ov_out[-2000:])
+    assert not any(ln.startswith("suites/test_") for ln in lines)
+    assert "nodegate: gathered 5/5 nodes, 1 unreachable/errors in" in ov_out
+
+
+# ---------------------------------------------------------------------------- gathering process
+def _jobs(names):
+    return [NodeJob(name=n, url="local://", shown_url="local://") for n in names]
+
+
+def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch):
+    """The child reports one node, then dies: that node is judged from its bundle, the others
+    come out ERROR naming the exit code, and wait_all raises (the run exits INTERNAL_ERROR)."""
+    import nodegate.run as R
+
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False):
+        b = Bundle(jobs[0].name, {}, {"node": jobs[0].name, "status": "ok"})
+        b.write(bundles_dir)
+        prepare(b)
+        os._exit(3)
+
+    monkeypatch.setattr(R, "gather_fleet", fake_gather)   # fork: the child runs the patched module
+    run = FleetRun(bundles_dir=tmp_path)
+    run.start_gather(_jobs(["a", "b", "c"]), GatherOptions())
+    with pytest.raises(RuntimeError, match="exit code 3"):
+        run.wait_all()
+    assert list(run.bundles) == ["a", "b", "c"]
+    assert run.bundles["a"].gather_error is None and run.bundles["a"].path == tmp_path / "a"
+    for n in ("b", "c"):
+        assert "gathering process ended (exit code 3)" in run.bundles[n].gather_error
+    assert run.progress()[:3] == (3, 3, 2)
+
+
+def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_path, monkeypatch):
+    """wait(node) returns as soon as that node is in, before the slow one; wait_all restores
+    the inventory order whatever the order of arrival."""
+    import nodegate.run as R
+
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False):
+        for j in reversed(jobs):
+            if j.name == "slow":
+                time.sleep(1.5)
+            b = Bundle(j.name, {}, {"node": j.name, "status": "ok"})
+            b.write(bundles_dir)
+            prepare(b)
+
+    monkeypatch.setattr(R, "gather_fleet", fake_gather)
+    run = FleetRun(bundles_dir=tmp_path)
+    run.start_gather(_jobs(["slow", "fast"]), GatherOptions())
+    t0 = time.monotonic()
+    assert run.wait("fast").node == "fast"
+    assert time.monotonic() - t0 < 1.0 and not run.ready("slow")
+    run.wait_all()
+    assert list(run.bundles) == ["slow", "fast"] and run.gather_s > 0
+
+
+def test_without_bundles_dir_the_pool_runs_in_a_thread(tmp_path):
+    """No bundles directory: nothing for a child process to hand over, so a thread gathers
+    (here local:// in a chroot-less sh: the probe runs on this machine)."""
+    run = FleetRun(bundles_dir=None)
+    run.start_gather(_jobs(["here"]), GatherOptions(gpu_source="smi", command_timeout=10))
+    assert run._proc is None
+    run.wait_all()
+    b = run.bundles["here"]
+    assert b.gather_error is None and "meta.uname_r" in b.items
+    assert run.facts["here"].kernel_release == os.uname().release
