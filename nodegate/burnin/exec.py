@@ -21,7 +21,7 @@ from typing import Callable
 
 import paramiko
 
-from ..transport import STREAM_CAP, ExecResult, SecureParamikoBackend, Target, TransportError
+from ..transport import EXIT_GRACE_S, STREAM_CAP, ExecResult, SecureParamikoBackend, Target, TransportError
 
 #: After a stop, how long a local script gets to stop its load before its group is killed.
 LOCAL_STOP_GRACE_S = 40.0
@@ -64,16 +64,19 @@ def _paramiko(be: SecureParamikoBackend, command: str, data: bytes, deadline_s: 
     capped = timed_out = False
     end = t1 + deadline_s
     chan.settimeout(0.0)
+    last_data = time.monotonic()
     try:
         while True:
             if stop.is_set() or time.monotonic() >= end:
                 timed_out = True
                 break
             r, _, _ = select.select([chan], [], [], 0.5)
+            got = False
             while chan.recv_ready():
                 b = chan.recv(65536)
                 if not b:
                     break
+                got = True
                 if on_data:
                     on_data(b)
                 if len(out) < STREAM_CAP:
@@ -84,11 +87,17 @@ def _paramiko(be: SecureParamikoBackend, command: str, data: bytes, deadline_s: 
                 b = chan.recv_stderr(65536)
                 if not b:
                     break
+                got = True
                 if len(err) < 1024 * 1024:
                     err += b
+            if got:
+                last_data = time.monotonic()
+            # the exit status can come before the last output (transport.exec_stream): wait for EOF
+            eof = chan.eof_received or chan.closed
             if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                break
-            if chan.closed:
+                if eof or time.monotonic() - last_data > EXIT_GRACE_S:
+                    break
+            elif chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
                 break
     except (paramiko.SSHException, OSError, EOFError) as e:
         err += f"\n[nodegate] connection dropped during burn-in: {e}\n".encode()

@@ -32,6 +32,9 @@ from ..errors import TransportError as _TransportError
 #: a whole probe of a healthy 8-GPU node is a few MiB, and each item is capped on the node at
 #: ``probe.DEFAULT_ITEM_CAP``; this bounds the controller's memory per node (docs/security.md).
 STREAM_CAP = 64 * 1024 * 1024
+#: After the exit status, seconds to wait for the channel's EOF while no more output comes.
+EXIT_GRACE_S = 2.0
+
 #: Probe stderr kept per node, bytes: every item's stderr (each capped at 64 KiB on the node,
 #: ~35 items) fits; past it the rest is read and dropped.
 STDERR_CAP = 4 * 1024 * 1024
@@ -232,6 +235,7 @@ class SecureParamikoBackend(ParamikoBackend):
         mk = marker.encode() + b" " if marker else None
         open_since: float | None = None
         tail = b""  # end of the previous chunk: a frame line may straddle two reads
+        last_data = time.monotonic()
         try:
             while True:
                 now = time.monotonic()
@@ -270,11 +274,19 @@ class SecureParamikoBackend(ParamikoBackend):
                     got = True
                     if len(err) < STDERR_CAP:
                         err += b
+                # The exit status can arrive before the last of the output: sshd reports the
+                # shell's exit while what it wrote is still in the pipe or behind the channel
+                # window (seen: 50 KB of -q -x and two items lost on a busy controller). Done
+                # at EOF; after the exit status without EOF (a child of the probe still holds
+                # its stdout), done once nothing more came for EXIT_GRACE_S.
+                if got:
+                    last_data = time.monotonic()
+                eof = chan.eof_received or chan.closed   # read first: output before EOF is buffered by then
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                    break
-                if chan.closed or (chan.eof_received and not got and not r):
-                    if chan.exit_status_ready():
+                    if eof or time.monotonic() - last_data > EXIT_GRACE_S:
                         break
+                elif chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
         except (paramiko.SSHException, OSError, EOFError) as e:
             err += f"\n[nodegate] connection dropped mid-probe: {e}\n".encode()
             return ExecResult(bytes(out), bytes(err), None, False, t1 - t0, time.monotonic() - t1, capped)

@@ -123,3 +123,40 @@ def test_item_watcher_sees_a_begin_frame_split_across_two_reads():
     r = be.exec_stream("sh -s", b"", deadline_s=30, marker=m, item_timeout_s=0.5)
     assert r.timed_out is True and r.rc is None
     assert r.stdout.endswith(frame)
+
+
+class _EarlyExitChannel(_FakeChannel):
+    """sshd's order on a busy node: the exit status arrives while output is still on its way;
+    EOF only after the last chunk."""
+
+    def exit_status_ready(self):
+        return self._now() >= self.exit_at
+
+    @property
+    def eof_received(self):
+        return not self.chunks
+
+    @eof_received.setter
+    def eof_received(self, v):
+        pass
+
+
+def test_output_after_the_exit_status_is_still_read():
+    """The exit status before the last 50 KB of output (seen on a 64-node run: -q -x cut and two
+    items lost): the exec is read to EOF, nothing is lost, the probe is complete."""
+    from types import SimpleNamespace
+
+    from nodegate.probe import split_stream
+    from nodegate.transport import HostKeyPolicy, SecureParamikoBackend
+
+    m = "@@NG-" + "ab" * 12
+    body = b"x" * 50_000
+    last = f"{m} BEGIN smi.qx 1.0\n".encode() + body + f"\n{m} RC 0\n\n{m} END smi.qx rc= 1.1\n{m} DONE\n".encode()
+    chan = _EarlyExitChannel([(0.0, b"before\n"), (0.6, last)], exit_at=0.05)
+    transport = SimpleNamespace(is_active=lambda: True, open_session=lambda timeout=None: chan)
+    be = SecureParamikoBackend("paramiko://root@127.0.0.1", hostkeys=HostKeyPolicy())
+    be.__dict__["_ng_client"] = SimpleNamespace(get_transport=lambda: transport, close=lambda: None)
+    r = be.exec_stream("sh -s", b"", deadline_s=30, marker=m, item_timeout_s=20)
+    assert r.timed_out is False and r.rc == 0
+    items, complete = split_stream(r.stdout, m)
+    assert complete and items["smi.qx"].stdout == body and items["smi.qx"].rc == 0
