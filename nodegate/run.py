@@ -243,11 +243,11 @@ class FleetRun:
             try:
                 while True:
                     try:
-                        kind, node, payload, error = recv.recv()
+                        kind, node, payload, error, parsed = recv.recv()
                     except EOFError:
                         break
                     if kind == "path":
-                        self._arrive(node, Path(payload), error)
+                        self._arrive(node, (Path(payload), parsed), error)
                     else:   # the child could not write this node's bundle: its meta says why
                         self._arrive(node, Bundle(node, {}, payload), True)
                     if len(self._arrived) == len(self.order):
@@ -292,21 +292,34 @@ class FleetRun:
                 if tick is not None:
                     tick()
             entry = self._arrived[node]
-            if isinstance(entry, Path):   # written by the gathering process: judge what was kept
-                try:
-                    b = Bundle.load(entry)
-                except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
-                    b = Bundle(node, {}, {"node": node, "status": "error",
-                                          "error": f"bundle {entry} unreadable: {type(e).__name__}: {e}"})
-                if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
-                    b = Bundle(node, {}, {"node": node, "status": "error",
-                                          "error": f"bundle {entry} holds node {b.node!r}, not {node!r}"})
-                self.add(b)
+            if isinstance(entry, tuple) and isinstance(entry[0], Path):
+                # written by the gathering process: judge what was kept
+                self._add_from_disk(node, *entry)
             elif isinstance(entry, Bundle):
                 self.add(entry)
             else:
                 self.add(*entry)
         return self.bundles.get(node)
+
+    def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:
+        import pickle
+        try:
+            b = Bundle.load(path)
+        except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
+            b = Bundle(node, {}, {"node": node, "status": "error",
+                                  "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
+        if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
+            b = Bundle(node, {}, {"node": node, "status": "error",
+                                  "error": f"bundle {path} holds node {b.node!r}, not {node!r}"})
+        f = NodeFacts(b)
+        if parsed is not None and not b.gather_error:
+            # the GPU facts the gathering process parsed from the same bytes (_parsed_gpus);
+            # pickle from our own child, over our own pipe
+            try:
+                f.__dict__.update(pickle.loads(parsed))  # noqa: S301
+            except Exception:  # noqa: BLE001 - then they are parsed here on first use
+                pass
+        self.add(b, f)
 
     def wait_all(self, tick: Callable[[], None] | None = None) -> None:
         """Block until every node is gathered; merge them all in inventory order. Raises what
@@ -328,6 +341,25 @@ class FleetRun:
 GATHER_NICE = 19
 
 
+def _parsed_gpus(b: Bundle) -> bytes | None:
+    """The GPU facts of ``b`` (the nvidia-smi XML or NVML parse, the largest per node), parsed
+    here in the gathering process and pickled: the pytest process then reads the bundle from
+    disk but not the XML again (``FleetRun.wait``). None when there is nothing to hand over."""
+    import pickle
+    if b.gather_error:
+        return None
+    f = NodeFacts(b)
+    try:
+        f.gpus  # noqa: B018 - evaluated for its cache
+    except Exception:  # noqa: BLE001 - the checks meet the same problem and report it
+        return None
+    cache = {k: v for k, v in f.__dict__.items() if k not in ("bundle", "node")}
+    try:
+        return pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - then the pytest process parses it itself
+        return None
+
+
 def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn) -> None:
     """Body of the gathering process (``FleetRun.start_gather``): gather every node, writing
     its bundle, and report ``("path", node, dir, is_error)`` (or ``("bundle", node, meta,
@@ -346,8 +378,10 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
     lock = threading.Lock()
 
     def prepare(b: Bundle) -> None:
-        msg = ("path", b.node, str(b.path), bool(b.gather_error)) if b.path is not None else \
-            ("bundle", b.node, b.meta, True)
+        if b.path is None:
+            msg = ("bundle", b.node, b.meta, True, None)
+        else:
+            msg = ("path", b.node, str(b.path), bool(b.gather_error), _parsed_gpus(b))
         with lock:
             conn.send(msg)
 
