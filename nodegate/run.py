@@ -202,15 +202,8 @@ class FleetRun:
 
     def _start_thread(self, jobs: list[NodeJob], opts: GatherOptions) -> None:
         def prepare(b: Bundle) -> None:
-            # parse the GPU facts (nvidia-smi XML, the largest parse) in the gathering thread,
-            # while other nodes are still probed; then hand the node over
-            f = NodeFacts(b)
-            try:
-                if not b.gather_error:
-                    f.gpus  # noqa: B018 - evaluated for its cache
-            except Exception:  # noqa: BLE001 - the checks meet the same problem and report it
-                pass
-            self._arrive(b.node, (b, f), bool(b.gather_error))
+            # the GPU facts parsed in the gathering thread, while other nodes are still probed
+            self._arrive(b.node, (b, _with_gpus_parsed(b)), bool(b.gather_error))
 
         def body() -> None:
             why = None
@@ -341,19 +334,28 @@ class FleetRun:
 GATHER_NICE = 19
 
 
-def _parsed_gpus(b: Bundle) -> bytes | None:
-    """The GPU facts of ``b`` (the nvidia-smi XML or NVML parse, the largest per node), parsed
-    here in the gathering process and pickled: the pytest process then reads the bundle from
-    disk but not the XML again (``FleetRun.wait``). None when there is nothing to hand over."""
-    import pickle
-    if b.gather_error:
-        return None
+def _with_gpus_parsed(b: Bundle) -> NodeFacts:
+    """NodeFacts of ``b`` with its GPU facts (the nvidia-smi XML or NVML parse, the largest per
+    node) already computed and cached, unless the node was not gathered or they cannot be read
+    (then the checks meet the problem and report it)."""
     f = NodeFacts(b)
-    try:
-        f.gpus  # noqa: B018 - evaluated for its cache
-    except Exception:  # noqa: BLE001 - the checks meet the same problem and report it
-        return None
+    if not b.gather_error:
+        try:
+            f.gpus  # noqa: B018 - evaluated for its cache
+        except Exception:  # noqa: BLE001
+            pass
+    return f
+
+
+def _parsed_gpus(b: Bundle) -> bytes | None:
+    """The GPU facts of ``b`` parsed here in the gathering process and pickled: the pytest
+    process then reads the bundle from disk but not the XML again (``FleetRun.wait``). None
+    when there is nothing to hand over."""
+    import pickle
+    f = _with_gpus_parsed(b)
     cache = {k: v for k, v in f.__dict__.items() if k not in ("bundle", "node")}
+    if not cache:
+        return None
     try:
         return pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - then the pytest process parses it itself

@@ -95,3 +95,32 @@ def test_missing_item_names_where_and_why_the_probe_stopped():
         b.text("kernel.log")
     assert str(e.value) == ("evidence not collected: kernel.log (probe stopped at smi.qx: probe output ended early "
                             "(connection dropped or shell died)) [kernel.log]")
+
+
+def test_a_reused_directory_never_lends_an_earlier_runs_items(tmp_path):
+    """reports/bundles is reused run after run: a probe cut short now must not be judged with the
+    items (or the stderr) the last run left there."""
+    from nodegate.probe import RawItem
+    first = Bundle.from_raw("n1", {"a": RawItem("a", b"1\n", b"old warning", 0),
+                                   "smi.qx": RawItem("smi.qx", b"<xml/>", b"", 0)}, {"node": "n1"})
+    first.write(tmp_path)
+    now = Bundle.from_raw("n1", {"a": RawItem("a", b"2\n", b"", 0)}, {"node": "n1", "cut_at": "a"})
+    d = now.write(tmp_path)
+    assert sorted(p.name for p in d.iterdir()) == ["a.out", "a.rc", "meta.json"]
+    back = Bundle.load(d)
+    assert list(back.items) == ["a"] and back.items["a"].stderr == b""
+    # a hand-placed file beside a bundle whose meta.json lists its items is not read either
+    (d / "smi.qx.out").write_bytes(b"<xml/>")
+    assert "smi.qx" not in Bundle.load(d).items
+
+
+def test_an_item_without_exit_code_keeps_why(tmp_path):
+    from nodegate.probe import RawItem
+    raw = {"t": RawItem("t", b"x" * 10, b"", None, status="truncated"),
+           "h": RawItem("h", b"", b"", None, status="timeout")}
+    d = Bundle.from_raw("n2", raw, {"node": "n2"}).write(tmp_path)
+    assert (d / "t.rc").read_text() == "truncated\n" and (d / "h.rc").read_text() == "timeout\n"
+    back = Bundle.load(d)
+    assert (back.items["t"].status, back.items["t"].rc) == ("truncated", None)
+    assert "per-item cap" in back.items["t"].problem()
+    assert (back.items["h"].status, back.items["h"].rc) == ("timeout", None)

@@ -31,6 +31,7 @@ HEALTHY = "h200-580-open-healthy"      # 8 GPUs, everything passes or skips by s
 LOST = "gpu-fallen-off-bus"            # gpu.count 8, one GPU lost
 NO_COUNT = "no-count"                  # HEALTHY with gpu.count removed from its spec
 SURPLUS = "surplus"                    # HEALTHY with gpu.count 7: one GPU more than the spec
+SURPLUS_SKIPPED = "surplus-skipped"    # the same with gpu_count in checks.skip
 
 
 @pytest.fixture(scope="module")
@@ -40,14 +41,17 @@ def small_fleet():
     f = Fleet([HEALTHY, LOST])
     f.add(HEALTHY, NO_COUNT)
     f.add(HEALTHY, SURPLUS)
+    f.add(HEALTHY, SURPLUS_SKIPPED)
     f.add_unreachable("unreachable")
     with f:
         inv = yaml.safe_load(f.inventory_path.read_text())
         hosts = inv["all"]["hosts"]
         del hosts[NO_COUNT]["nodegate"]["gpu"]["count"]
         hosts[NO_COUNT]["nodegate"]["gpu"].pop("bus_ids", None)
-        hosts[SURPLUS]["nodegate"]["gpu"]["count"] = 7
-        hosts[SURPLUS]["nodegate"]["gpu"].pop("bus_ids", None)
+        for n in (SURPLUS, SURPLUS_SKIPPED):
+            hosts[n]["nodegate"]["gpu"]["count"] = 7
+            hosts[n]["nodegate"]["gpu"].pop("bus_ids", None)
+        hosts[SURPLUS_SKIPPED]["nodegate"].setdefault("checks", {})["skip"] = ["gpu_count"]
         f.inventory_path.write_text(yaml.safe_dump(inv))
         yield f
 
@@ -74,13 +78,18 @@ def both_modes(small_fleet, tmp_path_factory):
 def test_overlap_gives_the_items_and_outcomes_of_gathering_first(small_fleet, both_modes):
     (ov, ov_out, _), (gf, gf_out, _) = both_modes
     assert "while the tests run" in ov_out and "while the tests run" not in gf_out
-    surplus_gpu7 = {k for k in gf if k.endswith(f"[{SURPLUS}-gpu7]")}
-    assert surplus_gpu7, "gathering first collects the surplus GPU's items from what the node reports"
-    # the only difference: items of the GPU beyond gpu.count exist only when gathering first
-    assert compare({k: v for k, v in gf.items() if k not in surplus_gpu7}, ov) == {}
+    surplus_gpu7 = {k for k in gf if k.endswith(f"[{SURPLUS}-gpu7]") or k.endswith(f"[{SURPLUS_SKIPPED}-gpu7]")}
+    assert len(surplus_gpu7) > 20, "gathering first collects the surplus GPU's items from what the node reports"
+    # the only differences: items of the GPU beyond gpu.count exist only when gathering first, and
+    # gpu_count turned off in checks.skip cannot stay silent about that GPU while overlapping
+    skipped_count = f"test_gpu_count[{SURPLUS_SKIPPED}]"
+    assert gf[skipped_count] == "skip" and ov[skipped_count] == "error"
+    assert compare({k: v for k, v in gf.items() if k not in surplus_gpu7 and k != skipped_count},
+                   {k: v for k, v in ov.items() if k != skipped_count}) == {}
     # the profiles' expected outcomes hold for the nodes whose spec the test did not change
-    expected = {k: v for k, v in small_fleet.expected().items() if f"[{NO_COUNT}" not in k and f"[{SURPLUS}" not in k}
-    got = {k: v for k, v in ov.items() if f"[{NO_COUNT}" not in k and f"[{SURPLUS}" not in k}
+    changed = (f"[{NO_COUNT}", f"[{SURPLUS}")   # SURPLUS_SKIPPED starts with SURPLUS
+    expected = {k: v for k, v in small_fleet.expected().items() if not any(c in k for c in changed)}
+    got = {k: v for k, v in ov.items() if not any(c in k for c in changed)}
     assert compare(expected, got) == {}
     assert {v for k, v in ov.items() if "[unreachable" in k} == {"error"}
 
@@ -101,17 +110,17 @@ def test_gpu_beyond_gpu_count_fails_gpu_count_and_is_named(both_modes):
     (ov, ov_out, _), (gf, _, _) = both_modes
     assert ov[f"test_gpu_count[{SURPLUS}]"] == "fail" == gf[f"test_gpu_count[{SURPLUS}]"]
     assert not any(f"[{SURPLUS}-gpu7]" in k for k in ov)
-    assert f"GPUs beyond gpu.count have no per-GPU items" in ov_out and f"{SURPLUS} (8 GPUs)" in ov_out
+    assert "GPUs beyond gpu.count have no per-GPU items" in ov_out and f"{SURPLUS} (8 GPUs)" in ov_out
 
 
 @needs_fleet
 def test_terminal_shows_one_progress_line_per_node(both_modes):
     (_, ov_out, _), _ = both_modes
     lines = ov_out.splitlines()
-    for node in (HEALTHY, LOST, NO_COUNT, SURPLUS, "unreachable"):
+    for node in (HEALTHY, LOST, NO_COUNT, SURPLUS, SURPLUS_SKIPPED, "unreachable"):
         assert any(ln.startswith(node + " ") for ln in lines), (node, ov_out[-2000:])
     assert not any(ln.startswith("suites/test_") for ln in lines)
-    assert "nodegate: gathered 5/5 nodes, 1 unreachable/errors in" in ov_out
+    assert "nodegate: gathered 6/6 nodes, 1 unreachable/errors in" in ov_out
 
 
 # ---------------------------------------------------------------------------- gathering process

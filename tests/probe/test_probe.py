@@ -224,3 +224,15 @@ def test_clocks_hung_nvidia_smi_costs_one_deadline_not_two(tmp_path):
     it = _clocks(env, timeout_s=1)
     assert it.rc in (124, 137)
     assert time.monotonic() - t0 < 8  # one kill (1 s + 3 s grace), no retry
+
+
+def test_stderr_split_is_not_fooled_by_a_forged_err_line():
+    """A tool's stderr ending in an ERR line of another marker, without a newline, neither hides
+    the next item's real ERR line nor moves its stderr to the wrong item."""
+    from nodegate.probe import split_stderr
+    m = "@@NG-" + "12" * 12
+    data = (f"\n{m} ERR a\nmsg a\n@@NG-{'ff' * 12} ERR c"
+            f"\n{m} ERR b\n\n{m} ERR c\nmsg c\n\n[nodegate] connection dropped mid-probe\n").encode()
+    errs, rest = split_stderr(data, m)
+    assert errs == {"a": f"msg a\n@@NG-{'ff' * 12} ERR c".encode(), "c": b"msg c"}
+    assert rest.strip() == b"[nodegate] connection dropped mid-probe"
