@@ -633,19 +633,23 @@ class VerdictParam:
         return f"VerdictParam({self.check_id} on {where})"
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_setup(item):
+def _verdict_param(item) -> VerdictParam | None:
     cs = getattr(item, "callspec", None)
     p = cs.params.get("verdict") if cs is not None else None
-    if isinstance(p, VerdictParam):
+    return p if isinstance(p, VerdictParam) else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_setup(item):
+    p = _verdict_param(item)
+    if p is not None:
         _evaluate(item, p)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item):
-    cs = getattr(item, "callspec", None)
-    p = cs.params.get("verdict") if cs is not None else None
-    if isinstance(p, VerdictParam):
+    p = _verdict_param(item)
+    if p is not None:
         p.result = None   # the report keeps what it needs (item stash, user_properties)
 
 

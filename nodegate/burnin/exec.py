@@ -21,7 +21,7 @@ from typing import Callable
 
 import paramiko
 
-from ..transport import EXIT_GRACE_S, STREAM_CAP, ExecResult, SecureParamikoBackend, Target, TransportError
+from ..transport import STREAM_CAP, ExecResult, SecureParamikoBackend, Target, TransportError, exec_finished
 
 #: After a stop, how long a local script gets to stop its load before its group is killed.
 LOCAL_STOP_GRACE_S = 40.0
@@ -92,12 +92,7 @@ def _paramiko(be: SecureParamikoBackend, command: str, data: bytes, deadline_s: 
                     err += b
             if got:
                 last_data = time.monotonic()
-            # the exit status can come before the last output (transport.exec_stream): wait for EOF
-            eof = chan.eof_received or chan.closed
-            if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                if eof or time.monotonic() - last_data > EXIT_GRACE_S:
-                    break
-            elif chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+            if exec_finished(chan, last_data):
                 break
     except (paramiko.SSHException, OSError, EOFError) as e:
         err += f"\n[nodegate] connection dropped during burn-in: {e}\n".encode()

@@ -274,18 +274,9 @@ class SecureParamikoBackend(ParamikoBackend):
                     got = True
                     if len(err) < STDERR_CAP:
                         err += b
-                # The exit status can arrive before the last of the output: sshd reports the
-                # shell's exit while what it wrote is still in the pipe or behind the channel
-                # window (seen: 50 KB of -q -x and two items lost on a busy controller). Done
-                # at EOF; after the exit status without EOF (a child of the probe still holds
-                # its stdout), done once nothing more came for EXIT_GRACE_S.
                 if got:
                     last_data = time.monotonic()
-                eof = chan.eof_received or chan.closed   # read first: output before EOF is buffered by then
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
-                    if eof or time.monotonic() - last_data > EXIT_GRACE_S:
-                        break
-                elif chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+                if exec_finished(chan, last_data):
                     break
         except (paramiko.SSHException, OSError, EOFError) as e:
             err += f"\n[nodegate] connection dropped mid-probe: {e}\n".encode()
@@ -302,6 +293,21 @@ class SecureParamikoBackend(ParamikoBackend):
         except Exception:  # noqa: BLE001 - closing a dead channel must never mask the result
             pass
         return ExecResult(bytes(out), bytes(err), rc, timed_out, t1 - t0, time.monotonic() - t1, capped)
+
+
+def exec_finished(chan, last_data: float) -> bool:
+    """Whether an exec channel has delivered all it will: its EOF (or close) with nothing left
+    buffered. The exit status can arrive before the last of the output: sshd reports the shell's
+    exit while what it wrote is still in the pipe or behind the channel window (seen: 50 KB of
+    -q -x and two items lost on a busy controller). After the exit status without EOF (a child
+    of the probe still holds its stdout), finished once nothing came for EXIT_GRACE_S since
+    ``last_data`` (monotonic seconds of the last bytes read)."""
+    eof = chan.eof_received or chan.closed   # read first: output sent before EOF is buffered by then
+    if chan.recv_ready() or chan.recv_stderr_ready():
+        return False
+    if chan.exit_status_ready():
+        return eof or time.monotonic() - last_data > EXIT_GRACE_S
+    return bool(chan.closed)
 
 
 def _popen_stream(argv: list[str], stdin: bytes, deadline_s: float) -> ExecResult:
