@@ -377,6 +377,11 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
         os.nice(GATHER_NICE)
     except OSError:
         pass
+    import gc
+    # What was forked from pytest (its plugins, config, modules) lives here unchanged: frozen,
+    # no collection traverses it again (or copies its pages). The pool keeps no bundle once
+    # reported, so what each node leaves (paramiko's reference cycles) is all the GC sees.
+    gc.freeze()
     lock = threading.Lock()
 
     def prepare(b: Bundle) -> None:
@@ -388,16 +393,18 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
             conn.send(msg)
 
     try:
-        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True)
+        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True, keep=False)
     finally:
         conn.close()
 
 
 def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | None,
                  progress: Callable[[int, int, int], None] | None = None,
-                 prepare: Callable[[Bundle], None] | None = None, prepare_errors: bool = False) -> list[Bundle]:
+                 prepare: Callable[[Bundle], None] | None = None, prepare_errors: bool = False,
+                 keep: bool = True) -> list[Bundle]:
     """Gather all nodes concurrently (``opts.forks`` at a time); write each bundle as soon as
-    it is complete. Returns bundles in job order.
+    it is complete. Returns bundles in job order (``keep=False``: none, each bundle is dropped
+    once written and prepared; the gathering process keeps nothing per node, docs/performance.md).
 
     Each node's bundle is written, then ``prepare(bundle)`` is called (e.g. parse its facts), in
     the worker thread that gathered it: that work overlaps with the other nodes' probes instead
@@ -434,15 +441,19 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
                 pass
         return b
 
+    done = 0
     with ThreadPoolExecutor(max_workers=max(1, min(opts.forks, len(jobs)))) as ex:
         futs = {ex.submit(one, j): j for j in jobs}
         for f in as_completed(futs):
-            j = futs[f]
+            j = futs.pop(f)
             b = f.result()
             with lock:
-                out[j.name] = b
+                done += 1
+                if keep:
+                    out[j.name] = b
                 if b.gather_error:
                     errors += 1
                 if progress:
-                    progress(len(out), len(jobs), errors)
-    return [out[j.name] for j in jobs]
+                    progress(done, len(jobs), errors)
+            del f, b
+    return [out[j.name] for j in jobs] if keep else []

@@ -25,7 +25,7 @@ under DIR with no network, and a person can build one by hand from command outpu
                                 stream_capped, spec, items{}
 <bundles>/<node>/<key>.out      stdout of the item, byte-exact (capped at CAP_MIB MiB per item)
 <bundles>/<node>/<key>.err      stderr of the item (only when not empty)
-<bundles>/<node>/<key>.rc       exit code; without one: `timeout` (the controller's deadline cut the item), `truncated` (output past the per-item cap) or `malformed`
+<bundles>/<node>/<key>.rc       exit code when not 0 (no file: 0); without one: `timeout` (the controller's deadline cut the item), `truncated` (output past the per-item cap) or `malformed`
 ```
 
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure

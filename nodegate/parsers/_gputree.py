@@ -16,22 +16,37 @@ health": v12 exists with both throttle and event names):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..errors import ParseError
 from ..facts import (CLOCKS_EVENT_BITS, NA, EccCounters, GpuFacts, PcieLink, RemappedRows,
                      RetiredPages)
 from . import _values as V
 
 
-@dataclass
 class TNode:
-    """A named value with ordered children (a text section can have both, e.g. HW Slowdown)."""
+    """A named value with ordered children (a text section can have both, e.g. HW Slowdown).
 
-    name: str
-    value: str | None = None
-    children: list["TNode"] = field(default_factory=list)
-    parent: "TNode | None" = field(default=None, repr=False, compare=False)
+    A slotted class, not a dataclass: the controller builds ~500 of them per GPU of every node
+    (nvidia-smi -q -x), and the dataclass ``__init__`` with a ``default_factory`` was a fifth of
+    the XML parse (docs/performance.md). Equality compares name, value and children."""
+
+    __slots__ = ("name", "value", "children", "parent")
+
+    def __init__(self, name: str, value: str | None = None, children: list["TNode"] | None = None,
+                 parent: "TNode | None" = None):
+        self.name = name
+        self.value = value
+        self.children: list[TNode] = [] if children is None else children
+        self.parent = parent
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TNode):
+            return NotImplemented
+        return (self.name, self.value, self.children) == (other.name, other.value, other.children)
+
+    __hash__ = None  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"TNode(name={self.name!r}, value={self.value!r}, children={self.children!r})"
 
     def child(self, name: str) -> "TNode | None":
         for c in self.children:

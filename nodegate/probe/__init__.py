@@ -12,14 +12,17 @@ import secrets
 from dataclasses import dataclass
 from importlib import resources
 
-PROBE_VERSION = "2"  # 2: exit code on stdout (RC line), stderr on the stream's stderr
+#: 2: exit code on stdout (RC line), stderr on the stream's stderr; 3: kernel pseudo-files and
+#: the probe's own functions framed without per-item ``head -c`` (same bytes on the wire)
+PROBE_VERSION = "3"
 
-#: Per-item cap on captured stdout, bytes. The node stops sending past it (``head -c``) and
-#: the item is marked truncated; parsers then report ERROR, never a partial verdict.
+#: Per-item cap on captured stdout, bytes. A tool's output stops on the node (``head -c``); a
+#: kernel pseudo-file's or a probe function's is cut here (``split_stream``). Either way the
+#: item is marked truncated; parsers then report ERROR, never a partial verdict.
 DEFAULT_ITEM_CAP = 8 * 1024 * 1024
 
-#: Per-item stderr, bytes: the node sends at most this much of each item's stderr (``head -c``)
-#: and a bundle keeps at most this much (longer blocks are cut, and say so).
+#: Per-item stderr, bytes: the node sends at most this much of a tool's stderr (``head -c``)
+#: and a bundle keeps at most this much of any item's (longer blocks are cut, and say so).
 ITEM_STDERR_CAP = 64 * 1024
 
 #: room for the "\n<marker> RC <n>\n" line that travels with an item's capped stdout

@@ -1,9 +1,11 @@
 # nodegate probe (POSIX sh: dash, bash, busybox ash). Read-only: writes nothing on the node.
 # Sent on stdin to `sh -s` in ONE remote exec; the controller fills the @@...@@ fields.
 # Output framing (one line each, M = per-run random marker the node cannot predict):
-#   stdout:  M BEGIN <key> <uptime>     then the item's stdout and \nM RC <n> (capped together
-#            at NG_CAP bytes)           then \nM END <key> rc= <uptime>
-#   stderr:  \nM ERR <key>              then the item's stderr (capped at 64 KiB)
+#   stdout:  M BEGIN <key> <uptime>     then the item's stdout and \nM RC <n> (a tool's: capped
+#            together at NG_CAP bytes)  then \nM END <key> rc= <uptime>
+#   stderr:  \nM ERR <key>              then the item's stderr (a tool's: capped at 64 KiB)
+# Tools (ng_tool, ng_need, ng_item) are capped here with `head -c`; kernel pseudo-files and
+# this script's own functions (ng_lite) are cut by the controller (docs/security.md).
 # The exit code travels on stdout and stderr on the channel's own stream: no `$(...)` capture
 # of stderr in this shell and no fork for it (docs/performance.md).
 # Every item is documented in docs/bundle.md and nodegate/probe/items.py.
@@ -47,7 +49,11 @@ ng_catv() {
 
 # Per-command timeout on the node when `timeout` exists (coreutils or busybox); the
 # controller enforces its own deadline regardless (a D-state process ignores signals).
-if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
+# Without fd 5: busybox's timeout leaves a watchdog that sleeps a second after `true` has
+# exited, and with the probe's stdout (fd 5) it kept the stream open for that second, so every
+# probe ended ~1 s after its last item (docs/performance.md). No command started here or in
+# an item holds fd 5.
+if timeout 5 true >/dev/null 2>&1 5>&-; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
 # timeout exits 124 on expiry but 128+9 when the command ignored SIGTERM and needed -k's KILL (a
 # hung nvidia-smi): both are reported as 124, "timed out"; a KILL from elsewhere (OOM) stays 137.
 ng_to() {
@@ -74,6 +80,21 @@ ng_item() {
   { { { "$@" </dev/null 2>&1 >&4 4>&- 5>&-; printf '\n%s RC %s\n' "$M" "$?" >&4; } | head -c 65537 >&2 4>&-
     } 4>&1; } | head -c "$NG_HCAP"
   ng_up; printf '\n%s END %s rc= %s\n' "$M" "$ng_k" "$ng_u"
+}
+
+# ng_lite KEY FUNC ARGS...: the same frames for a kernel pseudo-file (cat), `uname`, or one of
+# this script's functions over files and directories, without the two `head -c` (4 forks and 2
+# execs an item, a third of the probe's CPU: docs/performance.md). Their output is bounded by
+# what the kernel and the filesystem hold, not by a tool's behaviour; the controller still cuts
+# an item past NG_CAP (truncated) and the stream at its own caps (docs/security.md). Whatever
+# asks a service (NSS: `id`, `getent`) or runs a vendor tool goes through ng_item/ng_tool. The
+# function runs in this shell: it must not `cd` or `exit` (ng_f_pci is a subshell for its cd).
+ng_lite() {
+  ng_k=$1; shift
+  ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
+  printf '\n%s ERR %s\n' "$M" "$ng_k" >&2
+  "$@" </dev/null 5>&-; ng_lrc=$?
+  ng_up; printf '\n%s RC %s\n\n%s END %s rc= %s\n' "$M" "$ng_lrc" "$M" "$ng_k" "$ng_u"
 }
 
 # ng_tool KEY TOOL ARGS...: like ng_item for an external tool; a missing tool is rc=127.
@@ -188,9 +209,10 @@ ng_f_firmware() {
   done
 }
 
-ng_f_pci() {
+ng_f_pci() (
   # A node has hundreds of PCI functions: a `$(cat attr)` per attribute was ~200 fork+exec per probe
   # (docs/performance.md); sysfs attributes are one line, so `read` gives the same text.
+  # A subshell (one fork, no exec): it changes directory to resolve each device's path.
   ng_g=0
   for d in /sys/bus/pci/devices/*; do
     ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
@@ -217,7 +239,7 @@ ng_f_pci() {
     done
   done
   printf 'gpus: %s\n' "$ng_g"
-}
+)
 
 ng_f_ls() { for d in "$@"; do [ -e "$d" ] && ls -1 "$d" 2>&1; done; return 0; }
 
@@ -284,28 +306,28 @@ ng_f_clocks() {
   return 0
 }
 
-ng_item meta.uname_r uname -r
+ng_lite meta.uname_r uname -r
 ng_kr=$(uname -r)  # once for the three modinfo items (each expanded its own before)
-ng_item meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
-ng_item meta.hostname uname -n
+ng_lite meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
+ng_lite meta.hostname uname -n
 ng_item meta.id id
-ng_item modules.proc ng_cat /proc/modules
-ng_item modules.sys ng_f_sysmodule
-ng_item modules.nvidia_version ng_cat /sys/module/nvidia/version
-ng_item modules.load_d ng_f_modulesload
-ng_item kernels.installed ng_f_kernels
-ng_item driver.proc_version ng_cat /proc/driver/nvidia/version
-ng_item driver.params ng_cat /proc/driver/nvidia/params
-ng_item driver.gpus_information ng_f_gpuinfo
-ng_item driver.libnvml ng_f_libnvml
-ng_item dev.nvidia ng_f_ls /dev
-ng_item pci.sysfs ng_f_pci
-ng_item ib.devices ng_f_ls /sys/class/infiniband
-ng_item peermem.registration ng_f_peers
-ng_item firmware.gsp ng_f_firmware
-ng_item persistenced.process ng_f_persistenced_proc
+ng_lite modules.proc ng_cat /proc/modules
+ng_lite modules.sys ng_f_sysmodule
+ng_lite modules.nvidia_version ng_cat /sys/module/nvidia/version
+ng_lite modules.load_d ng_f_modulesload
+ng_lite kernels.installed ng_f_kernels
+ng_lite driver.proc_version ng_cat /proc/driver/nvidia/version
+ng_lite driver.params ng_cat /proc/driver/nvidia/params
+ng_lite driver.gpus_information ng_f_gpuinfo
+ng_lite driver.libnvml ng_f_libnvml
+ng_lite dev.nvidia ng_f_ls /dev
+ng_lite pci.sysfs ng_f_pci
+ng_lite ib.devices ng_f_ls /sys/class/infiniband
+ng_lite peermem.registration ng_f_peers
+ng_lite firmware.gsp ng_f_firmware
+ng_lite persistenced.process ng_f_persistenced_proc
 ng_item persistenced.passwd ng_f_passwd
-ng_item persistenced.unit_files ng_f_dropins
+ng_lite persistenced.unit_files ng_f_dropins
 ng_tool modinfo.nvidia modinfo -k "$ng_kr" nvidia
 ng_tool modinfo.nvidia_peermem modinfo -k "$ng_kr" nvidia_peermem
 ng_tool modinfo.nv_peer_mem modinfo -k "$ng_kr" nv_peer_mem

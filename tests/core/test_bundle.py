@@ -101,14 +101,15 @@ def test_a_reused_directory_never_lends_an_earlier_runs_items(tmp_path):
     """reports/bundles is reused run after run: a probe cut short now must not be judged with the
     items (or the stderr) the last run left there."""
     from nodegate.probe import RawItem
-    first = Bundle.from_raw("n1", {"a": RawItem("a", b"1\n", b"old warning", 0),
+    first = Bundle.from_raw("n1", {"a": RawItem("a", b"1\n", b"old warning", 3),
                                    "smi.qx": RawItem("smi.qx", b"<xml/>", b"", 0)}, {"node": "n1"})
     first.write(tmp_path)
     now = Bundle.from_raw("n1", {"a": RawItem("a", b"2\n", b"", 0)}, {"node": "n1", "cut_at": "a"})
     d = now.write(tmp_path)
-    assert sorted(p.name for p in d.iterdir()) == ["a.out", "a.rc", "meta.json"]
+    # exit code 0 now: no .rc (absent means 0), the earlier run's "3" gone with its stderr
+    assert sorted(p.name for p in d.iterdir()) == ["a.out", "meta.json"]
     back = Bundle.load(d)
-    assert list(back.items) == ["a"] and back.items["a"].stderr == b""
+    assert list(back.items) == ["a"] and back.items["a"].stderr == b"" and back.items["a"].rc == 0
     # a hand-placed file beside a bundle whose meta.json lists its items is not read either
     (d / "smi.qx.out").write_bytes(b"<xml/>")
     assert "smi.qx" not in Bundle.load(d).items

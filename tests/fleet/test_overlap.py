@@ -133,7 +133,7 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
     come out ERROR naming the exit code, and wait_all raises (the run exits INTERNAL_ERROR)."""
     import nodegate.run as R
 
-    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False):
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True):
         b = Bundle(jobs[0].name, {}, {"node": jobs[0].name, "status": "ok"})
         b.write(bundles_dir)
         prepare(b)
@@ -156,7 +156,7 @@ def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_p
     the inventory order whatever the order of arrival."""
     import nodegate.run as R
 
-    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False):
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True):
         for j in reversed(jobs):
             if j.name == "slow":
                 time.sleep(1.5)
@@ -184,3 +184,21 @@ def test_without_bundles_dir_the_pool_runs_in_a_thread(tmp_path):
     b = run.bundles["here"]
     assert b.gather_error is None and "meta.uname_r" in b.items
     assert run.facts["here"].kernel_release == os.uname().release
+
+
+def test_gathering_process_pool_keeps_no_bundle_once_reported(tmp_path):
+    """keep=False (the gathering process): each bundle is written and handed to ``prepare``,
+    then dropped; nothing per node stays for the process's GC to walk at every collection."""
+    import gc
+    import weakref
+
+    from nodegate.run import gather_fleet
+
+    refs = []
+    got = gather_fleet(_jobs(["n1", "n2", "n3"]), GatherOptions(gpu_source="smi", command_timeout=10), tmp_path,
+                       prepare=lambda b: refs.append(weakref.ref(b)), keep=False)
+    assert got == [] and len(refs) == 3
+    gc.collect()
+    assert [r() for r in refs] == [None, None, None]
+    for n in ("n1", "n2", "n3"):
+        assert Bundle.load(tmp_path / n).items["meta.uname_r"].rc == 0

@@ -25,7 +25,7 @@ def _run(shell, script, env=None, timeout=60):
 def _item_script(body: str, **kw) -> tuple[str, str]:
     """A probe script whose item list is replaced by ``body`` (functions kept)."""
     s, m = render_script(**kw)
-    head = s.split("ng_item meta.uname_r")[0]
+    head = s.split("\nng_lite meta.uname_r")[0] + "\n"
     done = "printf '%s DONE\\n' \"$M\"\n"
     tail = s.rsplit(done, 1)[1]   # closes the items' group: their stderr through the capped reader
     return head + body + "\n" + done + tail, m
@@ -66,8 +66,14 @@ def test_bundle_doc_is_generated_from_items():
     assert doc == render()
 
 
+#: ng_item caps a tool on the node; ng_lite frames pseudo-files and the probe's own functions
+#: without the caps' processes: both must give the controller the same items
+FRAMERS = ("ng_item", "ng_lite")
+
+
+@pytest.mark.parametrize("framer", FRAMERS)
 @pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
-def test_stdout_stderr_rc_are_kept_exactly(shell):
+def test_stdout_stderr_rc_are_kept_exactly(shell, framer):
     body = r"""
 ng_f_a() { printf 'no newline at end'; echo oops >&2; return 3; }
 ng_f_b() { printf 'two\n\nlines\n\n'; }
@@ -75,7 +81,7 @@ ng_f_c() { :; }
 ng_item t.a ng_f_a
 ng_item t.b ng_f_b
 ng_item t.c ng_f_c
-"""
+""".replace("ng_item", framer)
     script, m = _item_script(body)
     items, complete = _split(_run(shell, script), m)
     assert complete
@@ -84,8 +90,9 @@ ng_item t.c ng_f_c
     assert (items["t.c"].stdout, items["t.c"].stderr, items["t.c"].rc) == (b"", b"", 0)
 
 
+@pytest.mark.parametrize("framer", FRAMERS)
 @pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
-def test_stderr_block_drops_trailing_newlines_only(shell):
+def test_stderr_block_drops_trailing_newlines_only(shell, framer):
     """The ERR block is the stderr without its trailing newlines (as a `$(...)` capture gives it:
     the probe strips them in the shell instead of forking one, docs/performance.md)."""
     body = r"""
@@ -95,7 +102,7 @@ ng_f_c() { printf 'tab\t \n' >&2; return 4; }
 ng_item t.a ng_f_a
 ng_item t.b ng_f_b
 ng_item t.c ng_f_c
-"""
+""".replace("ng_item", framer)
     script, m = _item_script(body)
     items, complete = _split(_run(shell, script), m)
     assert complete
@@ -136,6 +143,55 @@ def test_output_over_cap_is_cut_on_the_node_and_marked_truncated():
     assert len(items["t.big"].stdout) == 4096
 
 
+def test_lite_item_over_cap_is_cut_by_the_controller_and_the_next_item_is_intact():
+    """ng_lite has no `head -c` on the node: the controller cuts the item at the cap (truncated,
+    its checks ERROR) and the items after it are framed as usual."""
+    body = ("ng_f_big() { head -c 300000 /dev/zero | tr '\\0' x; echo err >&2; return 5; }\n"
+            "ng_lite t.big ng_f_big\nng_lite t.next uname -n\n")
+    script, m = _item_script(body, cap=4096)
+    p = _run(["dash", "-s"], script)
+    items, complete = split_stream(p.stdout, m, cap=4096, stderr=p.stderr)
+    assert complete
+    assert (items["t.big"].status, len(items["t.big"].stdout), items["t.big"].rc) == ("truncated", 4096, 5)
+    assert items["t.big"].stderr == b"err"
+    assert (items["t.next"].status, items["t.next"].rc) == ("ok", 0)
+    assert items["t.next"].stdout.decode().strip() == os.uname().nodename
+
+
+def _fake_pci_sysfs(root: Path) -> None:
+    """root/sys: one NVIDIA GPU (3D controller) behind one bridge, linked from bus/pci/devices."""
+    bridge = root / "sys/devices/pci0000:00/0000:00:01.0"
+    gpu = bridge / "0000:01:00.0"
+    gpu.mkdir(parents=True)
+    for d, attrs in ((bridge, {"vendor": "0x1022", "class": "0x060400"}),
+                     (gpu, {"vendor": "0x10de", "class": "0x030200", "device": "0x2335"})):
+        for k, v in {**attrs, "current_link_speed": "32.0 GT/s PCIe", "current_link_width": "16",
+                     "max_link_speed": "32.0 GT/s PCIe", "max_link_width": "16"}.items():
+            (d / k).write_text(v + "\n")
+    links = root / "sys/bus/pci/devices"
+    links.mkdir(parents=True)
+    (links / "0000:01:00.0").symlink_to("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0")
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_lite_items_leave_the_probe_shell_as_they_found_it(shell, tmp_path):
+    """ng_lite runs the probe's functions in the probe's own shell: the PCI walk (which changes
+    directory to resolve each device's physical path) must not move the items after it."""
+    _fake_pci_sysfs(tmp_path / "fake")
+    work = tmp_path / "work"
+    work.mkdir()
+    body = f"cd {work}\nng_lite pci.sysfs ng_f_pci\nng_lite t.where pwd\n"
+    script, m = _item_script(body)
+    script = script.replace("/sys/bus/pci/devices/*", f"{tmp_path}/fake/sys/bus/pci/devices/*") \
+                   .replace("!= /sys/devices ]", f"!= {tmp_path}/fake/sys/devices ]")
+    items, complete = _split(_run(shell, script), m)
+    assert complete
+    pci = items["pci.sysfs"].stdout.decode()
+    assert "== 0000:01:00.0 gpu" in pci and "== 0000:00:01.0 upstream-of 0000:01:00.0" in pci, pci
+    assert pci.rstrip().endswith("gpus: 1")
+    assert items["t.where"].stdout.decode().strip() == str(work)
+
+
 def test_invalid_user_is_refused_before_it_reaches_the_script():
     with pytest.raises(ValueError):
         render_script(user="x'; rm -rf /; '")
@@ -162,6 +218,35 @@ def test_node_side_timeout_kills_a_tool_that_ignores_sigterm(tmp_path):
     assert complete
     assert items["smi.qx"].rc in (124, 137)
     assert items["t.after"].stdout == b"after\n"
+
+
+# busybox sh runs its own applets (timeout among them) before PATH: the wrapper below is not called
+@pytest.mark.parametrize("shell", [s for s in SHELLS if s[0] != "busybox"], ids=lambda s: s[0])
+def test_no_command_of_the_probe_inherits_its_output_descriptors(shell, tmp_path):
+    """No command the probe starts holds the probe's own stdout (fd 5) or an item's stdout (fd
+    4): a tool that leaves a process behind would keep the stream open after the probe ended.
+    busybox's `timeout` does (a watchdog that sleeps a second after the command): with fd 5 it
+    held every probe open ~1 s past its last item. A `timeout` on PATH records what it got."""
+    log = tmp_path / "fds.log"
+    real = shutil.which("timeout")
+    if real is None:
+        pytest.skip("no timeout(1) on this machine")
+    wrapper = tmp_path / "timeout"
+    wrapper.write_text("#!/bin/sh\n"
+                       f"for fd in 4 5; do [ -e /proc/$$/fd/$fd ] && echo \"$* holds fd $fd\" >>{log}; done\n"
+                       f"echo \"$*\" >>{log}.calls\n"
+                       f"exec {real} \"$@\"\n")
+    wrapper.chmod(0o755)
+    for tool in ("nvidia-smi", "modinfo", "dkms", "systemctl"):
+        (tmp_path / tool).write_text("#!/bin/sh\necho fake\n")
+        (tmp_path / tool).chmod(0o755)
+    script, m = render_script(user="nvidia-persistenced")
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
+    items, complete = _split(_run(shell, script, env=env), m)
+    assert complete
+    calls = (tmp_path / "fds.log.calls").read_text().splitlines()
+    assert "5 true" in calls and any("nvidia-smi -q -x" in c for c in calls), calls
+    assert not log.exists(), log.read_text()
 
 
 def test_controller_deadline_keeps_evidence_gathered_before_the_hang():

@@ -1,0 +1,63 @@
+"""The cyclic GC schedule of a nodegate run (plugins/nodegate_plugin.py ``_young_gc_only``):
+automatic collection off while the items run, young generations collected every
+``_GC_YOUNG_BUDGET`` new objects, automatic collection back on when the run ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: a plugin that records, at each item's call, whether automatic GC is on and how many objects
+#: were allocated since the last collection; and at exit whether GC is on again
+PROBE_PLUGIN = '''
+import atexit, gc, json, os
+import pytest
+S = {"enabled_in_items": set(), "max_count": 0, "items": 0}
+
+def pytest_configure(config):
+    import plugins.nodegate_plugin as P
+    P._GC_YOUNG_BUDGET = int(os.environ["GC_BUDGET"])
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    S["items"] += 1
+    S["enabled_in_items"].add(gc.isenabled())
+    S["max_count"] = max(S["max_count"], gc.get_count()[0])
+
+@atexit.register
+def _dump():
+    with open(os.environ["GC_OUT"], "w") as f:
+        json.dump({**S, "enabled_in_items": sorted(S["enabled_in_items"]), "enabled_at_exit": gc.isenabled()}, f)
+'''
+
+
+def _run(tmp_path: Path, budget: int) -> dict:
+    (tmp_path / "gcprobe.py").write_text(PROBE_PLUGIN)
+    out = tmp_path / f"gc-{budget}.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), GC_BUDGET=str(budget),
+               GC_OUT=str(out))
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-p", "gcprobe", "-q",
+                        "--tb=no", "--replay", str(ROOT / "inventories" / "samples"),
+                        "--reports-dir", str(tmp_path / f"reports-{budget}")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]   # the sample fleet has findings
+    return json.loads(out.read_text())
+
+
+def test_items_run_without_automatic_gc_and_young_objects_are_still_collected(tmp_path):
+    small = _run(tmp_path, 2_000)
+    assert small["items"] > 1000
+    assert small["enabled_in_items"] == [False]
+    assert small["enabled_at_exit"] is True
+    # young generations were collected on the way: never much past the budget
+    assert small["max_count"] < 20_000, small
+    # ...which without the budget's collections they are not (the run allocates far more)
+    unbounded = _run(tmp_path, 10**9)
+    assert unbounded["max_count"] > 10 * small["max_count"], (small, unbounded)
+    assert unbounded["enabled_at_exit"] is True
