@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from . import yamlio
 from .bundle import safe_node_dirname
 from .run import GatherOptions, NodeJob, gather_node
 
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     persistence_user = ""
     if a.spec:
         try:
-            spec_raw = yaml.safe_load(Path(a.spec).read_text()) or {}
+            spec_raw = yamlio.safe_load(Path(a.spec).read_text()) or {}
         except (OSError, yaml.YAMLError) as e:
             print(f"nodegate-collect: {a.spec}: {e}", file=sys.stderr)
             return 2

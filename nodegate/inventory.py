@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from . import yamlio
 from .errors import SpecError
 
 SPEC_VAR = "nodegate"
@@ -92,7 +93,7 @@ def redact_url(url: str) -> str:
 def _load_yaml(path: Path) -> object:
     try:
         with open(path) as fh:
-            return yaml.safe_load(fh)
+            return yamlio.safe_load(fh)
     except yaml.YAMLError as e:
         raise SpecError(f"{path}: not valid YAML: {e}") from None
     except OSError as e:

@@ -11,8 +11,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict
+
+from .. import yamlio
 
 
 class SkuProfile(BaseModel):
@@ -43,7 +44,7 @@ class ArchProfile(BaseModel):
 
 def _read() -> dict:
     text = resources.files("nodegate").joinpath("data/skus.yaml").read_text()
-    return yaml.safe_load(text)
+    return yamlio.safe_load(text)
 
 
 @lru_cache(maxsize=1)

@@ -11,8 +11,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
+
+from .. import yamlio
 
 
 class XidInfo(BaseModel):
@@ -27,7 +28,7 @@ class XidInfo(BaseModel):
 
 @lru_cache(maxsize=1)
 def xid_table() -> dict[int, XidInfo]:
-    raw = yaml.safe_load(resources.files("nodegate").joinpath("data/xid.yaml").read_text())
+    raw = yamlio.safe_load(resources.files("nodegate").joinpath("data/xid.yaml").read_text())
     return {int(k): XidInfo(xid=int(k), **v) for k, v in raw["xids"].items()}
 
 
