@@ -367,6 +367,14 @@ def _young_gc_only(config) -> None:
     if config.stash.get(_ACTIVE_KEY, False) and gc.isenabled() and not config.stash.get(_GC_PAUSED_KEY, False):
         gc.disable()
         config.stash[_GC_PAUSED_KEY] = True
+        # pytest runs cleanups even when an unconfigure hook raises (pytest.main() callers keep GC)
+        config.add_cleanup(lambda: _resume_gc(config))
+
+
+def _resume_gc(config) -> None:
+    if config.stash.get(_GC_PAUSED_KEY, False):
+        config.stash[_GC_PAUSED_KEY] = False
+        gc.enable()
 
 
 @pytest.hookimpl(trylast=True)
@@ -382,9 +390,7 @@ def pytest_unconfigure(config):
     if _CONFIG[0] is config:
         _CONFIG[0] = None
     _freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
-    if config.stash.get(_GC_PAUSED_KEY, False):
-        config.stash[_GC_PAUSED_KEY] = False
-        gc.enable()
+    _resume_gc(config)
 
 
 #: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU)

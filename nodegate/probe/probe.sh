@@ -51,8 +51,8 @@ ng_catv() {
 # controller enforces its own deadline regardless (a D-state process ignores signals).
 # Without fd 5: busybox's timeout leaves a watchdog that sleeps a second after `true` has
 # exited, and with the probe's stdout (fd 5) it kept the stream open for that second, so every
-# probe ended ~1 s after its last item (docs/performance.md). No command started here or in
-# an item holds fd 5.
+# probe ended ~1 s after its last item (docs/performance.md). No tool the probe runs gets fd 5
+# (the items close it for their commands); only the `head -c` caps, which end with their item.
 if timeout 5 true >/dev/null 2>&1 5>&-; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
 # timeout exits 124 on expiry but 128+9 when the command ignored SIGTERM and needed -k's KILL (a
 # hung nvidia-smi): both are reported as 124, "timed out"; a KILL from elsewhere (OOM) stays 137.
@@ -307,7 +307,7 @@ ng_f_clocks() {
 }
 
 ng_lite meta.uname_r uname -r
-ng_kr=$(uname -r)  # once for the three modinfo items (each expanded its own before)
+ng_kr=$(uname -r 5>&-)  # once for the three modinfo items (each expanded its own before)
 ng_lite meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
 ng_lite meta.hostname uname -n
 ng_item meta.id id

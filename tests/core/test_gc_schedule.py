@@ -61,3 +61,33 @@ def test_items_run_without_automatic_gc_and_young_objects_are_still_collected(tm
     unbounded = _run(tmp_path, 10**9)
     assert unbounded["max_count"] > 10 * small["max_count"], (small, unbounded)
     assert unbounded["enabled_at_exit"] is True
+
+
+DRIVER = '''
+import gc, sys
+import pytest
+
+class Boom:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self, config):
+        raise RuntimeError("another plugin's unconfigure fails")
+
+try:
+    pytest.main(["suites", "-p", "no:cacheprovider", "-q", "--tb=no", "--replay", sys.argv[1],
+                 "--reports-dir", sys.argv[2]], plugins=[Boom()])
+except RuntimeError as e:
+    print("raised:", e)
+print("gc enabled after:", gc.isenabled())
+'''
+
+
+def test_gc_is_back_on_for_a_pytest_main_caller_even_when_an_unconfigure_hook_raises(tmp_path):
+    """pytest.main() in-process: automatic GC is the caller's again even when another plugin's
+    pytest_unconfigure raises before ours runs (a config cleanup resumes it)."""
+    (tmp_path / "driver.py").write_text(DRIVER)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(ROOT / "inventories" / "samples"),
+                        str(tmp_path / "reports")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "raised: another plugin's unconfigure fails" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "gc enabled after: True" in p.stdout
