@@ -159,7 +159,7 @@ class Bundle:
             _put(ds + k + ".out", e.stdout)
             if e.stderr:
                 _put(ds + k + ".err", e.stderr)
-            # exit code 0 is the absent .rc (meta.json has every item's): a third fewer files to
+            # exit code 0 is the absent .rc (meta.json has every item's): about half the files to
             # create per node; no exit code: why (the controller's deadline cut it, or the cap
             # cut its RC line away)
             if e.rc is None:
