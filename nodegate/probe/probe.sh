@@ -66,6 +66,12 @@ ng_to() {
   return $ng_trc
 }
 
+# ng_open: an item's opening frames, BEGIN on stdout and ERR on stderr (key in $ng_k).
+ng_open() {
+  ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
+  printf '\n%s ERR %s\n' "$M" "$ng_k" >&2
+}
+
 # ng_item KEY CMD ARGS...: run one evidence item, framing stdout, stderr and exit code.
 # The command gets no stdin (the rest of this script is on it: a tool that reads stdin would eat
 # the probe) and no fd 5 (writing there would bypass the cap). Its stdout and then the RC line
@@ -75,8 +81,7 @@ ng_to() {
 # leaves the node. Both heads have exited, so flushed, before END.
 ng_item() {
   ng_k=$1; shift
-  ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
-  printf '\n%s ERR %s\n' "$M" "$ng_k" >&2
+  ng_open
   { { { "$@" </dev/null 2>&1 >&4 4>&- 5>&-; printf '\n%s RC %s\n' "$M" "$?" >&4; } | head -c 65537 >&2 4>&-
     } 4>&1; } | head -c "$NG_HCAP"
   ng_up; printf '\n%s END %s rc= %s\n' "$M" "$ng_k" "$ng_u"
@@ -91,8 +96,7 @@ ng_item() {
 # function runs in this shell: it must not `cd` or `exit` (ng_f_pci is a subshell for its cd).
 ng_lite() {
   ng_k=$1; shift
-  ng_up; printf '%s BEGIN %s %s\n' "$M" "$ng_k" "$ng_u"
-  printf '\n%s ERR %s\n' "$M" "$ng_k" >&2
+  ng_open
   "$@" </dev/null 5>&-; ng_lrc=$?
   ng_up; printf '\n%s RC %s\n\n%s END %s rc= %s\n' "$M" "$ng_lrc" "$M" "$ng_k" "$ng_u"
 }
