@@ -419,18 +419,53 @@ def pytest_collection_modifyitems(config, items):
     rank = {n: i for i, n in enumerate(run.nodes)} if run is not None else {}
     node_of: dict[str, str] = {}
     keyed = []
+    where: dict[object, tuple] = {}
     for pos, item in enumerate(items):
         node = _item_node(item)
         if node is not None:
             # one xdist group per node: with --dist loadgroup a node's items stay on one worker
             item.add_marker(pytest.mark.xdist_group(node))
             node_of[item.nodeid] = node
+            _prefill_verdict_item(item, where)
         keyed.append((rank.get(node, -1), pos, item))
     # node by node (inventory order), each node's items in suite order: a node's items can run as
     # soon as that node is gathered, and the report lists each node's results together
     keyed.sort(key=lambda k: (k[0], k[1]))
     items[:] = [k[2] for k in keyed]
     config.stash[_ITEM_NODE_KEY] = node_of
+
+
+def _prefill_verdict_item(item, where: dict[object, tuple]) -> None:
+    """Give a suite test's item (``verdict`` parameter) what pytest would otherwise recompute for
+    each of the fleet's items, once per test function instead (docs/performance.md):
+
+    - ``item.funcargs["verdict"]``: the VerdictParam itself. pytest fills only the arguments not
+      already in ``funcargs`` (``TopRequest._fillfixtures``, pytest 8 and 9), so the item runs
+      without the direct parameter's pseudo-fixture: its FixtureDef, SubRequest, the ``request``
+      fixture it asks for (a FixtureDef built, with an ``inspect.signature``, per item), the
+      ``pytest_fixture_setup`` hook and the finalizer at teardown. 7 680 items at 64 nodes: 0.67
+      CPU-s of the pytest process's ~7.3.
+    - ``item.location``: ``(relative path, line, test name)``. pytest computes the file and line
+      from the function's code object for every item (``getfslineno``: a ``Path`` built, made
+      absolute and stat'ed); items of one test function share them. 0.38 CPU-s at 64 nodes.
+      Written where ``functools.cached_property`` keeps it (the instance's ``__dict__``).
+
+    tests/core/test_item_setup.py checks that no ``verdict`` fixture is set up and that every
+    location equals pytest's own."""
+    p = _verdict_param(item)
+    if p is None:
+        return
+    funcargs = getattr(item, "funcargs", None)
+    if isinstance(funcargs, dict):
+        funcargs["verdict"] = p
+    fn = getattr(item, "obj", None)
+    if fn is None or "location" in item.__dict__:
+        return
+    w = where.get(fn)
+    if w is None:
+        where[fn] = item.location[:2]   # pytest's own computation, once per test function
+    else:
+        item.__dict__["location"] = (*w, item.getmodpath())
 
 
 def _terminal(config):
@@ -653,7 +688,8 @@ class VerdictParam:
     (``pytest_runtest_setup`` below: ERROR fails the setup, SKIP skips); the test then reads the
     Result through this object (``verdict.ok``, ``verdict.message``, any Result attribute). A
     direct parameter instead of an indirect fixture: pytest's fixture machinery was ~14 % of the
-    controller's CPU per item (docs/performance.md)."""
+    controller's CPU per item; and the item gets it in ``funcargs`` at collection, so pytest sets
+    up no fixture for it at all (``_prefill_verdict_item``; docs/performance.md)."""
 
     __slots__ = ("check_id", "node", "slot", "provisional", "result")
 
