@@ -141,15 +141,15 @@ class BaselineSession:
                 item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
 
     # -------------------------------------------------------------- reports
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        outcome = yield
-        rep = outcome.get_result()
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):  # noqa: ARG002
+        rep = yield
         info = item.stash.get(_INFO_KEY, None)
         if info is not None:
             rep.nodegate = info
             if rep.when == "call" and rep.failed and info["outcome"] == "fail":
                 rep.longrepr = f"[{info['check_id']}] {info['message']}"
+        return rep
 
     def pytest_runtest_logreport(self, report):
         if _is_worker(self.config) or not report.failed:

@@ -319,13 +319,12 @@ def pytest_collection_modifyitems(config, items):
             item.stash[_PLOT_KEY] = True
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ARG001
+    rep = yield
     info = item.stash.get(_INFO_KEY, None)
     if info is None:
-        return
+        return rep
     rep.nodegate = info
     if rep.when == "call" and rep.failed and info["outcome"] == "fail":
         rep.longrepr = f"[{info['check_id']}] {info['message']}"
@@ -334,8 +333,9 @@ def pytest_runtest_makereport(item, call):
         try:
             import pytest_html
         except ImportError:
-            return
+            return rep
         run = item.config.stash.get(RUN_KEY, None)
         b = run.bundles.get(info["node"]) if run is not None else None
         if b is not None:
             rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(svg_for_node(b))]
+    return rep
