@@ -159,3 +159,23 @@ def test_rekey_is_refused_by_known_hosts(profiles):
         with pytest.raises(paramiko.BadHostKeyException):
             f.ssh_client("h200-vm-sim")
         f.ssh_client("h100-535-healthy").close()  # the other node keeps its key
+
+
+def test_nodegate_client_negotiates_aes_gcm_with_openssh(fleet):
+    """nodegate's client (SecureParamikoBackend) offers AES-GCM first; OpenSSH's sshd has it."""
+    from pathlib import Path
+
+    from nodegate.inventory import load_inventory
+    from nodegate.transport import HostKeyPolicy, SecureParamikoBackend, Target
+
+    policy = HostKeyPolicy(files=[Path(fleet.known_hosts_path)])
+    host = next(h for h in load_inventory(str(fleet.inventory_path)).select(None) if h.name not in HANG)
+    t = Target(host.url(), hostkeys=policy, connect_timeout=10)
+    be = SecureParamikoBackend(t.host, hostkeys=policy, connect_timeout=10,
+                               ssh_identity_file=t.kw.get("ssh_identity_file"))
+    try:
+        tr = be.client.get_transport()
+        assert (tr.local_cipher, tr.remote_cipher) == ("aes128-gcm@openssh.com", "aes128-gcm@openssh.com")
+        assert be.exec_stream("true", b"", 30.0).rc == 0
+    finally:
+        be.close()
