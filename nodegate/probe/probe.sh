@@ -164,9 +164,26 @@ ng_f_libnvml() {
   return 0
 }
 
+# ng_cand PATTERN FILE...: into $ng_gl, the FILEs that may hold a line matching the basic regex
+# PATTERN: one `grep -l` over all of them instead of a `read` per file in the shell (dash reads a
+# byte per system call: ~20 calls a file, for every process or PCI function of the node). Only a
+# pre-selection: the caller still reads and checks each file itself, so the result is the same
+# as looping over every FILE, which is also what ng_gl gets when grep is missing or could not be
+# run (126/127, e.g. an argument list too long). grep's 2 (a file vanished) keeps its list.
+ng_cand() {
+  ng_pat=$1; shift
+  if command -v grep >/dev/null 2>&1; then
+    ng_gl=$(grep -l -e "$ng_pat" "$@" 2>/dev/null 5>&-)
+    [ $? -lt 126 ] && return 0
+  fi
+  ng_gl=$*
+}
+
 ng_f_persistenced_proc() {
   ng_n=0
-  for p in /proc/[0-9]*; do
+  ng_cand '^nvidia-persiste' /proc/[0-9]*/comm
+  for p in $ng_gl; do
+    p=${p%/comm}
     ng_catv "$p/comm"  # unreadable (process gone): "", not a match
     case "$ng_v" in nvidia-persiste*) ;; *) continue ;; esac
     ng_n=$((ng_n + 1))
@@ -195,15 +212,17 @@ ng_f_dropins() {
     /usr/lib/systemd/system/nvidia-persistenced.service /lib/systemd/system/nvidia-persistenced.service
 }
 
+# ng_drvver: the loaded module's version into $v: sysfs, else the banner in /proc (no subshell).
 ng_drvver() {
   ng_catv /sys/module/nvidia/version; v=$ng_v
   [ -n "$v" ] || v=$(sed -n 's/.*Kernel Module[^0-9]*\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version 2>/dev/null | head -n 1)
-  printf '%s' "$v"
 }
 
 ng_f_firmware() {
-  v=$(ng_drvver); kv=$(uname -r)
-  fp=$(cat /sys/module/firmware_class/parameters/path 2>/dev/null)
+  # the kernel release the probe read once ($ng_kr, `uname -r`), the module version and the
+  # firmware search path without a `$(...)` each (docs/performance.md)
+  ng_drvver; kv=$ng_kr
+  ng_catv /sys/module/firmware_class/parameters/path; fp=$ng_v
   printf 'firmware_class.path: %s\n' "$fp"
   printf 'driver_version: %s\n' "$v"
   for d in "$fp" "/lib/firmware/updates/$kv" /lib/firmware/updates "/lib/firmware/$kv" /lib/firmware; do
@@ -218,7 +237,9 @@ ng_f_pci() (
   # (docs/performance.md); sysfs attributes are one line, so `read` gives the same text.
   # A subshell (one fork, no exec): it changes directory to resolve each device's path.
   ng_g=0
-  for d in /sys/bus/pci/devices/*; do
+  ng_cand '^0x10de$' /sys/bus/pci/devices/*/vendor
+  for d in $ng_gl; do
+    d=${d%/vendor}
     ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
     ng_rd "$d/class"
     case "$ng_v" in 0x03*) ;; *) continue ;; esac
@@ -249,7 +270,7 @@ ng_f_ls() { for d in "$@"; do [ -e "$d" ] && ls -1 "$d" 2>&1; done; return 0; }
 
 ng_f_peers() {
   for f in /sys/kernel/mm/memory_peers/*/version; do
-    [ -r "$f" ] && printf '%s: %s\n' "$f" "$(cat "$f")"
+    [ -r "$f" ] && { ng_catv "$f"; printf '%s: %s\n' "$f" "$ng_v"; }
   done
   return 0
 }
@@ -293,9 +314,18 @@ ng_f_clocks() {
     if [ "$ng_r" -ne 0 ]; then printf '%s\n' "$ng_s" >&2; return "$ng_r"; fi
   fi
   printf '%s\n' "$ng_s"
-  # more samples (1 s apart) only when the first shows a failing bit: they confirm or clear it
-  ng_hit=
-  for ng_m in $(printf '%s\n' "$ng_s" | sed -n 's/.*, \(0x[0-9a-fA-F]*\)$/\1/p'); do
+  # more samples (1 s apart) only when the first shows a failing bit: they confirm or clear it.
+  # Each line's last field when it is ", 0x<hex>" at the line's end, with the shell's own string
+  # operations (a `sed` and two forks before; docs/performance.md).
+  ng_hit=; ng_rest=$ng_s
+  while [ -n "$ng_rest" ]; do
+    ng_l=${ng_rest%%"$NG_NL"*}
+    case $ng_rest in *"$NG_NL"*) ng_rest=${ng_rest#*"$NG_NL"} ;; *) ng_rest= ;; esac
+    case $ng_l in *", 0x"*) ;; *) continue ;; esac
+    ng_m=0x${ng_l##*, 0x}
+    # one to sixteen hex digits: anything else is no number to the shell (dash's arithmetic
+    # stops the item on "0x" alone); the controller's parser judges that line
+    case ${ng_m#0x} in ''|*[!0-9a-fA-F]*|?????????????????*) continue ;; esac
     [ $((ng_m & NG_FAILMASK)) -ne 0 ] 2>/dev/null && ng_hit=1
   done
   [ -n "$ng_hit" ] || return 0

@@ -321,3 +321,79 @@ def test_stderr_split_is_not_fooled_by_a_forged_err_line():
     errs, rest = split_stderr(data, m)
     assert errs == {"a": f"msg a\n@@NG-{'ff' * 12} ERR c".encode(), "c": b"msg c"}
     assert rest.strip() == b"[nodegate] connection dropped mid-probe"
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+@pytest.mark.parametrize("lines,extra_samples", [
+    (["0, 00000000:19:00.0, P0, 0x0000000000000000", "1, 00000000:3B:00.0, P0, 0x0000000000000008"], True),
+    (["0, 00000000:19:00.0, P0, 0x0000000000000004", "1, 00000000:3B:00.0, P0, 0x0000000000000001"], False),
+    (["0, 00000000:19:00.0, P0, 0x0000000000000008 x"], False),      # not the line's last field
+    (["0, 00000000:19:00.0, P0, 0x"], False),                        # no digits
+    (["0, 00000000:19:00.0, P0, 0x00000000000000zz"], False),
+    (["0, 00000000:19:00.0, P0, 0x100000000000000008"], False),      # more than 64 bits
+    (["0, 00000000:19:00.0, P0, [N/A]", "1, 00000000:3B:00.0, P8, 0x0000000000000040"], True),
+], ids=["second-gpu-hw-slowdown", "idle-and-app-clocks", "trailing-field", "no-digits", "not-hex", "too-long",
+       "na-then-thermal"])
+def test_clocks_failing_bit_is_found_on_any_line_in_each_shell(shell, tmp_path, lines, extra_samples):
+    """The probe finds a failing bit (hw_slowdown 0x8, sw_thermal 0x20... in NG_FAILMASK) in the
+    last field of any GPU's line, with the shell's own string operations, in every shell; a field
+    that is not one hexadecimal number never triggers the extra samples."""
+    env = _fake_smi(tmp_path, "cat <<'EOF'\n" + "\n".join(lines) + "\nEOF\n")
+    script, m = _item_script("ng_need nvidia-smi smi.clocks_samples ng_f_clocks\n", samples=2, timeout_s=30)
+    items, _ = _split(_run(shell, script, env=env), m)
+    it = items["smi.clocks_samples"]
+    assert it.rc == 0
+    out = it.stdout.decode().splitlines()
+    assert out[:len(lines)] == lines
+    assert ("# sample 2" in out) is extra_samples, out
+
+
+def _fake_proc_and_pci(root: Path) -> None:
+    """root/proc: a persistenced, another process, and one whose comm spoofs persistenced on its
+    second line; root/sys: a non-NVIDIA function, an NVIDIA GPU and a vendor file whose *second*
+    line says NVIDIA."""
+    for pid, comm in (("1", "systemd\n"), ("123", "nvidia-persiste\n"), ("456", "x\nnvidia-persiste\n")):
+        d = root / "proc" / pid
+        d.mkdir(parents=True)
+        (d / "comm").write_text(comm)
+        (d / "status").write_text(f"Name:\t{comm.splitlines()[0]}\nUid:\t143\t143\t143\t143\nGid:\t143\t143\t143\t143\n")
+        (d / "cmdline").write_bytes(b"/usr/bin/nvidia-persistenced\0--user\0nvidia-persistenced\0")
+    _fake_pci_sysfs(root)
+    odd = root / "sys/devices/pci0000:00/0000:00:02.0"
+    odd.mkdir(parents=True)
+    (odd / "vendor").write_text("0x1022\n0x10de\n")
+    (odd / "class").write_text("0x030000\n")
+    (root / "sys/bus/pci/devices/0000:00:02.0").symlink_to("../../../devices/pci0000:00/0000:00:02.0")
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_process_and_pci_scans_are_the_same_with_grep_without_it_and_when_it_cannot_run(shell, tmp_path):
+    """ng_cand pre-selects /proc/*/comm and PCI vendor files with one grep; every candidate is then
+    read and checked as before, so the output is the same as the shell's own loop over all of
+    them (no grep on the node, or a grep that cannot be run), spoofed second lines included."""
+    root = tmp_path / "fake"
+    _fake_proc_and_pci(root)
+    body = "ng_lite persistenced.process ng_f_persistenced_proc\nng_lite pci.sysfs ng_f_pci\n"
+    script, m = _item_script(body)
+    script = (script.replace("/proc/[0-9]*/comm", f"{root}/proc/[0-9]*/comm")
+              .replace("/sys/bus/pci/devices/*", f"{root}/sys/bus/pci/devices/*")
+              .replace("!= /sys/devices ]", f"!= {root}/sys/devices ]"))
+    # the probe puts the system's directories on PATH itself: the variants change ng_cand instead
+    assert script.count('command -v grep >/dev/null 2>&1; then\n    ng_gl=$(grep -l -e') == 1
+    variants = {
+        "grep": script,
+        "no-grep": script.replace('command -v grep >/dev/null 2>&1; then\n    ng_gl=$(grep -l -e',
+                                  'command -v ng-no-such-tool >/dev/null 2>&1; then\n    ng_gl=$(grep -l -e'),
+        # found but cannot be run (127 here; 126 for an argument list too long)
+        "cannot-run": script.replace('ng_gl=$(grep -l -e', 'ng_gl=$(ng-no-such-tool -l -e'),
+    }
+    outs = {}
+    for name, text in variants.items():
+        items, complete = _split(_run(shell, text), m)
+        assert complete, name
+        outs[name] = (items["persistenced.process"].stdout, items["pci.sysfs"].stdout)
+    proc, pci = outs["grep"]
+    assert proc.decode().count("== pid ") == 1 and b"== pid 123\n" in proc and b"processes: 1" in proc
+    assert b"== 0000:01:00.0 gpu" in pci and b"0000:00:02.0" not in pci and pci.rstrip().endswith(b"gpus: 1")
+    for name, o in outs.items():
+        assert o == outs["grep"], name
