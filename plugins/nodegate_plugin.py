@@ -451,7 +451,9 @@ def _prefill_verdict_item(item, where: dict[object, tuple]) -> None:
       Written where ``functools.cached_property`` keeps it (the instance's ``__dict__``).
 
     tests/core/test_item_setup.py checks that no ``verdict`` fixture is set up and that every
-    location equals pytest's own."""
+    location equals pytest's own. Visible difference: ``--setup-show``/``--setup-plan`` list no
+    ``SETUP F verdict[...]`` line for these items (nothing is set up). A re-run of an item
+    (``_initrequest``) gets an empty ``funcargs`` and the ordinary pseudo-fixture."""
     p = _verdict_param(item)
     if p is None:
         return
@@ -459,8 +461,8 @@ def _prefill_verdict_item(item, where: dict[object, tuple]) -> None:
     if isinstance(funcargs, dict):
         funcargs["verdict"] = p
     fn = getattr(item, "obj", None)
-    if fn is None or "location" in item.__dict__:
-        return
+    if fn is None or "location" in item.__dict__ or type(item).reportinfo is not pytest.Function.reportinfo:
+        return   # an item class with its own reportinfo() keeps pytest's computation
     w = where.get(fn)
     if w is None:
         where[fn] = item.location[:2]   # pytest's own computation, once per test function
@@ -776,7 +778,7 @@ def _evaluate(item, p: VerdictParam) -> None:
         pytest.skip(f"[{cdef.id}] {res.message}")
 
 
-@pytest.hookimpl(wrapper=True)   # new-style: cheaper per call than hookwrapper=True (3 calls per item)
+@pytest.hookimpl(wrapper=True)   # pluggy's current wrapper form (no difference measured: docs/performance.md)
 def pytest_runtest_makereport(item, call):  # noqa: ARG001
     rep = yield
     info = item.stash.get(_RESULT_KEY, None)

@@ -170,6 +170,8 @@ ng_f_libnvml() {
 # pre-selection: the caller still reads and checks each file itself, so the result is the same
 # as looping over every FILE, which is also what ng_gl gets when grep is missing or could not be
 # run (126/127, e.g. an argument list too long). grep's 2 (a file vanished) keeps its list.
+# (The shells' `read` drops NUL bytes and grep does not: procfs comm and sysfs vendor files hold
+# none.)
 ng_cand() {
   ng_pat=$1; shift
   if command -v grep >/dev/null 2>&1; then
@@ -221,7 +223,7 @@ ng_drvver() {
 ng_f_firmware() {
   # the kernel release the probe read once ($ng_kr, `uname -r`), the module version and the
   # firmware search path without a `$(...)` each (docs/performance.md)
-  ng_drvver; kv=$ng_kr
+  ng_drvver; kv=${ng_kr:-$(uname -r)}
   ng_catv /sys/module/firmware_class/parameters/path; fp=$ng_v
   printf 'firmware_class.path: %s\n' "$fp"
   printf 'driver_version: %s\n' "$v"
@@ -270,7 +272,7 @@ ng_f_ls() { for d in "$@"; do [ -e "$d" ] && ls -1 "$d" 2>&1; done; return 0; }
 
 ng_f_peers() {
   for f in /sys/kernel/mm/memory_peers/*/version; do
-    [ -r "$f" ] && { ng_catv "$f"; printf '%s: %s\n' "$f" "$ng_v"; }
+    [ -r "$f" ] && printf '%s: %s\n' "$f" "$(cat "$f")"
   done
   return 0
 }
@@ -315,19 +317,20 @@ ng_f_clocks() {
   fi
   printf '%s\n' "$ng_s"
   # more samples (1 s apart) only when the first shows a failing bit: they confirm or clear it.
-  # Each line's last field when it is ", 0x<hex>" at the line's end, with the shell's own string
-  # operations (a `sed` and two forks before; docs/performance.md).
-  ng_hit=; ng_rest=$ng_s
-  while [ -n "$ng_rest" ]; do
-    ng_l=${ng_rest%%"$NG_NL"*}
-    case $ng_rest in *"$NG_NL"*) ng_rest=${ng_rest#*"$NG_NL"} ;; *) ng_rest= ;; esac
+  # Each line's last field when it is ", 0x<hex>" at the line's end, with the shell's own field
+  # splitting on newlines (a `sed` and two forks before; docs/performance.md). Linear in the
+  # output: a tool that floods it costs its own item, not the probe's deadline.
+  ng_hit=; ng_ifs=$IFS; IFS=$NG_NL; set -f
+  for ng_l in $ng_s; do
     case $ng_l in *", 0x"*) ;; *) continue ;; esac
     ng_m=0x${ng_l##*, 0x}
-    # one to sixteen hex digits: anything else is no number to the shell (dash's arithmetic
-    # stops the item on "0x" alone); the controller's parser judges that line
+    # one to sixteen hex digits, as nvidia-smi prints them: anything else is no number to the
+    # shell (dash's and ash's arithmetic stop the item on "0x" alone); the controller's parser
+    # judges that line
     case ${ng_m#0x} in ''|*[!0-9a-fA-F]*|?????????????????*) continue ;; esac
     [ $((ng_m & NG_FAILMASK)) -ne 0 ] 2>/dev/null && ng_hit=1
   done
+  set +f; IFS=$ng_ifs
   [ -n "$ng_hit" ] || return 0
   ng_i=1
   while [ "$ng_i" -lt "$NG_SAMPLES" ]; do

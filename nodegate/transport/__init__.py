@@ -134,7 +134,7 @@ def known_hosts_entries(path: Path, name: str):
 AEAD_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
 
 
-def _transport(sock, disabled_algorithms=None) -> paramiko.Transport:
+def _transport(sock, **kw) -> paramiko.Transport:
     """The Transport ``SSHClient.connect`` builds (its ``transport_factory``), offering AES-GCM
     before paramiko's default AES-CTR + HMAC-SHA2.
 
@@ -144,8 +144,9 @@ def _transport(sock, disabled_algorithms=None) -> paramiko.Transport:
     packets: paramiko's CPU per node 13.3 -> 11.5 ms (64 nodes, 3 runs each,
     docs/performance.md), and the node's sshd does less work too. A server without GCM still
     negotiates the first cipher both sides have (CTR); the key exchange, host-key and MAC
-    choices are paramiko's defaults."""
-    t = paramiko.Transport(sock, disabled_algorithms=disabled_algorithms)
+    choices are paramiko's defaults. ``kw`` is what ``connect`` passes (``disabled_algorithms``;
+    before paramiko 5 also ``gss_kex`` and ``gss_deleg_creds``); GCM is in paramiko from 3.5."""
+    t = paramiko.Transport(sock, **kw)
     opts = t.get_security_options()
     have = tuple(opts.ciphers)
     first = tuple(c for c in AEAD_CIPHERS if c in have)

@@ -75,3 +75,65 @@ def test_disabled_algorithms_stay_disabled():
 def test_no_common_cipher_is_an_error_not_a_downgrade():
     with pytest.raises(paramiko.SSHException):
         _negotiate(("3des-cbc",), {"ciphers": ["3des-cbc"]})
+
+
+def test_without_gcm_paramikos_order_is_kept(monkeypatch):
+    no_gcm = tuple(c for c in paramiko.Transport._preferred_ciphers if c not in AEAD_CIPHERS)
+    monkeypatch.setattr(paramiko.Transport, "_preferred_ciphers", no_gcm)
+    a, b = socket.socketpair()
+    try:
+        assert tuple(_transport(a).get_security_options().ciphers) == no_gcm
+    finally:
+        a.close()
+        b.close()
+
+
+class _PasswordServer(paramiko.ServerInterface):
+    def get_allowed_auths(self, username):
+        return "password"
+
+    def check_auth_password(self, username, password):
+        return paramiko.AUTH_SUCCESSFUL if (username, password) == ("ng", "pw") else paramiko.AUTH_FAILED
+
+
+def test_nodegate_client_connects_through_the_factory(tmp_path):
+    """SecureParamikoBackend's own connect (host key checked against known_hosts, login) goes
+    through ``_transport`` with whatever arguments this paramiko's ``connect`` passes it, and
+    gets AES-GCM from a server that has it."""
+    from nodegate.transport import HostKeyPolicy, SecureParamikoBackend, Target
+
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    port = lsock.getsockname()[1]
+    key = _host_key()
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{port} {key.get_name()} {key.get_base64()}\n")
+    done = threading.Event()
+
+    def serve():
+        conn, _ = lsock.accept()
+        t = paramiko.Transport(conn)
+        t.add_server_key(key)
+        try:
+            t.start_server(server=_PasswordServer())
+            done.wait(20)
+        except (paramiko.SSHException, EOFError):
+            pass
+        finally:
+            t.close()
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    policy = HostKeyPolicy(files=[kh])
+    target = Target(f"paramiko://ng:pw@127.0.0.1:{port}", hostkeys=policy, connect_timeout=10)
+    be = SecureParamikoBackend(target.host, hostkeys=policy, connect_timeout=10)
+    try:
+        tr = be.client.get_transport()
+        assert tr.is_authenticated()
+        assert (tr.local_cipher, tr.remote_cipher) == ("aes128-gcm@openssh.com", "aes128-gcm@openssh.com")
+    finally:
+        done.set()    # the server side closes first: its thread ends before the client hangs up
+        th.join(5)
+        be.close()
+        lsock.close()
