@@ -27,6 +27,7 @@ from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
 from nodegate.outcomes import Outcome
+from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
 
 BASELINE_KEY = pytest.StashKey[BaselineRun]()
@@ -146,9 +147,7 @@ class BaselineSession:
         rep = yield
         info = item.stash.get(_INFO_KEY, None)
         if info is not None:
-            rep.nodegate = info
-            if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-                rep.longrepr = f"[{info['check_id']}] {info['message']}"
+            attach_nodegate(rep, info)
         return rep
 
     def pytest_runtest_logreport(self, report):

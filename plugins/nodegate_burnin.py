@@ -27,6 +27,7 @@ from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import burnin_spec, parse_duration
 from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Outcome, Result
+from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY, GatherOptions
 from nodegate.transport import HostKeyPolicy
 
@@ -325,9 +326,7 @@ def pytest_runtest_makereport(item, call):  # noqa: ARG001
     info = item.stash.get(_INFO_KEY, None)
     if info is None:
         return rep
-    rep.nodegate = info
-    if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+    attach_nodegate(rep, info)
     final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
     if final and item.stash.get(_PLOT_KEY, False):
         try:

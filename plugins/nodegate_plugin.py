@@ -23,6 +23,7 @@ from nodegate.bundle import Bundle, discover
 from nodegate.errors import SpecError
 from nodegate.inventory import Host, load_inventory, redact_url
 from nodegate.outcomes import Outcome, Result
+from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY, FleetRun, GatherOptions, NodeJob
 from nodegate.transport import HostKeyPolicy
 
@@ -783,8 +784,5 @@ def pytest_runtest_makereport(item, call):  # noqa: ARG001
     rep = yield
     info = item.stash.get(_RESULT_KEY, None)
     if info is not None:
-        rep.nodegate = info
-        if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-            # one readable line instead of the assertion rewrite dump
-            rep.longrepr = f"[{info['check_id']}] {info['message']}"
+        attach_nodegate(rep, info)
     return rep

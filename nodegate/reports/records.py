@@ -85,6 +85,15 @@ def nodegate_dict(report) -> dict | None:
     return ng if isinstance(ng, dict) else None
 
 
+def attach_nodegate(rep, info: dict) -> None:
+    """Put a check's ``info`` dict on its phase report as ``rep.nodegate`` (what ``nodegate_dict``
+    reads), and give a FAIL's call report one readable line, ``[check id] message``, instead of
+    pytest's assertion dump. Used by the suite, baseline and burn-in plugins' makereport."""
+    rep.nodegate = info
+    if rep.when == "call" and rep.failed and info["outcome"] == "fail":
+        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+
+
 class RecordBook:
     """All records of a run, in the order tests finished. ``update(report)`` takes every
     phase report (setup, call, teardown) of every test."""
