@@ -72,11 +72,8 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def _jobs_from_lead(config) -> list:
-    try:
-        from plugins.nodegate_plugin import _JOBS_KEY
-    except ImportError:
-        return []
-    return list(config.stash.get(_JOBS_KEY, []))
+    from nodegate.session.state import JOBS_KEY
+    return list(config.stash.get(JOBS_KEY, []))
 
 
 def _gather_options(config) -> GatherOptions:

@@ -93,7 +93,7 @@ def test_bench_smoke_on_two_nodes(tmp_path):
 
 
 def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():
-    from plugins.nodegate_plugin import node_of_test_id
+    from nodegate.session.scheduling import node_of_test_id
     nodes = sorted(["a", "a-1", "gpu-node", "x.y"], key=len, reverse=True)
     assert node_of_test_id("suites/test_driver.py::test_driver_stack[a]", nodes) == "a"
     assert node_of_test_id("suites/test_pcie.py::test_pcie_link[a-1-gpu7]", nodes) == "a-1"

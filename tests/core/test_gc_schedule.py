@@ -1,6 +1,6 @@
-"""The cyclic GC schedule of a nodegate run (plugins/nodegate_plugin.py ``_young_gc_only``):
+"""The cyclic GC schedule of a nodegate run (nodegate/session/gcsched.py ``young_gc_only``):
 automatic collection off while the items run, young generations collected every
-``_GC_YOUNG_BUDGET`` new objects, automatic collection back on when the run ends."""
+``YOUNG_BUDGET`` new objects, automatic collection back on when the run ends."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import pytest
 S = {"enabled_in_items": set(), "max_count": 0, "items": 0}
 
 def pytest_configure(config):
-    import plugins.nodegate_plugin as P
-    P._GC_YOUNG_BUDGET = int(os.environ["GC_BUDGET"])
+    import nodegate.session.gcsched as G
+    G.YOUNG_BUDGET = int(os.environ["GC_BUDGET"])
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):

@@ -1,5 +1,5 @@
-"""What nodegate gives each suite test's item at collection (plugins/nodegate_plugin.py
-``_prefill_verdict_item``): the ``verdict`` argument without pytest's fixture machinery, and the
+"""What nodegate gives each suite test's item at collection (nodegate/session/items.py
+``prefill_verdict_item``): the ``verdict`` argument without pytest's fixture machinery, and the
 item's location computed once per test function. Both must leave every outcome, message and
 location exactly as pytest itself would make them."""
 
@@ -25,8 +25,8 @@ S = {"fixture_setups": collections.Counter(), "items": 0, "wrong_arg": [], "wron
 
 def pytest_configure(config):
     if os.environ["PREFILL"] == "0":
-        import plugins.nodegate_plugin as P
-        P._prefill_verdict_item = lambda item, where: None
+        import nodegate.session.items as I
+        I.prefill_verdict_item = lambda item, where: None
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):

@@ -26,6 +26,8 @@ def active(g) -> set:
 
 
 def test_corpus_copied_byte_exact():
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} absent (a clone without ../shared): nothing to compare the copies with")
     shared = sorted(p.name for p in SHARED.glob("*.txt"))
     assert [p.name for p in FILES] == shared
     for name in shared:

@@ -1,0 +1,16 @@
+"""The pytest side of a nodegate run: what plugins/nodegate_plugin.py wires into pytest's hooks.
+
+Layering: this package imports pytest, ``nodegate.run`` (gathering), ``nodegate.checks``
+(evaluation) and ``nodegate.reports.records``; nothing below it imports it. The plugin module
+keeps the options and the hook functions, each a few lines calling into here:
+
+- ``state``: stash keys and the session's config (shared by the modules below);
+- ``jobs``: inventory (or ``--target``) -> one ``NodeJob`` per node, every spec validated;
+- ``start``: pytest_sessionstart's work: gather in the background, or load bundles (``--replay``,
+  xdist workers);
+- ``items``: per-node / per-GPU parametrization, ``VerdictParam``, collection order;
+- ``verdicts``: evaluating an item's check in setup and recording what the reports need;
+- ``scheduling``: pytest-xdist's ``--dist loadgroup`` by inventory node;
+- ``gcsched``: the cyclic-GC schedule of a run;
+- ``terminal``: one progress line per node, the "gathered N/M" lines.
+"""

@@ -1,0 +1,167 @@
+"""The items of a nodegate run: one per check and node (and GPU), ordered node by node.
+
+Test ids: ``test_<check name>[<node>]`` for node checks, ``test_<check name>[<node>-gpu<i>]`` for
+GPU checks (docs/contributing.md). A suite test takes ``verdict``, a direct parameter
+(``VerdictParam``) evaluated in setup (nodegate.session.verdicts).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .. import checks as ng_checks
+from ..outcomes import Result
+from ..run import RUN_KEY, FleetRun
+from .state import ACTIVE_KEY, ITEM_NODE_KEY, spec_get
+
+
+class VerdictParam:
+    """The ``verdict`` argument of a suite test: one check on one node (and GPU slot).
+
+    Collected as a direct parameter (``check_id``, ``node``, ``slot``, ``provisional``: the slot
+    came from gpu.count before the node was gathered). The check is evaluated in setup
+    (``pytest_runtest_setup``: ERROR fails the setup, SKIP skips); the test then reads the
+    Result through this object (``verdict.ok``, ``verdict.message``, any Result attribute). A
+    direct parameter instead of an indirect fixture: pytest's fixture machinery was ~14 % of the
+    controller's CPU per item; and the item gets it in ``funcargs`` at collection, so pytest sets
+    up no fixture for it at all (``prefill_verdict_item``; docs/performance.md)."""
+
+    __slots__ = ("check_id", "node", "slot", "provisional", "result")
+
+    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False):
+        self.check_id, self.node, self.slot, self.provisional = check_id, node, slot, provisional
+        self.result: Result | None = None
+
+    def __getattr__(self, name):   # only for names that are not slots: the Result's
+        r = self.result
+        if r is None:
+            raise AttributeError(f"{name}: the check {self.check_id} on {self.node} was not evaluated (setup)")
+        return getattr(r, name)
+
+    def __repr__(self) -> str:
+        where = self.node if self.slot is None else f"{self.node}-gpu{self.slot.index}"
+        return f"VerdictParam({self.check_id} on {where})"
+
+
+def verdict_param(item) -> VerdictParam | None:
+    cs = getattr(item, "callspec", None)
+    p = cs.params.get("verdict") if cs is not None else None
+    return p if isinstance(p, VerdictParam) else None
+
+
+def node_slots(run: FleetRun, node: str):
+    """The node's GPU items. gpu_slots never raises for node problems (unreadable GPUs give the
+    spec's count of slots); should it fail internally, one slot keeps the node's GPU checks in
+    the report as ERROR instead of letting them vanish."""
+    try:
+        return ng_checks.gpu_slots(run.facts[node], run.spec[node])
+    except Exception:  # noqa: BLE001
+        return [ng_checks.GpuSlot(0, None)]
+
+
+def parametrize(metafunc) -> None:
+    """pytest_generate_tests for suite tests taking ``verdict``: one item per node (node checks)
+    or per node and GPU (GPU checks: from gpu.count while the node is still being gathered,
+    else from what it reports)."""
+    if "verdict" not in metafunc.fixturenames:
+        return
+    run = metafunc.config.stash.get(RUN_KEY, None)
+    name = metafunc.function.__name__.removeprefix("test_")
+    cdef = ng_checks.by_name(name)
+    params, ids = [], []
+    if run is not None:
+        for node in run.nodes:
+            if cdef.scope == "node":
+                params.append(VerdictParam(cdef.id, node))
+                ids.append(node)
+            elif run.overlapped and spec_get(run.spec[node], "gpu.count"):
+                # not gathered yet: the spec's slots (gpu.count), resolved to the GPU the node
+                # reports at that index when the item runs (verdicts.resolve_slot)
+                for i in range(int(spec_get(run.spec[node], "gpu.count"))):
+                    params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
+                    ids.append(f"{node}-gpu{i}")
+            else:
+                if run.overlapped:   # no gpu.count: its GPU items follow what it reports
+                    run.wait(node)
+                for slot in node_slots(run, node):
+                    params.append(VerdictParam(cdef.id, node, slot))
+                    ids.append(f"{node}-{slot.label}")
+    metafunc.parametrize("verdict", params, ids=ids)
+
+
+#: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU)
+NODE_FIXTURES = ("verdict", "regression", "burnin_verdict")
+
+
+def item_node(item) -> str | None:
+    """The inventory node of a nodegate item (suite, regression or burn-in), else None."""
+    cs = getattr(item, "callspec", None)
+    if cs is None:
+        return None
+    for fx in NODE_FIXTURES:
+        p = cs.params.get(fx)
+        if isinstance(p, VerdictParam):
+            return p.node
+        if isinstance(p, tuple) and len(p) > 1 and isinstance(p[1], str):
+            return p[1]
+    return None
+
+
+def order_items(config, items) -> None:
+    """pytest_collection_modifyitems: node by node (inventory order), each node's items in suite
+    order; one xdist group per node; each suite item prefilled (``prefill_verdict_item``)."""
+    if not config.stash.get(ACTIVE_KEY, False):
+        return
+    run = config.stash.get(RUN_KEY, None)
+    rank = {n: i for i, n in enumerate(run.nodes)} if run is not None else {}
+    node_of: dict[str, str] = {}
+    keyed = []
+    where: dict[object, tuple] = {}
+    for pos, item in enumerate(items):
+        node = item_node(item)
+        if node is not None:
+            # one xdist group per node: with --dist loadgroup a node's items stay on one worker
+            item.add_marker(pytest.mark.xdist_group(node))
+            node_of[item.nodeid] = node
+            prefill_verdict_item(item, where)
+        keyed.append((rank.get(node, -1), pos, item))
+    # a node's items can run as soon as that node is gathered, and the report lists each node's
+    # results together
+    keyed.sort(key=lambda k: (k[0], k[1]))
+    items[:] = [k[2] for k in keyed]
+    config.stash[ITEM_NODE_KEY] = node_of
+
+
+def prefill_verdict_item(item, where: dict[object, tuple]) -> None:
+    """Give a suite test's item (``verdict`` parameter) what pytest would otherwise recompute for
+    each of the fleet's items, once per test function instead (docs/performance.md):
+
+    - ``item.funcargs["verdict"]``: the VerdictParam itself. pytest fills only the arguments not
+      already in ``funcargs`` (``TopRequest._fillfixtures``, pytest 8 and 9), so the item runs
+      without the direct parameter's pseudo-fixture: its FixtureDef, SubRequest, the ``request``
+      fixture it asks for (a FixtureDef built, with an ``inspect.signature``, per item), the
+      ``pytest_fixture_setup`` hook and the finalizer at teardown. 7 680 items at 64 nodes: 0.67
+      CPU-s of the pytest process's ~7.3.
+    - ``item.location``: ``(relative path, line, test name)``. pytest computes the file and line
+      from the function's code object for every item (``getfslineno``: a ``Path`` built, made
+      absolute and stat'ed); items of one test function share them. 0.38 CPU-s at 64 nodes.
+      Written where ``functools.cached_property`` keeps it (the instance's ``__dict__``).
+
+    tests/core/test_item_setup.py checks that no ``verdict`` fixture is set up and that every
+    location equals pytest's own. Visible difference: ``--setup-show``/``--setup-plan`` list no
+    ``SETUP F verdict[...]`` line for these items (nothing is set up). A re-run of an item
+    (``_initrequest``) gets an empty ``funcargs`` and the ordinary pseudo-fixture."""
+    p = verdict_param(item)
+    if p is None:
+        return
+    funcargs = getattr(item, "funcargs", None)
+    if isinstance(funcargs, dict):
+        funcargs["verdict"] = p
+    fn = getattr(item, "obj", None)
+    if fn is None or "location" in item.__dict__ or type(item).reportinfo is not pytest.Function.reportinfo:
+        return   # an item class with its own reportinfo() keeps pytest's computation
+    w = where.get(fn)
+    if w is None:
+        where[fn] = item.location[:2]   # pytest's own computation, once per test function
+    else:
+        item.__dict__["location"] = (*w, item.getmodpath())

@@ -1,0 +1,53 @@
+"""pytest-xdist ``--dist loadgroup`` by inventory node (each node's items on one worker)."""
+
+from __future__ import annotations
+
+import re
+
+from ..run import RUN_KEY
+from .state import ACTIVE_KEY
+
+_TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
+
+
+def node_of_test_id(nodeid: str, nodes: list[str]) -> str | None:
+    """The inventory node a test id belongs to (``...[<node>]`` or ``...[<node>-gpu<i>]``, possibly
+    with xdist's ``@group`` suffix), or None. ``nodes`` longest first, so ``a-1`` wins over ``a``."""
+    m = _TEST_ID.search(nodeid)
+    if not m:
+        return None
+    pid = m.group("id")
+    for n in nodes:
+        if pid == n or (pid.startswith(n + "-gpu") and pid[len(n) + 4:].isdigit()):
+            return n
+    return None
+
+
+def make_scheduler(config, log):
+    """``--dist loadgroup``: one work unit per inventory node, taken from the test id, so all of a
+    node's items run on one worker. xdist's own loadgroup relies on an ``@group`` suffix its workers
+    write into ``item._nodeid``; pytest 9 keeps node ids in ``Node._id``, the suffix never reaches the
+    controller and loadgroup silently spreads every node over all workers (tests/bench)."""
+    if config.getvalue("dist") != "loadgroup" or not config.stash.get(ACTIVE_KEY, False):
+        return None
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.bundles:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    nodes = sorted(run.bundles, key=len, reverse=True)
+
+    class NodeGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            node = node_of_test_id(nodeid, nodes)
+            return f"nodegate-node:{node}" if node is not None else super()._split_scope(nodeid)
+
+    return NodeGroupScheduling(config, log)
+
+
+def configure_worker(node) -> None:
+    """xdist controller -> worker: where the gathered bundles are and which nodes to load."""
+    run = node.config.stash.get(RUN_KEY, None)
+    if run is not None and run.bundles_dir is not None:
+        node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
+        node.workerinput["nodegate_nodes"] = list(run.bundles)

@@ -1,0 +1,39 @@
+"""Stash keys and per-session state shared by the nodegate.session modules and the plugins."""
+
+from __future__ import annotations
+
+import pytest
+
+#: NodeJobs built at configure time (nodegate.session.jobs.build_jobs); the burn-in plugin reads them
+JOBS_KEY = pytest.StashKey[list]()
+#: whether this pytest run is a nodegate run (suites/ targeted, or --inventory/--target/--replay)
+ACTIVE_KEY = pytest.StashKey[bool]()
+#: the report info dict of an evaluated item (nodegate.session.verdicts.evaluate)
+RESULT_KEY = pytest.StashKey[dict]()
+#: why the background gather itself stopped (not a node problem), shown at session finish
+GATHER_FAILED_KEY = pytest.StashKey[str]()
+#: nodeid -> inventory node of every nodegate item (collection)
+ITEM_NODE_KEY = pytest.StashKey[dict]()
+#: per-run cache of GPU identities and driver versions (verdicts.node_cache)
+IDENT_KEY = pytest.StashKey[dict]()
+
+#: Exit codes documented for CI (README "Exit codes").
+EXIT_SPEC_ERROR = 2
+
+#: the session's config for hooks that are not given one (pytest_runtest_logstart/logfinish)
+CONFIG: list = [None]
+
+
+def is_active(config) -> bool:
+    return bool(config.stash.get(ACTIVE_KEY, False))
+
+
+def spec_get(spec, dotted: str, default=None):
+    """``spec`` (a Spec model or a raw dict) at the dotted path, or ``default`` when any part is
+    absent or None."""
+    cur = spec
+    for part in dotted.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
+        if cur is None:
+            return default
+    return cur

@@ -1,0 +1,96 @@
+"""Terminal output of a nodegate run: one progress line per node, "gathered N/M" lines."""
+
+from __future__ import annotations
+
+from ..run import RUN_KEY, FleetRun
+from .state import ITEM_NODE_KEY, spec_get
+
+
+def terminal_reporter(config):
+    return config.pluginmanager.get_plugin("terminalreporter")
+
+
+def terminal_writer(config):
+    tr = terminal_reporter(config)
+    return tr._tw if tr is not None else None
+
+
+def group_by_node(config) -> None:
+    """In pytest's default and -q output, one progress line per node (``node07 ....F... [ 12%]``)
+    instead of a new line whenever the test file changes (items run node by node, so the file
+    changes with nearly every item). Falls back to pytest's own output if its reporter differs."""
+    tr = terminal_reporter(config)
+    orig = getattr(tr, "write_fspath_result", None)
+    if tr is None or orig is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
+        return
+
+    def write_fspath_result(nodeid: str, res: str, **markup: bool) -> None:
+        node = config.stash.get(ITEM_NODE_KEY, {}).get(nodeid)
+        if node is None:
+            return orig(nodeid, res, **markup)
+        try:
+            key = ("nodegate-node", node)
+            if tr.currentfspath != key:
+                if tr.currentfspath is not None and tr._show_progress_info:
+                    tr._write_progress_information_filling_space()
+                tr.currentfspath = key
+                tr._tw.line()
+                tr._tw.write(node + " ")
+            tr._tw.write(res, flush=True, **markup)
+        except AttributeError:
+            return orig(nodeid, res, **markup)
+        return None
+
+    tr.write_fspath_result = write_fspath_result
+
+
+def wait_ticker(config, run: FleetRun):
+    """While an item waits for its node to be gathered: a progress line of its own (default and
+    -q output; -v lines already name each test)."""
+    tr = terminal_reporter(config)
+    if tr is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
+        return None
+    state = {"started": False}
+    tty = bool(getattr(tr._tw, "hasmarkup", False)) or getattr(getattr(tr._tw, "_file", None), "isatty", lambda: False)()
+
+    def tick() -> None:
+        try:
+            done, total, errors, dt = run.progress()
+            line = f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s "
+            if not state["started"]:
+                state["started"] = True
+                if tr.currentfspath is not None and tr._show_progress_info:
+                    tr._write_progress_information_filling_space()
+                tr.currentfspath = None   # the next result starts a new line
+                tr._tw.line()
+                if not tty:   # a log file: one line per wait, not a line rewritten 4 times a second
+                    tr._tw.write(line, flush=True)
+            if tty:
+                tr._tw.write("\r" + line, flush=True)
+        except AttributeError:
+            pass
+    return tick
+
+
+def gathered_summary(terminalreporter, config) -> None:
+    """pytest_terminal_summary: how the overlapped gather went, and GPUs beyond gpu.count."""
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not run.overlapped or hasattr(config, "workerinput"):
+        return
+    done, total, errors, dt = run.progress()
+    terminalreporter.write_line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors in "
+                                f"{dt:.1f}s, while the tests ran")
+    extra = []
+    for node in run.nodes:
+        want = spec_get(run.spec.get(node), "gpu.count")
+        try:
+            n = len(run.facts[node].gpus)
+        except Exception:  # noqa: BLE001 - unreadable GPUs are the checks' to report
+            continue
+        if want and n > int(want):
+            extra.append(f"{node} ({n} GPUs)")
+    if extra:
+        terminalreporter.write_line(
+            "nodegate: GPUs beyond gpu.count have no per-GPU items (gpu_count FAILs for them; --gather-first "
+            "collects from what the nodes report): " + ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""),
+            yellow=True)

@@ -1,0 +1,148 @@
+"""Evaluating a suite item's check in setup, and what its reports carry.
+
+``evaluate(item, p)`` waits for the item's node when it is still being gathered, runs the check
+(``nodegate.checks.evaluate``), records the report info (``state.RESULT_KEY``: the
+``report.nodegate`` contract of docs/contributing.md) and JUnit properties, then fails the setup
+(ERROR) or skips (SKIP); PASS and FAIL go to the test body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from .. import checks as ng_checks
+from ..outcomes import Outcome, Result
+from ..run import RUN_KEY, FleetRun
+from .items import VerdictParam, node_slots
+from .state import IDENT_KEY, RESULT_KEY, spec_get
+from .terminal import wait_ticker
+
+#: JUnit <properties> of every nodegate item, in this order (docs/contributing.md)
+PROP_KEYS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
+             "expected", "observed", "remediation")
+
+
+def node_cache(config) -> dict:
+    """Per-run cache of what every item of a node (or GPU) shares: GPU identity per (node,
+    slot), driver version per node. Facts are immutable once parsed, so one lookup serves the
+    ~30 items of a node instead of one per item."""
+    c = config.stash.get(IDENT_KEY, None)
+    if c is None:
+        c = config.stash[IDENT_KEY] = {}
+    return c
+
+
+def surplus_gpus(run: FleetRun, node: str, res: Result) -> Result:
+    """gpu_count while the tests ran alongside gathering: per-GPU items were collected from
+    gpu.count, so a GPU beyond it has none. Never silent: a FAIL says so, and a SKIP (gpu_count
+    turned off in checks.skip) becomes ERROR naming the GPUs whose checks did not run."""
+    want = spec_get(run.spec.get(node), "gpu.count")
+    try:
+        extra = [g for g in run.facts[node].gpus if g.index is not None and want and g.index >= int(want)]
+    except Exception:  # noqa: BLE001 - unreadable GPUs: gpu_count's own result says so
+        return res
+    if not extra:
+        return res
+    names = ", ".join(f"gpu{g.index} ({g.pci_bus_id or 'bus id unknown'})" for g in extra)
+    why = (f"the node reports {len(extra)} GPU(s) beyond gpu.count {want}: {names}; their per-GPU "
+           "checks were not collected (run with --gather-first, or correct gpu.count)")
+    if res.outcome is Outcome.FAIL:
+        return replace(res, message=f"{res.message}; {why}")
+    return Result.errored(why, expected=res.expected or f"{want} GPU(s)", evidence_keys=("smi.qx",))
+
+
+def resolve_slot(run: FleetRun, node: str, slot, cache: dict):
+    """A per-GPU item collected from gpu.count before its node was gathered -> (the slot
+    ``gpu_slots`` gives for that index now that the node is in, None), or (slot, why) when the
+    node reports no GPU at that index (indices that skip one: the item ERRORs, naming them)."""
+    key = ("slots", node)
+    by_index = cache.get(key)
+    if by_index is None:
+        by_index = cache[key] = {s.index: s for s in node_slots(run, node)}
+    got = by_index.get(slot.index)
+    if got is not None:
+        return got, None
+    return slot, (f"gpu{slot.index}: the node reports no GPU at index {slot.index} "
+                  f"(indices {sorted(by_index)}; gpu.count {spec_get(run.spec.get(node), 'gpu.count')})")
+
+
+def gpu_identity(run: FleetRun, node: str, slot) -> dict:
+    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown)."""
+    ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
+             "board_part_number": "", "vbios_version": ""}
+    if slot is None:
+        return ident
+    ident["gpu_index"] = str(slot.index)
+    ident["pci_bus_id"] = slot.pci_bus_id or ""
+    try:
+        for g in run.facts[node].gpus:
+            if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
+                ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
+                             board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
+                break
+    except Exception:  # noqa: BLE001 - identity is best effort; the check reports the error
+        pass
+    return ident
+
+
+def _s(v) -> str:
+    return "" if v is None else str(v)
+
+
+def driver_version(run: FleetRun, node: str) -> str:
+    """The loaded nvidia module's version, "" when it cannot be read."""
+    try:
+        v = run.facts[node].nvidia_module_version
+    except Exception:  # noqa: BLE001
+        return ""
+    return str(v) if v else ""
+
+
+def evaluate(item, p: VerdictParam) -> None:
+    """Evaluate the item's check (waiting for its node when it is still being gathered), record
+    what the reports need, and fail (ERROR) or skip (SKIP) the setup; PASS/FAIL go to the test."""
+    check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
+    run: FleetRun = item.config.stash[RUN_KEY]
+    cdef = ng_checks.load_all()[check_id]
+    b = run.bundles.get(node)
+    if b is None:   # tests run while gathering: this node's first item waits for it
+        b = run.wait(node, wait_ticker(item.config, run))
+    cache = node_cache(item.config)
+    unresolved = None
+    if provisional:
+        slot, unresolved = resolve_slot(run, node, slot, cache)
+    if run.spec_errors.get(node):
+        res = Result.errored(f"spec error: {run.spec_errors[node]}")
+    elif b.gather_error:
+        res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
+    elif unresolved:
+        res = Result.errored(unresolved, evidence_keys=("smi.qx",))
+    else:
+        res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
+        if run.overlapped and cdef.name == "gpu_count":
+            res = surplus_gpus(run, node, res)
+    key = (node, None if slot is None else (slot.index, slot.pci_bus_id))
+    ident = cache.get(key)
+    if ident is None:
+        ident = cache[key] = gpu_identity(run, node, slot)
+        ident["driver_version"] = cache.setdefault(("driver", node), driver_version(run, node))
+    info = {"node": node, **ident, "check_id": cdef.id,
+            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity,
+            "expected": res.expected, "observed": res.observed, "message": res.message,
+            "evidence": res.evidence, "remediation": cdef.remediation, "outcome": res.outcome.value,
+            "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
+            "bundle_dir": str(b.path or "")}
+    item.stash[RESULT_KEY] = info
+    # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
+    # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
+    props = [(k, info[k]) for k in PROP_KEYS]
+    if res.outcome in (Outcome.PASS, Outcome.SKIP):
+        props[-1] = ("remediation", "")
+    item.user_properties.extend(props)
+    p.result = res
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(f"[{cdef.id}] {res.message}")
