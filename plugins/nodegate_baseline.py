@@ -71,11 +71,11 @@ def _scope(config):
     limit = getattr(o, "limit", None)
 
     def by_limit(n: str) -> bool:
-        return not limit or bool(select_names(limit, {n: None}, {}))
+        return not limit or bool(select_names(limit, [n]))
     if getattr(o, "inventory", None):
         inv = load_inventory(o.inventory)
-        selected = {h.name for h in inv.select(limit)}
-        everyone = set(inv.hosts)
+        selected = set(inv.select_names(limit))
+        everyone = set(inv.names)
         return (lambda n: n in selected or (n not in everyone and by_limit(n))), selected
     return by_limit, None
 

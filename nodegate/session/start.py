@@ -118,7 +118,12 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
-        names = select_names(limit, {d.name: None for d in dirs}, {})
+        try:
+            names = set(select_names(limit, [d.name for d in dirs]))
+        except SpecError as e:
+            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+        if not names:
+            pytest.exit(f"nodegate: --limit {limit!r} matches no bundle under {root}", returncode=EXIT_SPEC_ERROR)
     for d in dirs:
         b = Bundle.load(d)
         if by_job is not None and b.node not in by_job:
