@@ -234,7 +234,13 @@ class Inventory:
         return Path(self.source)
 
     def _details(self) -> str:
-        return ("; " + "; ".join(self.warnings[-5:])) if self.warnings else ""
+        """Ansible's own reasons (its warnings: one per inventory plugin that tried), the
+        plugin that fits the file's kind first, each cut to 400 characters."""
+        if not self.warnings:
+            return ""
+        kind = "'ini'" if Path(self.source).suffix in ("", ".ini", ".cfg") else "'yaml'"
+        ws = sorted(self.warnings, key=lambda w: kind not in w)
+        return "; " + "; ".join(w if len(w) <= 400 else w[:399] + "…" for w in ws[:3])
 
     def select(self, limit: str | None) -> list[Host]:
         """The hosts ``ansible -i SOURCE all --limit LIMIT`` targets, in its order, resolved.

@@ -1,0 +1,160 @@
+"""Which nodes a run contacts: only those with at least one selected item.
+
+pytest selects items after collecting them (``-k`` by check id, check name or node, ``-m`` by
+severity/area marker, ``--lf``, ``--deselect``: ``pytest_collection_modifyitems``). nodegate's
+items need only each node's spec (``gpu.count``) to be collected, so a live run gathers after
+that, in ``pytest_collection_finish``, and the tests still run while the nodes are gathered
+(``after_collection``). A run whose items come from what the nodes report (``--gather-first``,
+xdist, ``--baseline``, ``--burn-in``, a node without ``gpu.count``) must gather before it
+collects: it learns the selection first from a collection of its own in a forked child
+(``preselect``: the same pytest, the same arguments and hooks, its output discarded), then
+gathers the selected nodes only.
+
+What reports need (``FleetRun``): ``targets`` (every node of the run), ``selected``,
+``items_selected``/``items_ran`` per node, ``contacted`` and ``not_evaluated()``: a node without
+a selected item, or with selected items that did not run (-x, --maxfail, an interrupt,
+--collect-only), is NOT EVALUATED, never healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+
+import pytest
+
+from ..run import RUN_KEY
+from .items import item_node
+from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
+
+#: markers that make an item a nodegate check even without a node parameter
+NODEGATE_MARKERS = ("nodegate", "nodegate_check", "nodegate_regression")
+
+
+def preselecting(config) -> bool:
+    """True inside ``preselect``'s child (its collection must contact nothing and wait for
+    nothing)."""
+    return bool(config.stash.get(PRESELECT_KEY, False))
+
+
+def is_nodegate_item(item) -> bool:
+    return item_node(item) is not None or any(item.get_closest_marker(m) for m in NODEGATE_MARKERS)
+
+
+def selected_counts(config, items) -> Counter:
+    """Node -> number of its items among ``items`` (the selected ones)."""
+    node_of = config.stash.get(ITEM_NODE_KEY, {})
+    c: Counter = Counter()
+    for it in items:
+        n = node_of.get(it.nodeid) or item_node(it)
+        if n is not None:
+            c[n] += 1
+    return c
+
+
+def why_nothing(config, n_deselected: int) -> str:
+    o = config.option
+    sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
+    if n_deselected:
+        return (f"nodegate: no nodegate check selected: {n_deselected} collected item(s) were all deselected"
+                f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
+    return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
+            "(run `nodegate` with no path for the installed suites); no node was contacted")
+
+
+def preselect(session) -> list[str] | None:
+    """The nodes with at least one selected item, learned from a collection in a forked child
+    (pytest's own deselection; nothing is contacted there). None when the child could not tell
+    (no fork, or its collection failed): the caller then gathers every node, as before."""
+    if not hasattr(os, "fork"):
+        return None
+    config = session.config
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: collect, report the selection, never return into pytest
+        code = 0
+        try:
+            os.close(r)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            config.stash[PRESELECT_KEY] = True
+            items = session.perform_collect()
+            counts = selected_counts(config, items)
+            run = config.stash.get(RUN_KEY, None)
+            order = list(run.nodes) if run is not None else list(counts)
+            payload = {"nodes": [n for n in order if counts.get(n)], "items": len(items),
+                       "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
+            os.write(w, json.dumps(payload).encode())
+        except BaseException:  # noqa: BLE001 - the parent falls back to every node
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        return None
+    try:
+        return list(json.loads(b"".join(chunks))["nodes"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def after_collection(session) -> None:
+    """pytest_collection_finish (after every deselection): record the selection on the
+    FleetRun, exit 2 when no nodegate check is selected (nothing contacted), and start gathering
+    the selected nodes of a live run (not with --collect-only)."""
+    config = session.config
+    if preselecting(config) or not config.stash.get(ACTIVE_KEY, False) or hasattr(config, "workerinput"):
+        return
+    run = config.stash.get(RUN_KEY, None)
+    if run is None:
+        return
+    items = session.items
+    counts = selected_counts(config, items)
+    run.items_selected = dict(counts)
+    run.selected = [n for n in (run.targets or run.nodes) if counts.get(n)]
+    if not any(is_nodegate_item(i) for i in items):
+        run.abort()
+        pytest.exit(why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)),
+                    returncode=EXIT_SPEC_ERROR)
+    pending = config.stash.get(PENDING_JOBS_KEY, None)
+    if pending is None or config.option.collectonly:
+        return
+    del config.stash[PENDING_JOBS_KEY]
+    from .start import start_gathering
+    start_gathering(config, run, [j for j in pending if counts.get(j.name)])
+
+
+def _deselected(config) -> int:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    return len(getattr(tr, "stats", {}).get("deselected", ())) if tr is not None else 0
+
+
+def record(report) -> None:
+    """pytest_runtest_logreport: an item whose setup was reported ran (its node is evaluated
+    for it)."""
+    if report.when != "setup":
+        return
+    from .state import CONFIG
+    config = CONFIG[0]
+    run = config.stash.get(RUN_KEY, None) if config is not None else None
+    if run is None:
+        return
+    node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
+    if node is not None:
+        run.items_ran[node] = run.items_ran.get(node, 0) + 1
