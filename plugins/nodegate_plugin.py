@@ -76,13 +76,12 @@ def pytest_configure(config):
     if o.list_hosts:
         cliopts.list_hosts(config)   # exits
     cliopts.collect_the_suites(config)
-    if o.collectonly:
-        return   # --collect-only: nothing contacted, no report written
-    if hasattr(o, "htmlpath") and not o.htmlpath:
-        o.htmlpath = str(Path(o.reports_dir) / "report.html")
-        o.self_contained_html = True
-    if not getattr(o, "xmlpath", None):
-        o.xmlpath = str(Path(o.reports_dir) / "junit.xml")
+    if not o.collectonly:   # --collect-only: nothing contacted, no report written
+        if hasattr(o, "htmlpath") and not o.htmlpath:
+            o.htmlpath = str(Path(o.reports_dir) / "report.html")
+            o.self_contained_html = True
+        if not getattr(o, "xmlpath", None):
+            o.xmlpath = str(Path(o.reports_dir) / "junit.xml")
     if hasattr(config, "workerinput"):
         return
     try:
@@ -194,6 +193,7 @@ def pytest_sessionfinish(session, exitstatus):
     if interrupted:
         run.abort()
     why = config.stash.get(GATHER_FAILED_KEY, None)
+    selection.junit_property(config, run)
     try:
         run.wait_all()
     except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed

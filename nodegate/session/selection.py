@@ -86,6 +86,11 @@ def preselect(session) -> list[str] | None:
             os.dup2(null, 1)
             os.dup2(null, 2)
             config.stash[PRESELECT_KEY] = True
+            if not hasattr(session, "_fixturemanager"):
+                # nodegate's sessionstart runs first (tryfirst: the burn-in and baseline plugins
+                # need its gathering): here, in the child only, pytest's own fixtures plugin
+                # sets up what collection needs (tests/inventory/test_cli_selection.py)
+                config.pluginmanager.get_plugin("fixtures").pytest_sessionstart(session)
             items = session.perform_collect()
             counts = selected_counts(config, items)
             run = config.stash.get(RUN_KEY, None)
@@ -93,8 +98,15 @@ def preselect(session) -> list[str] | None:
             payload = {"nodes": [n for n in order if counts.get(n)], "items": len(items),
                        "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
             os.write(w, json.dumps(payload).encode())
+            if os.environ.get("NODEGATE_DEBUG_PRESELECT"):
+                with open(os.environ["NODEGATE_DEBUG_PRESELECT"], "w") as fh:
+                    fh.write(json.dumps(payload) + repr([i.nodeid for i in items][:5]))
         except BaseException:  # noqa: BLE001 - the parent falls back to every node
             code = 1
+            if os.environ.get("NODEGATE_DEBUG_PRESELECT"):
+                import traceback
+                with open(os.environ["NODEGATE_DEBUG_PRESELECT"], "w") as fh:
+                    traceback.print_exc(file=fh)
         finally:
             os._exit(code)
     os.close(w)
@@ -158,3 +170,19 @@ def record(report) -> None:
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
     if node is not None:
         run.items_ran[node] = run.items_ran.get(node, 0) + 1
+
+
+def junit_property(config, run) -> None:
+    """The JUnit testsuite property ``nodegate_not_evaluated``: the NOT EVALUATED nodes,
+    ", "-joined (pytest's LogXML.add_global_property; ``_pytest.junitxml.xml_key`` is pytest's
+    own stash key, tests/inventory/test_cli_selection.py fails the day it moves)."""
+    ne = run.not_evaluated()
+    if not ne:
+        return
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:   # pragma: no cover - the test above says so first
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.add_global_property("nodegate_not_evaluated", ", ".join(ne))

@@ -11,7 +11,7 @@ from nodegate.facts import GpuFacts
 from nodegate.parsers.smi_text import parse_smi_text
 from nodegate.parsers.smi_xml import parse_smi_xml
 
-CAP = Path(__file__).resolve().parents[3] / "shared" / "captures" / "h200-vm-580.159.04"
+CAP = Path(__file__).resolve().parents[1] / "captures" / "h200-vm-580.159.04"   # copy of ../shared/captures
 SAMPLED = {"source", "temperature_c", "power_draw_w"}
 
 
