@@ -98,15 +98,9 @@ def preselect(session) -> list[str] | None:
             payload = {"nodes": [n for n in order if counts.get(n)], "items": len(items),
                        "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
             os.write(w, json.dumps(payload).encode())
-            if os.environ.get("NODEGATE_DEBUG_PRESELECT"):
-                with open(os.environ["NODEGATE_DEBUG_PRESELECT"], "w") as fh:
-                    fh.write(json.dumps(payload) + repr([i.nodeid for i in items][:5]))
         except BaseException:  # noqa: BLE001 - the parent falls back to every node
             code = 1
-            if os.environ.get("NODEGATE_DEBUG_PRESELECT"):
-                import traceback
-                with open(os.environ["NODEGATE_DEBUG_PRESELECT"], "w") as fh:
-                    traceback.print_exc(file=fh)
+
         finally:
             os._exit(code)
     os.close(w)

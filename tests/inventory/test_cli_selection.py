@@ -190,3 +190,21 @@ def test_maxfail_leaves_the_rest_not_evaluated(tmp_path):
     reasons = {e["node"]: e["reason"] for e in doc["not_evaluated"]}
     assert len(reasons) >= len(NODES) - 1
     assert all("did not run" in v or "no selected item" in v for v in reasons.values())
+
+
+def test_an_extracted_evidence_archive_replays_where_it_was_extracted(tmp_path):
+    """docs/reports.md: ``tar xzf n1.tar.gz && nodegate --replay n1``, in the folder of the archive."""
+    import tarfile
+    node = "clocks-power-brake"
+    r, out = _replay(tmp_path, "-k", node)
+    archive = out / "bundles" / f"{node}.tar.gz"
+    assert archive.is_file(), r.stdout[-1500:]
+    there = tmp_path / "ticket"
+    there.mkdir()
+    with tarfile.open(archive) as t:
+        t.extractall(there, filter="data")
+    r2 = run([str(NODEGATE), "--replay", node, "-q", "--tb=no", "-p", "no:cacheprovider"], there)
+    assert r2.returncode == 1, r2.stdout[-2000:] + r2.stderr[-1000:]   # the node's findings again
+    assert (there / "reports" / "junit.xml").is_file()
+    cases = junit_cases(there / "reports" / "junit.xml")
+    assert cases and all(f"[{node}" in c.get("name") for c in cases)
