@@ -231,6 +231,9 @@ class Inventory:
         self._vm = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._vm_merge = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._cache: dict[str, Host] = {}
+        # one connection plugin object per plugin name: set_options() recomputes every option
+        # from the host's variables each time (plugin construction was ~40 % of a host's cost)
+        self._plugins: dict[str, object] = {}
         self.names = [h.name for h in self._im.get_hosts("all")]
         if not self.names:
             raise SpecError(f"inventory {source}: no hosts defined" + self._details())
@@ -305,7 +308,9 @@ class Inventory:
                     if hv.get(var) not in (None, ""):
                         raise SpecError(f"{where}: {var} ({what}) is not supported by nodegate's transports "
                                         "(put ssh options in ~/.ssh/config; connection ssh reads it)")
-                conn = a["connection_loader"].get(conn_name, a["PlayContext"](), None)
+                conn = self._plugins.get(conn_name)
+                if conn is None:
+                    conn = self._plugins[conn_name] = a["connection_loader"].get(conn_name, a["PlayContext"](), None)
                 if conn is None:
                     raise SpecError(f"{where}: ansible_connection {conn_name!r}: no such ansible-core "
                                     "connection plugin")

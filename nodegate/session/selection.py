@@ -54,11 +54,13 @@ def selected_counts(config, items) -> Counter:
     return c
 
 
-def why_nothing(config, n_deselected: int) -> str:
+def why_nothing(config, n_deselected: int | None) -> str:
+    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child)."""
     o = config.option
     sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
-    if n_deselected:
-        return (f"nodegate: no nodegate check selected: {n_deselected} collected item(s) were all deselected"
+    if n_deselected is None or n_deselected:
+        what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
+        return (f"nodegate: no nodegate check selected: {what} deselected"
                 f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
     return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
             "(run `nodegate` with no path for the installed suites); no node was contacted")
@@ -91,6 +93,11 @@ def preselect(session) -> list[str] | None:
                 # need its gathering): here, in the child only, pytest's own fixtures plugin
                 # sets up what collection needs (tests/inventory/test_cli_selection.py)
                 config.pluginmanager.get_plugin("fixtures").pytest_sessionstart(session)
+            # the child's output is discarded; pytest's terminal reporter has not seen
+            # sessionstart either and would fail on the deselection report
+            tr = config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                config.pluginmanager.unregister(tr)
             items = session.perform_collect()
             counts = selected_counts(config, items)
             run = config.stash.get(RUN_KEY, None)

@@ -86,7 +86,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     elif not nodes:
         if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None)):
             from .selection import why_nothing
-            pytest.exit(why_nothing(config, 1), returncode=EXIT_SPEC_ERROR)
+            pytest.exit(why_nothing(config, None), returncode=EXIT_SPEC_ERROR)
         nodes = run.targets   # baseline/burn-in items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])

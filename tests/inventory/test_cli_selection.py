@@ -85,11 +85,11 @@ def test_list_hosts_errors_exit_2(elsewhere, argv, why):
 
 
 def _unreachable_inventory(tmp_path) -> Path:
-    # TEST-NET-1 addresses (RFC 5737): never routed; nothing may be contacted anyway
+    # loopback, a closed port: nothing may be contacted anyway, and nothing could be reached
     p = tmp_path / "outside" / "hosts.yml"
     p.parent.mkdir()
     p.write_text("all:\n  vars: {nodegate: {gpu: {count: 2}}}\n  hosts:\n"
-                 "    gpu001: {ansible_host: 192.0.2.1}\n    gpu002: {ansible_host: 192.0.2.2}\n")
+                 "    gpu001: {ansible_host: 127.0.0.1, ansible_port: 1}\n    gpu002: {ansible_host: 127.0.0.1, ansible_port: 1}\n")
     return p
 
 
