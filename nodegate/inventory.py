@@ -209,6 +209,12 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(p._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
+#: ansible-core warnings that mean part of the inventory was dropped (its yaml plugin skips an
+#: unknown group key or a group that is not a mapping and goes on): refused, a typo such as
+#: ``hostz:`` must not silently test fewer nodes
+DROPPED = ("Skipping unexpected key", "as this is not a valid group definition", "Skipping invalid")
+
+
 def _msg(e: BaseException) -> str:
     return " ".join(str(e).split())
 
@@ -228,6 +234,9 @@ class Inventory:
         except a["AnsibleError"] as e:
             raise SpecError(f"inventory {source}: ansible-core refused it: {_msg(e)}"
                             + self._details()) from None
+        dropped = [w for w in self.warnings if any(d in w for d in DROPPED)]
+        if dropped:
+            raise SpecError(f"inventory {source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
         self._vm = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._vm_merge = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._cache: dict[str, Host] = {}

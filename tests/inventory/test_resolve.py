@@ -96,7 +96,9 @@ def test_limit_file_missing_is_ansibles_error(inv, tmp_path):
 
 
 @pytest.mark.parametrize("name,text,match", [
-    ("list", "all: [1, 2]\n", "no hosts defined.*not a valid group definition"),
+    ("list", "all: [1, 2]\n", "skipped part of it.*not a valid group definition"),
+    ("typo", "all:\n  hostz: {a: }\n  hosts: {b: }\n", r"skipped part of it.*unexpected key \(hostz\)"),
+    ("hosts_list", "all:\n  hosts: [a, 3]\n", "requires a dictionary"),
     ("bad_yaml", "all: {hosts: {a: {}}\n", "ansible-core refused it"),
     ("empty", "all: {hosts: {}}\n", "no hosts defined"),
     ("dup_host", "all:\n  hosts:\n    a: {ansible_port: 1}\n    a: {ansible_port: 2}\n", "[Dd]uplicate"),
