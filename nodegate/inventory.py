@@ -160,6 +160,8 @@ class Host:
     spec_raw: dict = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     plugin: str = ""
+    #: the plugin's host_key_checking (False: the inventory turns it off; nodegate verifies anyway)
+    host_key_checking: bool | None = None
 
     def url(self) -> str:
         """testinfra host URL (``paramiko://user:pw@[addr]:port?ssh_identity_file=...``, ``ssh://...``,
@@ -363,9 +365,11 @@ class Inventory:
                             "is ssh: nodegate runs OpenSSH in batch mode, which takes no password; set "
                             "ansible_connection: paramiko for password logins, or use a key")
         addr = opt(ADDRESS_OPTION[plugin]) or self._im.get_host(hv["inventory_hostname"]).address
+        hkc = opt("host_key_checking")
         return {"address": str(addr), "port": port, "user": None if opt("remote_user") is None else str(opt("remote_user")),
                 "key_file": os.path.expanduser(str(key)) if key else None,
-                "password": None if password is None else str(password)}
+                "password": None if password is None else str(password),
+                "host_key_checking": None if hkc is None else bool(hkc)}
 
     @staticmethod
     def _become(hv: dict, t, where: str) -> bool:

@@ -22,9 +22,12 @@ def list_hosts(config) -> None:
     if not o.inventory:
         pytest.exit("nodegate: --list-hosts needs --inventory", returncode=EXIT_SPEC_ERROR)
     try:
-        hosts = [h.listing() for h in selected_hosts(config)]
+        found, warnings = selected_hosts(config)
     except SpecError as e:
         pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    hosts = [h.listing() for h in found]
+    for w in warnings:
+        sys.stderr.write(f"nodegate: warning: {w}\n")
     out = sys.stdout
     if o.list_hosts == "json":
         out.write(json.dumps(hosts, indent=1) + "\n")

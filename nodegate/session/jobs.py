@@ -52,15 +52,34 @@ def load_spec(raw: dict, source: str):
     return _load(raw, source)
 
 
-def selected_hosts(config) -> list[Host]:
+def selected_hosts(config) -> tuple[list[Host], list[str]]:
     """The inventory hosts of the run (``--inventory`` + ``--limit``), resolved by ansible-core
-    (nodegate.inventory); Ansible's warnings become pytest config-time warnings."""
+    (nodegate.inventory), and the warnings to show: Ansible's own, two hosts on one address and
+    port, host key checking turned off in the inventory (nodegate verifies host keys anyway)."""
+    from .state import INVENTORY_KEY
     o = config.option
     inv = load_inventory(o.inventory)
+    config.stash[INVENTORY_KEY] = inv
     hosts = inv.select(o.limit)
-    for w in inv.warnings:
-        config.issue_config_time_warning(UserWarning(f"nodegate: ansible-core: {w}"), stacklevel=2)
-    return hosts
+    return hosts, [f"ansible-core: {w}" for w in inv.warnings] + duplicate_addresses(hosts) + \
+        [f"{h.name}: the inventory turns host key checking off; nodegate verifies host keys all the same "
+         "(--known-hosts, --accept-new-host-keys)" for h in hosts if h.host_key_checking is False]
+
+
+def duplicate_addresses(hosts: list[Host]) -> list[str]:
+    """One warning per host that resolves to the address and port of an earlier one."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for h in hosts:
+        if h.connection == "local":
+            continue
+        key = (h.address, h.port or 22)
+        if key in seen:
+            out.append(f"inventory hosts {seen[key]} and {h.name} resolve to the same address and port "
+                       f"({h.address}:{h.port or 22}): one machine gathered twice is judged twice")
+        else:
+            seen[key] = h.name
+    return out
 
 
 def build_jobs(config) -> list[NodeJob]:
@@ -74,19 +93,13 @@ def build_jobs(config) -> list[NodeJob]:
         spec = load_spec({}, "--target (no inventory: defaults)")
         return [_job(name, url, redact_url(url), {}, spec)]
     jobs: list[NodeJob] = []
-    seen: dict[tuple, str] = {}
-    for h in selected_hosts(config):
+    hosts, warnings = selected_hosts(config)
+    for w in warnings:
+        config.issue_config_time_warning(UserWarning(f"nodegate: {w}"), stacklevel=2)
+    for h in hosts:
         raw = h.spec_raw
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
         jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
-        if h.connection != "local":
-            key = (h.address, h.port or 22)
-            if key in seen:
-                config.issue_config_time_warning(UserWarning(
-                    f"nodegate: inventory hosts {seen[key]} and {h.name} resolve to the same address and port "
-                    f"({h.address}:{h.port or 22}): one machine gathered twice is judged twice"), stacklevel=2)
-            else:
-                seen[key] = h.name
     return jobs
 
 
@@ -105,4 +118,5 @@ def local_name(url: str) -> str:
     return host.split(":")[0].strip("[]") or "node"
 
 
-__all__ = ["SUITES", "SpecError", "build_jobs", "is_nodegate_run", "load_spec", "local_name", "selected_hosts"]
+__all__ = ["SUITES", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name",
+           "selected_hosts"]

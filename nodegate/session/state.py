@@ -16,6 +16,8 @@ GATHER_FAILED_KEY = pytest.StashKey[str]()
 ITEM_NODE_KEY = pytest.StashKey[dict]()
 #: per-run cache of GPU identities and driver versions (verdicts.node_cache)
 IDENT_KEY = pytest.StashKey[dict]()
+#: the nodegate.inventory.Inventory of --inventory (jobs.build_jobs), for the other plugins
+INVENTORY_KEY = pytest.StashKey[object]()
 #: NodeJobs of a live run whose gathering waits for the selection (selection.after_collection)
 PENDING_JOBS_KEY = pytest.StashKey[list]()
 #: set in selection.preselect's child: its collection contacts and waits for nothing

@@ -208,3 +208,14 @@ def test_an_extracted_evidence_archive_replays_where_it_was_extracted(tmp_path):
     assert (there / "reports" / "junit.xml").is_file()
     cases = junit_cases(there / "reports" / "junit.xml")
     assert cases and all(f"[{node}" in c.get("name") for c in cases)
+
+
+def test_two_hosts_on_one_address_and_host_key_checking_off_are_warnings(tmp_path):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    gpu001: {ansible_host: 10.0.0.1}\n    gpu002: {ansible_host: 10.0.0.1, ansible_port: 22}\n"
+                   "    gpu003: {ansible_host: 10.0.0.3, ansible_host_key_checking: false}\n")
+    r = run([str(NODEGATE), "--inventory", str(inv), "--list-hosts"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("nodegate: warning: inventory hosts gpu001 and gpu002 resolve to the same address and port "
+            "(10.0.0.1:22)") in r.stderr
+    assert "gpu003: the inventory turns host key checking off; nodegate verifies host keys all the same" in r.stderr
