@@ -40,14 +40,12 @@ message and the source; Ansible's warnings are kept in ``Inventory.warnings``.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
-import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .ansible_core import LOCK, ansible, captured, msg, plain
 from .errors import SpecError
 
 SPEC_VAR = "nodegate"
@@ -66,76 +64,6 @@ UNSUPPORTED_VARS = {
     "ansible_paramiko_proxy_command": "a paramiko proxy command",
     "ansible_ssh_executable": "another ssh executable",
 }
-#: ansible-core settings nodegate needs (ansible-core config/base.yml; environment names)
-ANSIBLE_SETTINGS = {
-    "ANSIBLE_DUPLICATE_YAML_DICT_KEY": "error",        # DUPLICATE_YAML_DICT_KEY
-    "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",       # INVENTORY_UNPARSED_IS_FAILED
-    "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
-    "ANSIBLE_NOCOLOR": "1",
-}
-
-_LOCK = threading.Lock()
-_ANSIBLE: dict = {}
-
-
-def _ansible() -> dict:
-    """ansible-core's modules, imported once with ANSIBLE_SETTINGS in force. The settings are
-    put in the environment (ansible-core reads them there; duplicate keys at parse time) and on
-    ``ansible.constants`` (read at import, in case ansible was imported before us)."""
-    with _LOCK:
-        if _ANSIBLE:
-            return _ANSIBLE
-        os.environ.update(ANSIBLE_SETTINGS)
-        from ansible import constants as C
-        from ansible.errors import AnsibleError
-        from ansible.inventory.helpers import sort_groups
-        from ansible.inventory.manager import InventoryManager
-        from ansible.parsing.dataloader import DataLoader
-        from ansible.playbook.play_context import PlayContext
-        from ansible.plugins.loader import connection_loader, init_plugin_loader
-        from ansible.template import Templar
-        from ansible.vars.manager import VariableManager
-        C.INVENTORY_UNPARSED_IS_FAILED = True
-        C.INVENTORY_ANY_UNPARSED_IS_FAILED = True
-        with _captured():
-            init_plugin_loader()
-        _ANSIBLE.update(C=C, AnsibleError=AnsibleError, InventoryManager=InventoryManager, DataLoader=DataLoader,
-                        VariableManager=VariableManager, Templar=Templar, PlayContext=PlayContext,
-                        connection_loader=connection_loader, sort_groups=sort_groups)
-        return _ANSIBLE
-
-
-@contextlib.contextmanager
-def _captured(into: list[str] | None = None):
-    """Ansible's Display writes warnings to ``sys.stderr`` at call time: collect them (one per
-    line, ``[WARNING]: ...``) instead of letting them reach pytest's terminal unannounced."""
-    buf = io.StringIO()
-    old = __import__("sys").stderr
-    __import__("sys").stderr = buf
-    try:
-        yield buf
-    finally:
-        __import__("sys").stderr = old
-        if into is not None:
-            into.extend(m for m in _messages(buf.getvalue()) if m not in into)
-
-
-#: Ansible messages about Ansible itself, not about the inventory: nodegate only resolves the
-#: paramiko plugin's options (its own transport connects), so that plugin's deprecation is noise
-_IGNORED = ("[DEPRECATION WARNING]: The paramiko connection plugin is deprecated",
-            "[WARNING]: Deprecation warnings can be disabled")
-
-
-def _messages(text: str) -> list[str]:
-    out: list[str] = []
-    for line in text.splitlines():
-        if line.startswith("[") and "]:" in line[:40]:
-            out.append(line.strip())
-        elif out and line.strip():
-            out[-1] += " " + line.strip()
-    return [m for m in out if not m.startswith(_IGNORED)]
-
-
 @dataclass(frozen=True)
 class Host:
     """One inventory host as nodegate will connect to it.
@@ -217,24 +145,20 @@ def redact_url(url: str) -> str:
 DROPPED = ("Skipping unexpected key", "as this is not a valid group definition", "Skipping invalid")
 
 
-def _msg(e: BaseException) -> str:
-    return " ".join(str(e).split())
-
-
 class Inventory:
     """An inventory source parsed by ansible-core. ``names``: every host in Ansible's order;
     ``select(limit)`` resolves the hosts a run targets; ``hosts``: every host resolved."""
 
     def __init__(self, source: str):
-        a = _ansible()
+        a = ansible()
         self.source = source
         self.warnings: list[str] = []
         self._loader = a["DataLoader"]()
         try:
-            with _captured(self.warnings):
+            with captured(self.warnings):
                 self._im = a["InventoryManager"](loader=self._loader, sources=[source])
         except a["AnsibleError"] as e:
-            raise SpecError(f"inventory {source}: ansible-core refused it: {_msg(e)}"
+            raise SpecError(f"inventory {source}: ansible-core refused it: {msg(e)}"
                             + self._details()) from None
         dropped = [w for w in self.warnings if any(d in w for d in DROPPED)]
         if dropped:
@@ -270,14 +194,14 @@ class Inventory:
     def select_names(self, limit: str | None) -> list[str]:
         if not limit:
             return list(self.names)
-        a = _ansible()
+        a = ansible()
         warns: list[str] = []
         try:
-            with _captured(warns):
+            with captured(warns):
                 self._im.subset(limit)
                 names = [h.name for h in self._im.get_hosts("all")]
         except a["AnsibleError"] as e:
-            raise SpecError(f"--limit {limit!r}: {_msg(e)}") from None
+            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
         finally:
             self._im.subset(None)
         self.warnings.extend(w for w in warns if w not in self.warnings)
@@ -298,7 +222,7 @@ class Inventory:
 
     # ------------------------------------------------------------------ one host
     def _resolve(self, name: str) -> Host:
-        a = _ansible()
+        a = ansible()
         from .bundle import safe_node_dirname
         try:
             safe_node_dirname(name)
@@ -309,7 +233,7 @@ class Inventory:
         ah = self._im.get_host(name)
         where = f"inventory {self.source}: host {name}"
         try:
-            with _captured(self.warnings):
+            with captured(self.warnings):
                 hv = self._vm.get_vars(host=ah, include_hostvars=True)
                 t = a["Templar"](loader=self._loader, variables=hv)
                 conn_name = str(t.template(hv.get("ansible_connection") or a["C"].DEFAULT_TRANSPORT))
@@ -335,7 +259,7 @@ class Inventory:
         except SpecError:
             raise
         except a["AnsibleError"] as e:
-            raise SpecError(f"{where}: {_msg(e)}") from None
+            raise SpecError(f"{where}: {msg(e)}") from None
         groups = tuple(g.name for g in a["sort_groups"](ah.get_groups()))
         return Host(name=name, connection=TRANSPORTS[plugin], become=become, groups=groups, spec_raw=spec,
                     sources=(self.source,), plugin=conn._load_name, **values)
@@ -343,11 +267,11 @@ class Inventory:
     def _connection_values(self, conn, plugin: str, hv: dict, t, where: str) -> dict:
         """What the connection plugin resolved from the host's templated variables (Ansible's
         TaskExecutor: ``_resolve_option_variables`` then ``set_options``)."""
-        a = _ansible()
+        a = ansible()
         try:
             conn.set_options(var_options=conn._resolve_option_variables(hv, t))
         except a["AnsibleError"] as e:
-            raise SpecError(f"{where}: {_msg(e)} (values: port {hv.get('ansible_port', hv.get('ansible_ssh_port'))!r})") \
+            raise SpecError(f"{where}: {msg(e)} (values: port {hv.get('ansible_port', hv.get('ansible_ssh_port'))!r})") \
                 from None
 
         def opt(o):
@@ -392,9 +316,9 @@ class Inventory:
 
     def _spec(self, ah, where: str) -> dict:
         """The ``nodegate`` variable under ansible-core's ``hash_behaviour=merge``, templated."""
-        a = _ansible()
+        a = ansible()
         C = a["C"]
-        with _LOCK:
+        with LOCK:
             old = C.DEFAULT_HASH_BEHAVIOUR
             C.DEFAULT_HASH_BEHAVIOUR = "merge"   # read by ansible.utils.vars.combine_vars at call time
             try:
@@ -405,20 +329,7 @@ class Inventory:
         if raw is None:
             return {}
         v = a["Templar"](loader=self._loader, variables=mv).template(raw)
-        return _plain(v) if isinstance(v, dict) else {"__invalid__": _plain(v)}
-
-
-def _plain(v):
-    """ansible-core 2.19 returns tagged str/int/dict subclasses: plain Python values for pydantic,
-    YAML and JSON."""
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    for t in (bool, int, float, str):
-        if isinstance(v, t):
-            return t(v)
-    return v
+        return plain(v) if isinstance(v, dict) else {"__invalid__": plain(v)}
 
 
 def load_inventory(source: str | Path) -> Inventory:
@@ -434,9 +345,9 @@ def select_names(limit: str | None, names) -> list[str]:
     names = list(names)
     if not limit:
         return names
-    a = _ansible()
+    a = ansible()
     loader = a["DataLoader"]()
-    with _captured():
+    with captured():
         # ansible-core's host_list source ("a,b,"): node names are bundle directory names
         # (letters, digits, '.', '_', '-'), which it takes as they are
         im = a["InventoryManager"](loader=loader, sources=[",".join(names) + ","])
@@ -444,5 +355,5 @@ def select_names(limit: str | None, names) -> list[str]:
             im.subset(limit)
             got = {h.name for h in im.get_hosts("all")}
         except a["AnsibleError"] as e:
-            raise SpecError(f"--limit {limit!r}: {_msg(e)}") from None
+            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
     return [n for n in names if n in got]
