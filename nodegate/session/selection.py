@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections import Counter
 
@@ -66,10 +67,11 @@ def why_nothing(config, n_deselected: int | None) -> str:
             "(run `nodegate` with no path for the installed suites); no node was contacted")
 
 
-def preselect(session) -> list[str] | None:
-    """The nodes with at least one selected item, learned from a collection in a forked child
-    (pytest's own deselection; nothing is contacted there). None when the child could not tell
-    (no fork, or its collection failed): the caller then gathers every node, as before."""
+def preselect(session) -> dict[str, int] | None:
+    """Node -> number of its selected items (nodes with none left out, run order), learned from
+    a collection in a forked child (pytest's own deselection; nothing is contacted there). None
+    when the child could not tell (no fork, or its collection failed): the caller then gathers
+    every node, as before."""
     if not hasattr(os, "fork"):
         return None
     config = session.config
@@ -102,7 +104,7 @@ def preselect(session) -> list[str] | None:
             counts = selected_counts(config, items)
             run = config.stash.get(RUN_KEY, None)
             order = list(run.nodes) if run is not None else list(counts)
-            payload = {"nodes": [n for n in order if counts.get(n)], "items": len(items),
+            payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": len(items),
                        "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
             os.write(w, json.dumps(payload).encode())
         except BaseException:  # noqa: BLE001 - the parent falls back to every node
@@ -122,8 +124,8 @@ def preselect(session) -> list[str] | None:
     if status != 0 or not chunks:
         return None
     try:
-        return list(json.loads(b"".join(chunks))["nodes"])
-    except (ValueError, KeyError, TypeError):
+        return {str(k): int(v) for k, v in json.loads(b"".join(chunks))["nodes"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -169,8 +171,28 @@ def record(report) -> None:
     if run is None:
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
+    if node is None and not hasattr(config, "workerinput") and run.selected is not None:
+        node = _node_from_id(report.nodeid, run)   # xdist's controller collected nothing itself
     if node is not None:
         run.items_ran[node] = run.items_ran.get(node, 0) + 1
+
+
+_PARAM = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
+_GPU_ID = re.compile(r"^(?P<node>.+?)-gpu\d+(?:-.*)?$")
+
+
+def _node_from_id(nodeid: str, run) -> str | None:
+    """The node of a test id (``[<node>]``, ``[<node>-gpu<i>]``, ``[<node>-gpu<i>-<test>]``) by
+    lookup among the run's nodes."""
+    m = _PARAM.search(nodeid)
+    if not m:
+        return None
+    pid = m.group("id")
+    known = set(run.targets or run.nodes)
+    if pid in known:
+        return pid
+    g = _GPU_ID.match(pid)
+    return g.group("node") if g and g.group("node") in known else None
 
 
 def junit_property(config, run) -> None:

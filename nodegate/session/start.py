@@ -76,8 +76,13 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
         config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
         return
     from .selection import preselect
-    nodes = preselect(session)
+    counts = preselect(session)
     tw = terminal_writer(config)
+    nodes = None if counts is None else list(counts)
+    if counts is not None:
+        # what collection will select (xdist's controller never collects: this is its record)
+        run.items_selected = dict(counts)
+        run.selected = list(counts)
     if nodes is None:
         nodes = run.targets
         if tw is not None:

@@ -76,3 +76,11 @@ def test_exitfirst_leaves_later_nodes_not_evaluated(fleet, tmp_path):
     reasons = {e["node"]: e["reason"] for e in doc["not_evaluated"]}
     assert "did not run" in reasons[B] and "no selected item" in reasons[C]
     assert execs[C] == 0
+
+
+def test_xdist_controller_gathers_the_selection_and_reports_the_rest_not_evaluated(fleet, tmp_path):
+    pytest.importorskip("xdist")
+    r, execs, doc = _run(fleet, tmp_path, "-n", "2", "--dist", "loadgroup", "-k", A)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert execs == {A: 1, B: 0, C: 0}
+    assert sorted(e["node"] for e in doc["not_evaluated"]) == [B, C]
