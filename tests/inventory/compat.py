@@ -81,7 +81,10 @@ CASES = [
 
 # ------------------------------------------------------------------ the reference: ansible-core
 def _env(tree: str, **extra) -> dict:
+    from nodegate.ansible_core import ANSIBLE_SETTINGS
     env = dict(os.environ)
+    for k in ANSIBLE_SETTINGS:   # nodegate sets them in its own process: the reference is plain Ansible
+        env.pop(k, None)
     env.update(ANSIBLE_CONNECTION_PLUGINS=str(PLUGINS), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.tree", ANSIBLE_CALLBACK_TREE_DIR=tree,
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_DEPRECATION_WARNINGS="0", ANSIBLE_NOCOLOR="1",
