@@ -91,22 +91,36 @@ def job_env(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def slurm_run(fleet, slurm, spec, tmp_path_factory) -> SlurmRun:
-    """``sbatch -N 7 examples/slurm/collect.sbatch`` as an operator would submit it, LOST's slurmd
-    killed just before (slurmctld still has it idle, so the job gets it)."""
-    base = tmp_path_factory.mktemp("slurm")
+def submit(slurm: SlurmCluster, fleet: Fleet, spec: dict, base: Path, *sbatch_args: str,
+           killed: str = "") -> SlurmRun:
+    """``sbatch ARGS examples/slurm/collect.sbatch`` as an operator would submit it, from ``base``
+    (the job's output file and run directory land there); waits until the script has ended."""
     spec_file = base / "spec.yml"
     spec_file.write_text(yaml.safe_dump({"nodegate": spec}, sort_keys=False))
     run_dir = base / "run"
     env = job_env(SLURM_CONF=str(slurm.conf), NODEGATE_SRC=str(ROOT), NODEGATE_VENV=sys.prefix,
                   NODEGATE_SPEC=str(spec_file), NODEGATE_ROOT=str(fleet.workdir / "nodes" / "%N"),
-                  RUN_DIR=str(run_dir), NODEGATE_COMMAND_TIMEOUT="10", NODEGATE_PROBE_TIMEOUT="120")
-    slurm.kill_slurmd(LOST)
+                  RUN_DIR=str(run_dir), NODEGATE_COMMAND_TIMEOUT="10", NODEGATE_PROBE_TIMEOUT="120",
+                  # word-split into srun's options (srun refuses a wrong one: the step would not run)
+                  NODEGATE_SRUN_ARGS="--cpus-per-task=1 --job-name=nodegate-collect")
     t0 = time.monotonic()
-    job_id = slurm.sbatch(SBATCH, "-N", str(len(NODES)), "--chdir", str(base), env=env)
+    job_id = slurm.sbatch(SBATCH, *sbatch_args, "--chdir", str(base), env=env)
     job = slurm.wait_job(job_id, timeout=500)
     wall = time.monotonic() - t0
     out = base / f"nodegate-{job_id}.out"
-    stdout = out.read_text() if out.exists() else ""
-    return SlurmRun(job_id, job, stdout, run_dir, wall, LOST)
+    return SlurmRun(job_id, job, out.read_text() if out.exists() else "", run_dir, wall, killed)
+
+
+@pytest.fixture(scope="module")
+def slurm_run_collected(fleet, slurm, spec, tmp_path_factory) -> SlurmRun:
+    """``sbatch -w gpu[01-05]``: the five nodes with a root, every slurmd up (submitted first: a job
+    after the one with a dead node waits until Slurm gives up on that node's clean-up)."""
+    return submit(slurm, fleet, spec, tmp_path_factory.mktemp("slurm5"), "-w", "gpu[01-05]")
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_run_collected, fleet, slurm, spec, tmp_path_factory) -> SlurmRun:
+    """``sbatch -N 7``, LOST's slurmd killed just before (slurmctld still has it idle, so the job
+    gets it and the task launch there fails)."""
+    slurm.kill_slurmd(LOST)
+    return submit(slurm, fleet, spec, tmp_path_factory.mktemp("slurm"), "-N", str(len(NODES)), killed=LOST)

@@ -42,8 +42,11 @@ def replay_cases(slurm_run) -> dict[str, dict]:
 
 def test_job_fails_with_exit_1_and_leaves_the_documented_layout(slurm_run):
     job, run = slurm_run.job, slurm_run.run_dir
-    print(f"\nslurm job {slurm_run.job_id}: {job.get('NodeList')} wall {slurm_run.wall_s:.1f} s "
-          f"(RunTime {job.get('RunTime')})")
+    step = re.search(r"^nodegate: collect step ended after (\d+) s \(srun exit (\d+)\)$", slurm_run.stdout, re.M)
+    assert step, slurm_run.stdout[-3000:]
+    print(f"\nslurm job {slurm_run.job_id}: {job.get('NodeList')}, submit to end {slurm_run.wall_s:.1f} s "
+          f"(RunTime {job.get('RunTime')}; collect step {step[1]} s, srun exit {step[2]})")
+    assert step[2] != "0"  # LOST's task launch failed and NOROOT's task exited 3
     # COMPLETING: the script has ended (exit code known), LOST's slurmd never confirms the clean-up
     assert job["JobState"] in ("FAILED", "COMPLETING") and job["ExitCode"] == "1:0", slurm_run.stdout[-3000:]
     assert job["NodeList"] == "gpu[01-07]"
@@ -54,7 +57,6 @@ def test_job_fails_with_exit_1_and_leaves_the_documented_layout(slurm_run):
     for f in ("report.html", "junit.xml", "rma.csv", "rma.json"):
         assert (run / "reports" / f).stat().st_size > 0, f
     assert f"nodegate: job {slurm_run.job_id}, 7 nodes (gpu[01-07])" in slurm_run.stdout
-    assert re.search(r"^nodegate: collect step ended after \d+ s \(srun exit \d+\)$", slurm_run.stdout, re.M)
     assert f"nodegate: {LOST}: MISSING bundle" in slurm_run.stdout
     assert f"nodegate: report at {run}/reports/report.html (pytest exit 1)" in slurm_run.stdout
     assert f"nodegate: 1 node(s) left no bundle: {LOST}" in slurm_run.stdout
@@ -110,3 +112,18 @@ def test_failed_nodes_items_name_why_they_were_not_evaluated(slurm_run, replay_c
             assert "could not evaluate: node not gathered: missing: no bundle after the collect step" in v["message"], (k, v)
         elif node == NOROOT:
             assert "could not evaluate: node not gathered: probe-failed: probe produced no evidence" in v["message"]
+
+
+def test_job_on_nodes_that_all_collect_has_no_missing_list_and_the_same_outcomes(slurm_run_collected,
+                                                                                 replay_cases):
+    run = slurm_run_collected
+    step = re.search(r"^nodegate: collect step ended after (\d+) s \(srun exit (\d+)\)$", run.stdout, re.M)
+    print(f"\nslurm job {run.job_id}: {run.job.get('NodeList')}, submit to end {run.wall_s:.1f} s "
+          f"(RunTime {run.job.get('RunTime')}; collect step {step[1]} s, srun exit {step[2]})")
+    assert (run.job["JobState"], run.job["ExitCode"]) == ("FAILED", "1:0")  # the fleet has findings
+    assert step[2] == "0"
+    assert not (run.run_dir / "missing.txt").exists()
+    assert "left no bundle" not in run.stdout and "MISSING" not in run.stdout
+    assert sorted(p.name for p in (run.run_dir / "bundles").iterdir()) == list(PROFILES)
+    got = junit_cases(run.run_dir / "reports" / "junit.xml")
+    assert got == {k: v for k, v in replay_cases.items() if _node_of(k) in PROFILES}
