@@ -33,7 +33,8 @@ def test_missing_writes_a_bundle_whose_every_item_is_error_naming_the_reason(tmp
     rc = main(["--out", str(tmp_path / "b"), "--node", "gpu17", "--spec", str(spec_file),
                "--missing", "slurmd on gpu17 did not answer"])
     assert rc == EXIT_OK
-    assert capsys.readouterr().out.startswith("nodegate-collect: gpu17: marked missing (slurmd on gpu17 did not answer)")
+    out = capsys.readouterr().out
+    assert out.startswith("nodegate-collect: gpu17: marked missing (slurmd on gpu17 did not answer)")
     meta = json.loads((tmp_path / "b" / "gpu17" / "meta.json").read_text())
     assert (meta["status"], meta["error"], meta["spec"], meta["items"]) == \
         ("missing", "slurmd on gpu17 did not answer", SPEC, {})
@@ -45,7 +46,8 @@ def test_missing_writes_a_bundle_whose_every_item_is_error_naming_the_reason(tmp
     assert len(got) == node_checks + 2 * gpu_checks  # both GPUs of gpu.count are in the report
     assert set(got.values()) == {"error"}
     r = evaluate("NG-CLK-001", NodeFacts(b), load_spec(SPEC, "test"))
-    assert (r.outcome.value, r.message) == ("error", "node not gathered (missing: slurmd on gpu17 did not answer) [smi.qx]")
+    assert (r.outcome.value, r.message) == \
+        ("error", "node not gathered (missing: slurmd on gpu17 did not answer) [smi.qx]")
 
 
 def test_missing_keeps_an_existing_bundle(tmp_path, capsys):

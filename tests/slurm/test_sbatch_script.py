@@ -42,7 +42,8 @@ def job_env(tmp_path) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("NODEGATE_SRC", "/nonexistent/src", "NODEGATE_SRC=/nonexistent/src is not a nodegate checkout (no conftest.py, suites/)"),
+    ("NODEGATE_SRC", "/nonexistent/src",
+     "NODEGATE_SRC=/nonexistent/src is not a nodegate checkout (no conftest.py, suites/)"),
     ("NODEGATE_VENV", "/nonexistent/venv",
      "NODEGATE_VENV=/nonexistent/venv has no bin/nodegate-collect (run `make venv` in {src})"),
     ("NODEGATE_SPEC", "/nonexistent/spec.yml", "NODEGATE_SPEC=/nonexistent/spec.yml is not readable"),

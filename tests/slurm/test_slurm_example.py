@@ -109,7 +109,8 @@ def test_failed_nodes_items_name_why_they_were_not_evaluated(slurm_run, replay_c
     for k, v in replay_cases.items():
         node = _node_of(k)
         if node == LOST:
-            assert "could not evaluate: node not gathered: missing: no bundle after the collect step" in v["message"], (k, v)
+            assert "could not evaluate: node not gathered: missing: no bundle after the collect step" \
+                in v["message"], (k, v)
         elif node == NOROOT:
             assert "could not evaluate: node not gathered: probe-failed: probe produced no evidence" in v["message"]
 

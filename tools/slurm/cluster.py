@@ -44,7 +44,7 @@ def slurm_available() -> str | None:
     """None when a SlurmCluster can start here, else the reason (not root, package missing)."""
     if os.geteuid() != 0:
         return "needs root (slurmd and munged are started as root / the munge user)"
-    missing = [b for b in DAEMONS + CLIENTS if shutil.which(b, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None]
+    missing = [b for b in DAEMONS + CLIENTS if _which(b) == b]
     if missing:
         return f"not installed: {', '.join(missing)} (apt-get install slurm-wlm munge)"
     try:
