@@ -107,7 +107,8 @@ class SlurmCluster:
         self.nodes = list(nodes)
         self.cpus = cpus
         self.cluster = cluster
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nodegate-slurm-"))
+        # /tmp, not $TMPDIR: a private (0700) TMPDIR would hide munged's socket from everyone else
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="nodegate-slurm-", dir="/tmp"))
         self.host = socket.gethostname().split(".")[0]
         self.started = False
 
@@ -205,7 +206,9 @@ class SlurmCluster:
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
             "MpiDefault=none", "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none", "JobCompType=jobcomp/none",
-            "ReturnToService=2", "SlurmdTimeout=300", "MessageTimeout=10", "KillWait=5", "InactiveLimit=0",
+            # SlurmdTimeout 600: slurmctld pings a node not heard from for SlurmdTimeout/3 (200 s), so a
+            # slurmd killed now (kill_slurmd) is still believed idle by the job submitted right after
+            "ReturnToService=2", "SlurmdTimeout=600", "MessageTimeout=10", "KillWait=5", "InactiveLimit=0",
             f"StateSaveLocation={w / 'state'}", f"SlurmdSpoolDir={w / 'spool'}/%n",
             f"SlurmctldPidFile={w / 'run' / 'slurmctld.pid'}", f"SlurmdPidFile={w / 'run'}/slurmd-%n.pid",
             f"SlurmctldLogFile={w / 'log' / 'slurmctld.log'}", f"SlurmdLogFile={w / 'log'}/slurmd-%n.log",
@@ -278,7 +281,7 @@ class SlurmCluster:
     def wait_job(self, job_id: str, timeout: float = 300) -> dict[str, str]:
         """Poll ``scontrol show job`` (every 0.5 s; ``sbatch --wait`` backs off to 10 s) until the
         batch script has ended: an ENDED state, or COMPLETING (the exit code is known; a node that
-        died keeps the job completing until SlurmdTimeout marks it down). Returns the record;
+        died keeps the job completing until slurmctld gives up on it). Returns the record;
         TimeoutError naming the state it was left in."""
         end = time.monotonic() + timeout
         rec: dict[str, str] = {}
@@ -291,7 +294,7 @@ class SlurmCluster:
 
     def kill_slurmd(self, node: str) -> None:
         """SIGKILL ``node``'s slurmd (a node that crashes): slurmctld still believes it idle until
-        SlurmdTimeout (300 s), so a job submitted now gets it and its task launch fails."""
+        SlurmdTimeout (600 s here), so a job submitted now gets it and its task launch fails."""
         pid = int(self.slurmd_pidfile(node).read_text().split()[0])
         os.kill(pid, signal.SIGKILL)
         end = time.monotonic() + 10
@@ -307,7 +310,7 @@ class SlurmCluster:
                 if ids:
                     self.run(["scancel", "--quiet", *ids], timeout=15)
                 end = time.monotonic() + 15
-                # a job left COMPLETING by a dead slurmd stays until SlurmdTimeout: not waited for
+                # a job left COMPLETING by a dead slurmd stays until slurmctld gives up: not waited for
                 while time.monotonic() < end and self.run(["squeue", "-h", "-t", "PD,CF,R", "-o", "%i"],
                                                           timeout=10).stdout.strip():
                     time.sleep(0.5)
