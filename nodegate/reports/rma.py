@@ -8,7 +8,7 @@ severity (highest), action (strongest, see actions.py), observed, expected
 ("<check id>: <value>" per check, "; "-joined).
 
 JSON: ``{"format": "nodegate-rma/1", "generated_at", "inventory", "rows": [...],
-"errors": [...]}``; each row has the CSV fields (gpu_index an int or null, failed_checks a
+"errors": [...], "not_evaluated": [{"node", "reason"}...]}``; each row has the CSV fields (gpu_index an int or null, failed_checks a
 list) plus ``checks``: per failed check id, title, severity, expected, observed, message,
 remediation, action. A healthy run writes the CSV header only and ``"rows": []``.
 """
