@@ -7,11 +7,12 @@ from ..outcomes import Result
 from ..spec import sku_profile
 from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from .slots import identity_conflicts
 
 
 def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
-    """Bus ids the kernel log or the driver knows but nvidia-smi/NVML does not list -> why.
-    EvidenceErrors of the kernel log / driver GPU list are appended to ``errors``."""
+    """Bus ids the kernel log, the driver or PCI knows but nvidia-smi/NVML does not list -> why.
+    EvidenceErrors of the kernel log / driver GPU list / PCI functions are appended to ``errors``."""
     lost: dict[str, str] = {}
     errors = errors if errors is not None else []
     events, eerr = optional(facts, "kernel_events")
@@ -30,22 +31,60 @@ def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[st
     for d in bound or []:
         b = d.get("Bus Location")
         if b and not any(same_bus(b, s, function=True) for s in seen):
-            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module but not reported by nvidia-smi/NVML")
+            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module (/proc/driver/nvidia/gpus) but not "
+                                                 "reported by nvidia-smi/NVML")
+    for b in _pci_gpus(facts, errors):
+        if not any(same_bus(b, s, function=True) for s in seen):
+            lost.setdefault(normalize_bus_id(b), "an NVIDIA display-class PCI function (sysfs) that nvidia-smi/NVML "
+                                                 "does not report")
     return lost
 
 
+def _pci_gpus(facts, errors: list) -> list[str]:
+    """Bus ids of the NVIDIA display-class PCI functions (``pci.sysfs``, SR-IOV VFs left out by
+    the probe); [] when unreadable (the error is appended)."""
+    links, lerr = optional(facts, "pci_links")
+    if lerr is not None:
+        errors.append(lerr)
+    return [ln.bdf for ln in links or [] if ln.role == "gpu"]
+
+
+def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
+    """Where the node's own GPU lists contradict each other (issue 17): the attached count
+    nvidia-smi prints against the GPUs it lists, a listed GPU without its PCI function, GPUs
+    that share a bus id, serial or UUID. Each entry names what disagrees."""
+    out = []
+    rep, _ = optional(facts, "smi_report")
+    attached = getattr(rep, "attached_gpus", None)
+    if isinstance(attached, int) and attached != len(gpus) and getattr(facts, "gpu_source", "smi_xml") == "smi_xml":
+        out.append(f"nvidia-smi reports {attached} attached GPU(s) but lists {len(gpus)}")
+    pci = _pci_gpus(facts, [])
+    if pci:
+        nolink = [b for b in seen if not any(same_bus(b, p, function=True) for p in pci)]
+        if nolink:
+            out.append("listed but without an NVIDIA PCI function in sysfs: " + ", ".join(nolink))
+    out += list(identity_conflicts(gpus).values())
+    return out
+
+
 @check(id="NG-INV-001", name="gpu_count", title="GPU count as specified, none lost",
-       scope="node", severity="critical", evidence=("smi.qx", "nvml.json", "kernel.log", "driver.gpus_information"),
+       scope="node", severity="critical", evidence=("smi.qx", "nvml.json", "kernel.log", "driver.gpus_information",
+                                                    "pci.sysfs"),
        remediation="Drain the node and reboot; a GPU that stays missing or falls off again: reseat or replace the "
                    "riser/GPU and check its power; RMA if it persists.",
        rule="Observed GPUs equal gpu.count (at least one when unset). A GPU nvidia-smi cannot get a handle for "
             "('Unable to determine the device handle for GPU<bus id>'), one that fell off the bus (Xid 79 / 'has "
-            "fallen off the bus', sometimes with no Xid) or failed RmInitAdapter, or one the module bound but "
-            "NVML does not list, is a missing GPU named by bus id; gpu.bus_ids names expected slots.")
+            "fallen off the bus', sometimes with no Xid) or failed RmInitAdapter, one the module bound "
+            "(/proc/driver/nvidia/gpus) or PCI shows (an NVIDIA display-class function in sysfs) but NVML does "
+            "not list, is a missing GPU named by bus id; gpu.bus_ids names expected slots. With or without "
+            "gpu.count the node's lists must agree: nvidia-smi's attached count equals the GPUs it lists, every "
+            "listed GPU has its PCI function, and no two GPUs share a bus id, serial or UUID (those GPUs' own "
+            "checks are ERROR).")
 def gpu_count(facts, spec) -> Result:
     spec = spec_or_default(spec)
     want = spec.gpu.count
     expected = f"{want} GPU(s)" if want else "at least 1 GPU (gpu.count not set)"
+    expected += ", in agreement across nvidia-smi, the driver and PCI"
     keys = ("smi.qx", "kernel.log")
     smi_err, _ = optional(facts, "smi_error")
     handle = {}
@@ -65,24 +104,31 @@ def gpu_count(facts, spec) -> Result:
         nb = normalize_bus_id(b)
         if not any(same_bus(nb, s, function=True) for s in seen) and not any(same_bus(nb, m) for m in missing):
             missing[nb] = "expected (gpu.bus_ids) but not observed"
+    disagree = _disagreements(facts, gpus, seen, read_errs)
     n = len(gpus)
     obs = f"{n} GPU(s)" + (": " + ", ".join(seen) if seen else "")
     if missing:
         obs += "; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items())
+    if disagree:
+        obs += "; " + "; ".join(disagree)
     ev = lines(smi_err.message if smi_err is not None else None,
                *(f"{gpu_label(g)} {g.name}" for g in gpus))
-    if (want is not None and n != want) or (want is None and n == 0) or missing:
+    if (want is not None and n != want) or (want is None and n == 0) or missing or disagree:
         if want is not None and n < want and not missing:
             slots = ", ".join(f"gpu{i}" for i in range(n, want))
             msg = f"{want - n} GPU(s) missing (slots {slots}; set gpu.bus_ids to name them)"
         elif want is not None and n > want:
             msg = f"{n} GPUs observed, {want} specified"
-        else:
+        elif missing or (want is not None and n != want) or (want is None and n == 0):
             msg = (f"{n} of {want if want is not None else '>=1'} GPUs" +
                    ("; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items()) if missing else ""))
-        return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys)
+        else:
+            msg = f"{n} GPU(s), but the node's GPU lists disagree"
+        if disagree:
+            msg += ": " + "; ".join(disagree)
+        return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys + ("pci.sysfs",))
     if want is None and read_errs:
-        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list: unread, no evidence
+        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list / PCI: unread, no evidence
         why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
         return Result.errored(f"gpu.count not set and a lost GPU cannot be ruled out: could not read {why}",
                               expected, obs + f"; unread: {why}", evidence=ev,

@@ -120,7 +120,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         from ..inventory import select_names
         names = select_names(limit, {d.name: None for d in dirs}, {})
     for d in dirs:
-        b = Bundle.load(d)
+        b = Bundle.load(d, root=root)
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:

@@ -92,6 +92,11 @@ def reasons(**active) -> dict:
     return {r: bool(active.get(r, False)) for r in CLOCKS_EVENT_BITS}
 
 
+def pci_gpus(gpus) -> list[SysfsLink]:
+    """The sysfs PCI functions (``pci.sysfs``) of ``gpus``: a node's GPU lists agree (NG-INV-001)."""
+    return [SysfsLink(g.pci_bus_id, "gpu", None, "0x2335", 5, 16, 5, 16) for g in gpus]
+
+
 def gpu(index=0, bus=BUS, **kw) -> GpuFacts:
     """An idle, healthy H200 (values from the capture's smi_q.out)."""
     g = GpuFacts(

@@ -1,24 +1,28 @@
-"""GPU count and model; gpu_slots (checks.md "Inventory")."""
+"""GPU count and model; gpu_slots (checks.md "Inventory").
+
+A node's GPU lists must agree (issue 17): a fake node with N GPUs has their N PCI functions
+(``pci_gpus``), as a real one does."""
 
 from nodegate.checks import GpuSlot, gpu_slots
 from nodegate.facts import KernelEvent, SmiError
 from nodegate.outcomes import Outcome
 
-from .fakes import covers, gpu, healthy, missing, run, spec
+from .fakes import covers, gpu, healthy, missing, pci_gpus, run, spec
 
 EIGHT = [gpu(i, f"0000:{b}:00.0") for i, b in enumerate(("19", "3b", "4c", "5d", "9b", "bb", "cb", "db"))]
 
 
 @covers("NG-INV-001")
 def test_gpu_count_as_specified_passes():
-    r = run("NG-INV-001", healthy(gpus=EIGHT, driver_gpus=[]), spec(gpu={"count": 8}))
+    r = run("NG-INV-001", healthy(gpus=EIGHT, driver_gpus=[], pci_links=pci_gpus(EIGHT)), spec(gpu={"count": 8}))
     assert r.outcome is Outcome.PASS
     assert r.observed.startswith("8 GPU(s): 0000:19:00.0, 0000:3b:00.0")
 
 
 @covers("NG-INV-001")
 def test_missing_gpu_without_bus_ids_names_slot():
-    r = run("NG-INV-001", healthy(gpus=EIGHT[:7], driver_gpus=[]), spec(gpu={"count": 8}))
+    r = run("NG-INV-001", healthy(gpus=EIGHT[:7], driver_gpus=[], pci_links=pci_gpus(EIGHT[:7])),
+            spec(gpu={"count": 8}))
     assert r.outcome is Outcome.FAIL
     assert "1 GPU(s) missing (slots gpu7" in r.message
 
@@ -26,7 +30,8 @@ def test_missing_gpu_without_bus_ids_names_slot():
 @covers("NG-INV-001")
 def test_missing_gpu_named_by_spec_bus_ids():
     buses = [g.pci_bus_id for g in EIGHT]
-    r = run("NG-INV-001", healthy(gpus=EIGHT[1:], driver_gpus=[]), spec(gpu={"count": 8, "bus_ids": buses}))
+    r = run("NG-INV-001", healthy(gpus=EIGHT[1:], driver_gpus=[], pci_links=pci_gpus(EIGHT[1:])),
+            spec(gpu={"count": 8, "bus_ids": buses}))
     assert r.outcome is Outcome.FAIL
     assert "missing: 0000:19:00.0 expected (gpu.bus_ids) but not observed" in r.observed
 
@@ -43,7 +48,8 @@ def test_gpu_fallen_off_bus_without_xid_is_missing_gpu():
 def test_device_handle_error_names_bus_id():
     err = SmiError("device_handle", "Unable to determine the device handle for GPU0000:A1:00.0: Unknown Error",
                    bus_id="0000:a1:00.0", reason="Unknown Error")
-    r = run("NG-INV-001", healthy(smi_error=err, gpus=missing("gpus", "nvidia-smi failed"), driver_gpus=[]))
+    r = run("NG-INV-001", healthy(smi_error=err, gpus=missing("gpus", "nvidia-smi failed"), driver_gpus=[],
+                                  pci_links=pci_gpus([gpu(0, "0000:a1:00.0")])))
     assert r.outcome is Outcome.FAIL
     assert r.observed == "0 GPU(s); missing: 0000:a1:00.0 nvidia-smi: device handle Unknown Error"
 
@@ -52,7 +58,7 @@ def test_device_handle_error_names_bus_id():
 def test_gpu_bound_by_module_but_not_listed_is_missing():
     r = run("NG-INV-001", healthy(driver_gpus=[{"Bus Location": "0000:00:06.0"}, {"Bus Location": "0000:00:07.0"}]))
     assert r.outcome is Outcome.FAIL
-    assert "0000:00:07.0 bound by the nvidia module but not reported" in r.observed
+    assert "0000:00:07.0 bound by the nvidia module (/proc/driver/nvidia/gpus) but not reported" in r.observed
 
 
 @covers("NG-INV-001")
@@ -67,7 +73,9 @@ def test_no_devices_found_fails():
     err = SmiError("no_devices", "No devices were found")
     r = run("NG-INV-001", healthy(smi_error=err, gpus=missing("gpus", "nvidia-smi failed"), driver_gpus=[]))
     assert r.outcome is Outcome.FAIL
-    assert r.observed == "0 GPU(s)"
+    # the board is still on PCI: named as the missing GPU
+    assert r.observed == ("0 GPU(s); missing: 0000:00:06.0 an NVIDIA display-class PCI function (sysfs) that "
+                          "nvidia-smi/NVML does not report")
 
 
 @covers("NG-INV-002")
