@@ -39,3 +39,27 @@ def resync(d: Path) -> None:
         if isinstance(im, dict) and p.is_file():
             im["bytes"] = p.stat().st_size
     mp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def add_item(d: Path, key: str, data: str | bytes, rc: int = 0) -> None:
+    """Add item ``key`` to bundle ``d`` (its ``.out``, and its record in meta.json when the
+    bundle lists its items), as a probe run would have written it."""
+    raw = data.encode() if isinstance(data, str) else data
+    (Path(d) / f"{key}.out").write_bytes(raw)
+    if rc:
+        (Path(d) / f"{key}.rc").write_text(f"{rc}\n")
+    mp = Path(d) / "meta.json"
+    if mp.is_file():
+        meta = json.loads(mp.read_text())
+        if isinstance(meta.get("items"), dict):
+            meta["items"][key] = {"rc": rc, "status": "ok", "duration_s": 0.0, "bytes": len(raw)}
+            mp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def give_identity(d: Path, name: str) -> None:
+    """A boot id and machine id of its own for a bundle copied from another (the H200 capture
+    has neither): NG-INV-003 tells the copies apart as it tells real nodes apart."""
+    import hashlib
+    h = hashlib.sha256(name.encode()).hexdigest()
+    add_item(d, "meta.boot_id", f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}\n")
+    add_item(d, "meta.machine_id", h[32:64] + "\n")

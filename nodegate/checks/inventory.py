@@ -163,3 +163,39 @@ def gpu_model(facts, spec, gpu) -> Result:
     if bad:
         return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), **kw)
     return Result.passed(expected, obs, **kw)
+
+
+@check(id="NG-INV-003", name="node_identity", title="One machine per node of the run",
+       scope="node", severity="critical", evidence=("meta.boot_id", "meta.machine_id"),
+       remediation="Correct the inventory: two names that reach one machine (the same ansible_host and port, "
+                   "a DNS alias, a jump host) gather that machine twice and leave the other untested. Distinct "
+                   "machines with one machine id are clones of one image: remove /etc/machine-id, run "
+                   "systemd-machine-id-setup and reboot (machine-id(5)).",
+       rule="No other node of the run reports this node's boot id (/proc/sys/kernel/random/boot_id: one running "
+            "kernel) or machine id (/etc/machine-id: one installation, machine-id(5)); when one does, both are "
+            "ERROR naming each other, since neither node's evidence can be attributed. Run after every node is "
+            "gathered; with two or more nodes, a node whose boot id and machine id both cannot be read is ERROR. "
+            "A node alone in its run passes.")
+def node_identity(facts, spec) -> Result:
+    boot, berr = optional(facts, "boot_id")
+    mid, merr = optional(facts, "machine_id")
+    view = getattr(facts, "run_identity", None)
+    view = view() if callable(view) else None
+    expected = "no other node of the run with this boot id or machine id"
+    mid_txt = mid or ("none on the node" if merr is None else f"unreadable ({merr.reason})")
+    obs = f"boot id {boot or f'unreadable ({berr.reason})'}, machine id {mid_txt}"
+    keys = ("meta.boot_id", "meta.machine_id")
+    if view is None or view.others == 0:
+        return Result.passed(expected, obs + "; the only node of this run", evidence_keys=keys)
+    if view.clashes:
+        same = "; ".join(f"node {other} reports the same {what} {value}" for other, what, value in view.clashes)
+        boot_clash = any(what == "boot id" for _, what, _ in view.clashes)
+        why = ("one running machine answered for both (two inventory names for one address?)" if boot_clash else
+               "one installation, or machines cloned from one image")
+        return Result.errored(f"{same}: {why}; neither node's evidence can be attributed to it", expected,
+                              obs + f"; {same}", evidence=lines(f"boot_id: {boot}", f"machine_id: {mid}"),
+                              evidence_keys=keys)
+    if boot is None and mid is None:
+        return Result.errored(f"neither the boot id nor the machine id could be read: this node cannot be told apart "
+                              f"from the run's {view.others} other node(s)", expected, obs, evidence_keys=keys)
+    return Result.passed(expected, obs + f"; {view.others} other node(s) in the run", evidence_keys=keys)

@@ -99,9 +99,11 @@ def slot_conflict(facts, slot) -> str | None:
     if not conflicts:
         return None
     bus = normalize_bus_id(slot.pci_bus_id) if slot.pci_bus_id else None
+    by_index = [why for pos, why in conflicts.items() if _idx(gpus, pos) == slot.index]
+    if by_index:   # the slot's own GPU (slots are made from the GPUs' indexes)
+        return by_index[0]
     for pos, why in conflicts.items():
         g = gpus[pos]
-        gi = g.index if g.index is not None else pos
-        if gi == slot.index or (bus and g.pci_bus_id and normalize_bus_id(g.pci_bus_id) == bus):
+        if bus and g.pci_bus_id and normalize_bus_id(g.pci_bus_id) == bus:
             return why
     return None

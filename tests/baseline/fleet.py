@@ -20,7 +20,7 @@ import re
 import shutil
 from pathlib import Path
 
-from tests.bundle_edit import write_item
+from tests.bundle_edit import give_identity, write_item
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "inventories" / "samples" / "h200-vm"
@@ -87,6 +87,7 @@ def two_gpu(dst: Path) -> Path:
 def clone(src: Path, dst: Path, node: str, spec: dict | None = None) -> Path:
     shutil.copytree(src, dst)
     set_meta(dst, node, spec)
+    give_identity(dst, node)   # one machine per node (NG-INV-003)
     return dst
 
 

@@ -21,7 +21,8 @@ from nodegate.spec import load_spec
 
 # attribute -> evidence key (the key a missing fact names)
 ATTR_KEYS = {
-    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "modules": "modules.proc",
+    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "machine_id": "meta.machine_id",
+    "modules": "modules.proc",
     "nvidia_module_version": "modules.nvidia_version", "modinfo_nvidia": "modinfo.nvidia",
     "modinfo_peermem": "modinfo.nvidia_peermem", "modinfo_nv_peer_mem": "modinfo.nv_peer_mem",
     "installed_kernels": "kernels.installed", "modules_load_d": "modules.load_d", "dkms": "dkms.status",

@@ -71,6 +71,8 @@ class Profile:
             n["hostname"] = node
         if n["boot_id"] == str(uuid.UUID(int=_h(self.name, "boot", 16))):
             n["boot_id"] = str(uuid.UUID(int=_h(node, "boot", 16)))
+        if n["machine_id"] == _h(self.name, "machine", 16).to_bytes(16, "big").hex():
+            n["machine_id"] = _h(node, "machine", 16).to_bytes(16, "big").hex()
         return Profile(node, data, list(self.chain))
 
 
@@ -146,6 +148,8 @@ def normalize(name: str, d: dict) -> dict:
     _sd(node, "uptime", "86400.42 172000.10")
     _sd(node, "vm", False)
     _sd(node, "boot_id", str(uuid.UUID(int=_h(name, "boot", 16))))
+    # machine-id(5): 32 lower-case hex digits, set once per installation
+    _sd(node, "machine_id", _h(name, "machine", 16).to_bytes(16, "big").hex())
     _sd(node, "os_release", "Ubuntu 22.04.4 LTS")
 
     drv = _sd(d, "driver", {})
