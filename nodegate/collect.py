@@ -410,7 +410,7 @@ class NodeFacts:
             raise EvidenceError("kernel.log", "empty, without the probe's '# source:' line: not the output of "
                                 "dmesg or journalctl (an empty file is no evidence of a clean log)")
         if cut is not None and cut.lost_severe:
-            lost = (f"{cut.dropped_severe} line(s) that can decide a verdict were" if cut.dropped_severe
+            lost = (f"{cut.dropped_severe} line(s) of records that can decide a verdict were" if cut.dropped_severe
                     else "lines that can decide a verdict may have been")
             raise EvidenceError("kernel.log", f"the node's log was cut: the probe kept {cut.kept} of {cut.seen} NVRM "
                                 f"lines and {lost} cut away (node without awk, or over the probe's keep cap)")

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: 2: exit code on stdout (RC line), stderr on the stream's stderr; 3: kernel pseudo-files and
-#: the probe's own functions framed without per-item ``head -c`` (same bytes on the wire)
-PROBE_VERSION = "3"
+#: the probe's own functions framed without per-item ``head -c`` (same bytes on the wire); 4:
+#: kernel.log keeps every deciding line wherever it is and records its cut (``# lines:``), and
+#: ``meta.machine_id``
+PROBE_VERSION = "4"
 
 #: Per-item cap on captured stdout, bytes. A tool's output stops on the node (``head -c``); a
 #: kernel pseudo-file's or a probe function's is cut here (``split_stream``). Either way the

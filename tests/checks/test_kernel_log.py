@@ -205,7 +205,7 @@ def test_severe_line_kept_before_the_cut_fails_and_the_cut_is_shown():
 @covers("NG-LOG-001", "NG-LOG-002")
 @pytest.mark.parametrize("record,why", [
     ("# lines: seen=30000 kept=25000 dropped_severe=5000",
-     "the probe kept 25000 of 30000 NVRM lines and 5000 line(s) that can decide a verdict were cut away"),
+     "the probe kept 25000 of 30000 NVRM lines and 5000 line(s) of records that can decide a verdict were cut away"),
     ("# lines: seen=13002 kept=5000 dropped_severe=unknown",
      "the probe kept 5000 of 13002 NVRM lines and lines that can decide a verdict may have been cut away"),
 ], ids=["over_keep_cap", "node_without_awk"])
