@@ -203,12 +203,16 @@ class Bundle:
             dfd = _open_dir(d, root)
         except OSError as e:
             return cls(node=_node_name(None, d), meta={
-                "status": "refused", "error": f"bundle directory not opened: {_os_why(e)}"}, path=d)
+                "status": REFUSED, "error": f"bundle directory not opened: {_os_why(e)}"}, path=d)
         try:
             return _load_fd(cls, dfd, d)
         finally:
             os.close(dfd)
 
+
+#: ``meta.json`` status of a bundle that is not read (its directory or meta.json is no regular
+#: one, or its files are over BUNDLE_BUDGET): every check of its node is ERROR with ``error``
+REFUSED = "bundle-refused"
 
 #: Largest meta.json read back, bytes (ours: a few KiB plus the node's spec).
 META_CAP = 4 * 1024 * 1024
@@ -336,7 +340,7 @@ def _load_meta(dfd: int, entries: dict) -> dict:
     try:
         raw = read_regular(dfd, "meta.json", META_CAP, st)
     except UnsafeFile as e:
-        return {"status": "refused", "error": f"meta.json {e.why}"}
+        return {"status": REFUSED, "error": f"meta.json {e.why}"}
     try:
         meta = json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError as e:
@@ -357,7 +361,7 @@ def _load_fd(cls, dfd: int, d: Path) -> "Bundle":
                     except OSError:
                         continue   # vanished while listed
     except OSError as e:
-        return cls(node=_node_name(None, d), meta={"status": "refused",
+        return cls(node=_node_name(None, d), meta={"status": REFUSED,
                                                    "error": f"bundle directory not listed: {_os_why(e)}"}, path=d)
     meta = _load_meta(dfd, entries)
     node = _node_name(meta.get("node"), d)
@@ -368,7 +372,7 @@ def _load_fd(cls, dfd: int, d: Path) -> "Bundle":
         keys = [k for k in keys if k in listed]   # not this run's: meta.json lists every item it gathered
     over = _over_budget(entries, keys)
     if over:
-        meta = dict(meta, status="refused", error=over)
+        meta = dict(meta, status=REFUSED, error=over)
         return cls(node=node, items={}, meta=meta, path=d)
     cache: dict = {}
     items = {k: _load_item(dfd, entries, k, listed, cache) for k in keys}

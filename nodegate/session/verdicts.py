@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from .. import checks as ng_checks
+from ..bundle import REFUSED
 from ..outcomes import Outcome, Result
 from ..run import RUN_KEY, FleetRun
 from ..textsafe import shown
@@ -160,9 +161,10 @@ def evaluate(item, p: VerdictParam) -> None:
         slot, unresolved = resolve_slot(run, node, slot, cache)
     if run.spec_errors.get(node):
         res = Result.errored(f"spec error: {run.spec_errors[node]}")
+    elif b.meta.get("status") == REFUSED:
+        res = Result.errored(f"bundle not read: {b.meta.get('error', '')}", evidence_keys=())
     elif b.gather_error:
-        what = "bundle not read" if b.meta.get("status") == "refused" else "node not gathered"
-        res = Result.errored(f"{what}: {b.gather_error}", evidence_keys=())
+        res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
     elif clash and check_id != IDENTITY_CHECK:
         res = Result.errored(clash, evidence_keys=("meta.boot_id", "meta.machine_id"))
     elif unresolved:

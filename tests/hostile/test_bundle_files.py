@@ -83,8 +83,8 @@ def test_meta_json_linked_to_a_secret_refuses_the_node(tmp_path, secret):
     d = written(tmp_path / "b")
     _replace_with_link(d / "meta.json", secret)
     b = Bundle.load(d, root=tmp_path / "b")
-    assert b.meta == {"status": "refused", "error": "meta.json is a symbolic link, not a regular file; not read"}
-    assert b.gather_error == "refused: meta.json is a symbolic link, not a regular file; not read"
+    assert b.meta == {"status": "bundle-refused", "error": "meta.json is a symbolic link, not a regular file; not read"}
+    assert b.gather_error == "bundle-refused: meta.json is a symbolic link, not a regular file; not read"
 
 
 def test_a_symlinked_bundle_directory_is_not_discovered_and_not_loaded(tmp_path, secret):
@@ -97,7 +97,7 @@ def test_a_symlinked_bundle_directory_is_not_discovered_and_not_loaded(tmp_path,
     assert discover(root, skipped=skipped) == [root / "good"]
     assert skipped == [root / "evil"]
     b = Bundle.load(root / "evil", root=root)
-    assert b.items == {} and b.meta["status"] == "refused"
+    assert b.items == {} and b.meta["status"] == "bundle-refused"
     assert b.meta["error"].startswith("bundle directory not opened: ")
 
 
@@ -108,7 +108,7 @@ def test_a_symlinked_parent_between_the_replay_root_and_the_bundle_is_refused(tm
     root.mkdir()
     (root / "fleet").symlink_to(real, target_is_directory=True)
     b = Bundle.load(root / "fleet" / "n1", root=root)
-    assert b.items == {} and b.meta["status"] == "refused"
+    assert b.items == {} and b.meta["status"] == "bundle-refused"
     # the operator's own --replay path may itself be a link: it is theirs
     (tmp_path / "mylink").symlink_to(real, target_is_directory=True)
     assert Bundle.load(tmp_path / "mylink" / "n1", root=tmp_path / "mylink").text("meta.uname_r") == "6.8.0-51-generic\n"
@@ -157,7 +157,7 @@ def test_a_fifo_meta_json_never_blocks(tmp_path):
     d = written(tmp_path / "b")
     _fifo(d / "meta.json")
     b = _load_in_thread(d, tmp_path / "b")
-    assert b.meta == {"status": "refused", "error": "meta.json is a FIFO, not a regular file; not read"}
+    assert b.meta == {"status": "bundle-refused", "error": "meta.json is a FIFO, not a regular file; not read"}
 
 
 # ---------------------------------------------------------------------------- sizes, hard links, budget
@@ -203,7 +203,7 @@ def test_a_bundle_over_its_byte_budget_errors_and_the_others_are_read(tmp_path, 
     total = sum(m * 1024 * 1024 for m in sizes if m * 1024 * 1024 <= READ_CAP)
     b = Bundle.load(d, root=root)
     if total + (d / "meta.json").stat().st_size > BUNDLE_BUDGET:
-        assert b.items == {} and b.meta["status"] == "refused"
+        assert b.items == {} and b.meta["status"] == "bundle-refused"
         assert b.meta["error"].startswith("bundle files hold ")
         assert f"over the per-bundle budget of {BUNDLE_BUDGET} bytes" in b.meta["error"]
     else:   # the one file over the per-item cap is left unread: the rest fits
@@ -216,7 +216,7 @@ def test_meta_json_over_its_cap_is_not_read(tmp_path):
     with open(d / "meta.json", "ab") as fh:
         fh.truncate(META_CAP + 1)
     b = Bundle.load(d, root=tmp_path / "b")
-    assert b.meta == {"status": "refused", "error": f"meta.json holds {META_CAP + 1} bytes, over the cap of "
+    assert b.meta == {"status": "bundle-refused", "error": f"meta.json holds {META_CAP + 1} bytes, over the cap of "
                                                     f"{META_CAP}; not read"}
 
 

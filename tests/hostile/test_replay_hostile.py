@@ -195,7 +195,7 @@ def test_a_bundle_over_budget_errors_on_every_item_and_the_others_are_judged(env
     run = env["own"]
     outs = _ids(run, "fat")
     assert outs and set(outs.values()) == {"error"}
-    assert all("bundle not read: refused: bundle files hold " in run.messages[t] for t in outs)
+    assert all("bundle not read: bundle files hold " in run.messages[t] for t in outs)
     assert "over the per-bundle budget of 100663296 bytes" in run.messages["test_gpu_count[fat]"]
     assert run.maxrss_kb < 400 * 1024, run.maxrss_kb
 
