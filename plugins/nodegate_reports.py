@@ -191,6 +191,10 @@ class NodegateReports:
             if run is not None and getattr(run, "spec_source", None):
                 from nodegate.session.specfile import summary
                 env["nodegate spec source"] = "; ".join(summary(run.spec_source, list(run.nodes)))
+            shared = _shared_gpus(run) if run is not None else []
+            if shared:   # one board cannot be in two nodes (docs/security.md "Contradictory evidence")
+                env["nodegate GPUs on more than one node"] = "; ".join(
+                    f"{what} {v}: " + ", ".join(f"{n} (gpu{i})" for n, i in where[:8]) for what, v, where in shared[:20])
             report.set_data("environment", html.escape_environment(ng_metadata.redact(env)))
 
     def _title(self) -> str:

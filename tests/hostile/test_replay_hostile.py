@@ -281,6 +281,8 @@ def test_one_gpu_serial_on_two_nodes_is_flagged_in_the_summary(env):
     line = next(ln for ln in summary.splitlines() if ln.startswith("GPU serial 1650000000001"))
     assert line.startswith(f"GPU serial 1650000000001 is reported by {len(env['nodes']) - 1} nodes: attached (gpu0), ")
     assert re.search(r"GPU UUID gpu-5e1f0c3a-\S+ is reported by \d+ nodes", summary)
+    html = (env["own"].reports / "report.html").read_text()
+    assert "nodegate GPUs on more than one node" in html and "serial 1650000000001: attached (gpu0)" in html
 
 
 # ---------------------------------------------------------------------------- 5: whose spec
