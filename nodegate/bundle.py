@@ -463,15 +463,16 @@ def _load_item(dfd: int, entries: dict, key: str, listed: dict | None, cache: di
 
 def _disagreement(key: str, im: dict, rc: int | None, word: str | None, size: int) -> str | None:
     """How ``key``'s files contradict meta.json's record (``Bundle.write``: rc, status, bytes),
-    or None. ``.rc`` absent is exit code 0; an item without exit code has its status there."""
-    mrc = im.get("rc", 0)
+    or None. ``.rc`` absent is exit code 0; an item without exit code has its status there. A
+    record without one of the fields makes no claim about it."""
+    mrc = im.get("rc", rc)
     if "rc" in im and not (mrc is None or (isinstance(mrc, int) and not isinstance(mrc, bool))):
         return f"meta.json gives {key} the exit code {mrc!r}, not a number"
     if mrc != rc:
         have = (f"{key}.rc says {word or rc}" if rc != 0 or word else f"{key}.rc is absent (exit code 0)")
         return f"meta.json says {key} ended with exit code {mrc}, but {have}"
     mst = im.get("status", "ok")
-    if rc is None and word is not None:
+    if rc is None and word is not None and "status" in im:
         want_word = mst if mst in ("truncated", "malformed") else "timeout"
         if word != want_word:
             return f"meta.json says {key} is {mst}, but {key}.rc says {word}"

@@ -269,3 +269,13 @@ def test_a_bundle_of_ours_round_trips_unchanged(tmp_path):
     assert {k: (e.status, e.rc) for k, e in b.items.items()} == {
         "dkms.status": ("ok", 1), "kernel.log": ("ok", 0), "meta.uname_r": ("ok", 0)}
     assert b.items["dkms.status"].stderr == b"dkms: permission denied\n"
+
+
+def test_a_partial_meta_json_record_claims_only_what_it_holds(tmp_path):
+    d = tmp_path / "b" / "n1"
+    d.mkdir(parents=True)
+    (d / "meta.json").write_text(json.dumps({"node": "n1", "items": {"dkms.status": {"status": "ok"}}}))
+    (d / "dkms.status.out").write_text("")
+    (d / "dkms.status.rc").write_text("3\n")
+    ev = Bundle.load(d, root=tmp_path / "b").items["dkms.status"]
+    assert (ev.status, ev.rc) == ("ok", 3)
