@@ -30,7 +30,8 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
   (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
-  `probe-failed`; read back from a bundle directory: `bundle-refused`, see below) and `error` carries the
+  `probe-failed`, or `missing`: written by `nodegate-collect --missing REASON` for a node whose scheduler
+  task never ran; read back from a bundle directory: `bundle-refused`, see below) and `error` carries the
   message; every check of that node is ERROR with it.
 - `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when neither `--spec FILE`
   nor `--inventory` is given, and every report then says so: a bundle's spec is only as trusted as
