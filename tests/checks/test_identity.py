@@ -48,7 +48,7 @@ def test_distinct_machines_pass():
     run = fleet(bundle("a", BOOT["a"], MID["a"]), bundle("b", BOOT["b"], MID["b"]), bundle("c", BOOT["c"], MID["c"]))
     r = judge(run, "b")
     assert r.outcome is Outcome.PASS
-    assert r.observed == f"boot id {BOOT['b']}, machine id {MID['b']}; 2 other node(s) in the run"
+    assert r.observed == f"boot id {BOOT['b']}, machine id {MID['b']}; no other node of the run reports either"
 
 
 @covers("NG-INV-003")
@@ -85,7 +85,7 @@ def test_the_only_node_of_a_run_passes_without_ids():
     run = fleet(bundle("a"))
     r = judge(run, "a")
     assert r.outcome is Outcome.PASS
-    assert r.observed.endswith("; the only node of this run")
+    assert r.observed.endswith("; no other node in this run")
 
 
 @covers("NG-INV-003")
@@ -102,7 +102,7 @@ def test_node_without_machine_id_file_is_told_apart_by_boot_id():
     run = fleet(bundle("a", BOOT["a"], mid_rc=1), bundle("b", BOOT["b"], MID["b"]))
     r = judge(run, "a")
     assert r.outcome is Outcome.PASS
-    assert r.observed == f"boot id {BOOT['a']}, machine id none on the node; 1 other node(s) in the run"
+    assert r.observed == f"boot id {BOOT['a']}, machine id none on the node; no other node of the run reports either"
 
 
 @covers("NG-INV-003")
@@ -150,3 +150,11 @@ def test_address_twins_are_the_jobs_of_one_host_and_port():
     jobs = [NodeJob("a", "paramiko://root@10.0.0.7", ""), NodeJob("a2", "ssh://ops@10.0.0.7:22", ""),
             NodeJob("b", "paramiko://root@10.0.0.7:2222", ""), NodeJob("l", "local://", "")]
     assert address_twins(jobs) == {"a": ["a2"], "a2": ["a"]}
+
+
+@covers("NG-INV-003")
+def test_a_node_that_was_not_gathered_is_error_even_alone():
+    run = fleet(Bundle("down", {}, {"status": "missing", "error": "slurmd did not answer"}))
+    r = judge(run, "down")
+    assert r.outcome is Outcome.ERROR
+    assert r.message == "node not gathered (missing: slurmd did not answer) [meta.boot_id]"
