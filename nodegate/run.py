@@ -140,6 +140,7 @@ class FleetRun:
     #: node -> (boot id, machine id) of nodes of the run not loaded here (an xdist worker's others)
     peer_ids: dict[str, tuple] = field(default_factory=dict)
     _id_index: tuple = field(default=(), repr=False)
+    _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
     inventory_path: Path | None = None
@@ -237,8 +238,10 @@ class FleetRun:
     def identity_view(self, node: str) -> "IdentityView":
         """What the node_identity check (NG-INV-003) judges: how many other nodes the run has and
         which of them report this node's boot id or machine id."""
-        others = len(set(self.nodes) | set(self.bundles) | set(self.peer_ids)) - 1
-        return IdentityView(max(0, others), self.identity_clashes(node))
+        key = (len(self.order), len(self.bundles), len(self.peer_ids))
+        if self._n_nodes[0] != key:   # once per node merged, not once per node judged (4096 nodes)
+            self._n_nodes = (key, len(set(self.nodes) | set(self.bundles) | set(self.peer_ids)))
+        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
 
     # ------------------------------------------------------------------ background gather
     def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
