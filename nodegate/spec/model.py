@@ -132,6 +132,9 @@ class PcieSpec(_Section):
     width: Optional[int] = Field(None, description="expected link width (lanes)")
     # catalog: idle links legitimately power down; default leaves them unverified (SKIP).
     idle: Literal["not_verified", "fail"] = Field("not_verified", description="below-spec link while idle")
+    # issue 21: the width does not train down for power (only the speed does): a narrow link
+    # FAILs at any activity unless this allows it at idle (or pcie.width names the narrower slot).
+    width_at_idle: Literal["fail", "not_verified"] = Field("fail", description="below-spec link width while idle")
     check_upstream: bool = Field(True, description="compare upstream ports' sysfs link with the GPU's")
 
     @field_validator("width")
