@@ -55,7 +55,8 @@ def test_spec_overrides_sku_profile():
 
 @covers("NG-PCIE-001")
 def test_unknown_sku_without_spec_is_error():
-    r = run("NG-PCIE-001", healthy(gpus=[gpu(pci_device_id="1c30", name="Quadro P2000", architecture="Pascal")]))
+    # a device id not in the SKU profiles (the Quadro P2000 used here before is profiled since issue 21)
+    r = run("NG-PCIE-001", healthy(gpus=[gpu(pci_device_id="1c82", name="GeForce GTX 1050 Ti", architecture="Pascal")]))
     assert r.outcome is Outcome.ERROR
     assert "set pcie.gen/pcie.width" in r.message
 
@@ -107,8 +108,8 @@ def test_busy_idle_unknown_below_spec_is_error():
 
 @covers("NG-PCIE-002")
 def test_unknown_sku_compares_with_gpu_max():
-    g = gpu(pci_device_id="1c30", name="Quadro P2000", architecture="Pascal", link=link(3, 8, 3, 16), **BUSY)
-    r = run("NG-PCIE-002", healthy(gpus=[g]))
+    g = gpu(pci_device_id="1c82", name="GeForce GTX 1050 Ti", architecture="Pascal", link=link(3, 8, 3, 16), **BUSY)
+    r = run("NG-PCIE-002", node(g))
     assert r.outcome is Outcome.FAIL
     assert r.expected == "Gen3 x16 (the GPU's max link (no spec/SKU value))"
 
