@@ -184,13 +184,16 @@ def _memory_na(spec, g, ex, name, what, feature, expected, observed, ev, keys, s
     if has is False:
         return Result.skipped(f"memory.repair={spec.memory.repair}: {name} {_without(ex, feature)}",
                               "not applicable", observed, **kw)
+    if has is None:
+        mode = g.ecc_mode_current
+        hint = (" (ECC disabled on it: see NG-ECC-001)" if mode is False else
+                " (it reports no ECC: see NG-ECC-001)" if mode is NA else "")
+        return Result.errored(f"{name}: {what} {seen} on an unknown board ({ex.memory_repair_source}){hint}: "
+                              "unknown board: add it to the SKU profiles (nodegate/data/skus.yaml memory_repair) "
+                              "or set memory.repair", expected, observed, **kw)
     off = _ecc_off_or_absent(spec, g, name, what, expected, observed, keys, ev)
     if off is not None:
         return off
-    if has is None:
-        return Result.errored(f"{name}: {what} {seen} on an unknown board ({ex.memory_repair_source}): "
-                              "unknown board: add it to the SKU profiles (nodegate/data/skus.yaml memory_repair) "
-                              "or set memory.repair", expected, observed, **kw)
     return Result.errored(f"{name}: {what} {seen} on a board that has it ({ex.memory_repair_source})",
                           expected, observed, **kw)
 

@@ -42,6 +42,9 @@ class GpuExpectation:
 
 
 def _device_id(spec, gpu) -> str | None:
+    """spec gpu.sku, else the GPU's PCI device id. An unreadable device id (checks._util.CheckedGpu
+    raises EvidenceError for it) propagates unless gpu.sku names the profile: the checks that need
+    the SKU profile then ERROR naming the field, and gpu.sku is the way around a masked id."""
     if spec.gpu.sku:
         return spec.gpu.sku
     return getattr(gpu, "pci_device_id", None) if gpu is not None else None

@@ -184,7 +184,7 @@ def test_p8_with_gpuidle_explicitly_not_active_is_unverified_not_busy():
     # Changed by issue 21 (item 1). The old rule read an explicit "GpuIdle Not Active" as busy
     # whatever the P-state and FAILed this link. Real GeForce and workstation boards report exactly
     # that at P8 with 0 % utilisation (telegraf's rtx-3090-v13 and pro-6000-maxq-blackwell-v13
-    # fixtures, tests/fixtures/smi_xml_public): P8 says idle, the bit says busy, so the evidence
+    # fixtures, tests/fixtures/smi_xml/PUBLIC_SOURCES.md): P8 says idle, the bit says busy, so the evidence
     # disagrees and the link is unverified at idle (pcie.idle policy), never a FAIL.
     g = gpu(link=link(4, 16), pstate="P8", clocks_event_reasons=reasons(), clocks_event_reasons_mask=0x0)
     r = run("NG-PCIE-002", node(g))
