@@ -398,6 +398,8 @@ class LspciLink:
     sta_width: int | None = None
     downgraded: bool = False
     driver: str | None = None
+    vendor_device: str | None = None   # "10de:2330" from -nn's [10de:2330] or "NVIDIA Corporation Device 2330"
+    display: bool = False              # an NVIDIA VGA/3D/display-class function (a GPU)
 
 
 @dataclass

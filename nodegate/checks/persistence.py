@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..errors import EvidenceError
 from ..outcomes import Result
 from ..spec import expectations
 from . import check
@@ -201,6 +202,10 @@ def persistenced_dropin(facts, spec) -> Result:
     dropin = next((f for f in files if f.path == path), None)
     if dropin is not None and unit is None:
         raise uerr  # the file is there but the effective ExecStart (ground truth) is unknown
+    if unit is not None and not unit.raw:
+        # states read from systemctl status (alternative key): no ExecStart, no DropInPaths
+        raise EvidenceError("systemd.persistenced_show", "evidence not collected: systemd.persistenced_show "
+                            "(systemctl status shows no effective ExecStart or DropInPaths)")
     if dropin is None:
         return Result.failed(expected, f"no drop-in at {path}; effective ExecStart: {'; '.join(eff) or 'none'}",
                              f"drop-in {path} missing", evidence=lines(*(f"== {f.path}" for f in files)),
