@@ -25,6 +25,11 @@ def _driver_version(facts) -> str | None:
     return v or None
 
 
+def _no_gsp_board(spec, g) -> bool:
+    """The GPU's architecture cannot run GSP firmware (skus.yaml gsp.architectures: Turing and later)."""
+    return gsp_support().architecture_can_run(expectations(spec, g).architecture) is False
+
+
 def _predates_gsp(facts) -> str | None:
     """'driver 418.43 predates GSP firmware (first shipped with the 465 branch)', or None."""
     ver = _driver_version(facts)
@@ -67,7 +72,7 @@ def _gsp_required(facts, spec) -> tuple[bool, str]:
         raise EvidenceError("smi.qx", "gsp.required=auto: no GPU listed, cannot tell whether GSP is in use")
     # None = not reported (unknown), NA = GSP off; a known pre-Turing GPU has no GSP either way
     unreported = [gpu_label(g) for g in gpus
-                  if g.gsp_firmware_version is None and not expectations(spec, g).pre_turing]
+                  if g.gsp_firmware_version is None and not _no_gsp_board(spec, g)]
     if unreported:
         raise EvidenceError("smi.qx", "gsp.required=auto: gsp_firmware_version not reported for "
                             + ", ".join(unreported) + ", cannot tell whether GSP is in use")
@@ -171,7 +176,7 @@ def gsp_firmware_version(facts, spec, gpu) -> Result:
     ex = expectations(spec, g)
     v = g.gsp_firmware_version
     keys = ("smi.qx", "modules.nvidia_version")
-    if ex.pre_turing and spec.gsp.required != True:  # noqa: E712 (auto or False)
+    if _no_gsp_board(spec, g) and spec.gsp.required != True:  # noqa: E712 (auto or False)
         return Result.skipped(f"gsp.required={spec.gsp.required}: {ex.architecture} has no GSP",
                               expected="no GSP", observed=fmt(v))
     required, why = _gsp_required(facts, spec)

@@ -149,7 +149,8 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     node names. Exits 2 when a PATH is neither, two bundles are of one node, or there are none."""
     o = config.option
     roots = [Path(r) for r in (getattr(o, "replay_all", None) or [root])]
-    save = Path(o.save_bundles) if getattr(o, "save_bundles", None) else None
+    # the controller saves the converted logs; xdist workers convert them again but write nothing
+    save = Path(o.save_bundles) if getattr(o, "save_bundles", None) and not hasattr(config, "workerinput") else None
     sources = _replay_sources(roots, save)
     by_job = {j.name: j for j in jobs} if jobs else None
     limit = config.option.limit
