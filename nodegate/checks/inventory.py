@@ -6,7 +6,7 @@ from ..facts import normalize_bus_id
 from ..outcomes import Result
 from ..spec import sku_profile
 from . import check
-from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from ._util import raw_gpu, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
 from .slots import identity_conflicts
 
 
@@ -33,20 +33,26 @@ def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[st
         if b and not any(same_bus(b, s, function=True) for s in seen):
             lost.setdefault(normalize_bus_id(b), "bound by the nvidia module (/proc/driver/nvidia/gpus) but not "
                                                  "reported by nvidia-smi/NVML")
-    for b in _pci_gpus(facts, errors):
+    pci, where = _pci_gpus(facts, errors)
+    for b in pci:
         if not any(same_bus(b, s, function=True) for s in seen):
-            lost.setdefault(normalize_bus_id(b), "an NVIDIA display-class PCI function (sysfs) that nvidia-smi/NVML "
+            lost.setdefault(normalize_bus_id(b), f"an NVIDIA display-class PCI function ({where}) that nvidia-smi/NVML "
                                                  "does not report")
     return lost
 
 
-def _pci_gpus(facts, errors: list) -> list[str]:
-    """Bus ids of the NVIDIA display-class PCI functions (``pci.sysfs``, SR-IOV VFs left out by
-    the probe); [] when unreadable (the error is appended)."""
+def _pci_gpus(facts, errors: list) -> tuple[list[str], str]:
+    """(bus ids of the NVIDIA display-class PCI functions, where from): ``pci.sysfs`` (SR-IOV VFs
+    left out by the probe), else the alternative key ``pci.lspci_vvv`` (a converted
+    nvidia-bug-report); ([], "") when neither can be read (the error is appended)."""
     links, lerr = optional(facts, "pci_links")
-    if lerr is not None:
-        errors.append(lerr)
-    return [ln.bdf for ln in links or [] if ln.role == "gpu"]
+    if links is not None:
+        return [ln.bdf for ln in links if ln.role == "gpu"], "sysfs"
+    alt, _ = optional(facts, "lspci_links")
+    if alt:
+        return [ln.bdf for ln in alt if ln.display], "lspci -vvv"
+    errors.append(lerr)
+    return [], ""
 
 
 def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
@@ -58,11 +64,11 @@ def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
     attached = getattr(rep, "attached_gpus", None)
     if isinstance(attached, int) and attached != len(gpus) and getattr(facts, "gpu_source", "smi_xml") == "smi_xml":
         out.append(f"nvidia-smi reports {attached} attached GPU(s) but lists {len(gpus)}")
-    pci = _pci_gpus(facts, [])
+    pci, where = _pci_gpus(facts, [])
     if pci:
         nolink = [b for b in seen if not any(same_bus(b, p, function=True) for p in pci)]
         if nolink:
-            out.append("listed but without an NVIDIA PCI function in sysfs: " + ", ".join(nolink))
+            out.append(f"listed but without an NVIDIA PCI function in {where}: " + ", ".join(nolink))
     out += list(identity_conflicts(gpus).values())
     return out
 
@@ -153,9 +159,10 @@ def gpu_model(facts, spec, gpu) -> Result:
                              f"{spec.gpu.count} GPUs", evidence_keys=("smi.qx",))
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
-    prof = sku_profile(g.pci_device_id)
-    obs = f"{g.name} (device id {g.pci_device_id or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
-    ev = lines(f"product_name: {g.name}", f"pci_device_id: {g.pci_device_id}")
+    dev = raw_gpu(g).pci_device_id   # shown only: an unreadable id must not void the model check
+    prof = sku_profile(dev)
+    obs = f"{g.name} (device id {dev or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
+    ev = lines(f"product_name: {g.name}", f"pci_device_id: {dev}")
     kw = dict(evidence=ev, evidence_keys=("smi.qx",))
     bad = []
     if models and not any(m.lower() in (g.name or "").lower() for m in models):

@@ -26,6 +26,7 @@ OVERRIDE_KEY = pytest.StashKey[tuple]()
 BUNDLE = "bundle meta.json"
 BUNDLE_EMPTY = "bundle meta.json (no spec in it: built-in defaults)"
 TARGET = "built-in defaults (--target has no spec; give --spec FILE)"
+BUGREPORT = "built-in defaults (an nvidia-bug-report log has no spec; give --spec FILE)"
 
 
 def load_file(path: str | Path) -> dict:

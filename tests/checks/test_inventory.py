@@ -262,3 +262,16 @@ def test_two_gpus_with_one_index_error():
     assert r.outcome is Outcome.FAIL
     assert "GPU 0 shares index 0 with GPU 0" in r.message
     assert {run("NG-PCIE-001", f, spec(), gpu=s).outcome for s in gpu_slots(f, spec())} == {Outcome.ERROR}
+
+
+@covers("NG-INV-001")
+def test_without_sysfs_the_lspci_alternative_key_is_the_pci_list():
+    # a converted nvidia-bug-report has lspci -vvv (pci.lspci_vvv) instead of the probe's pci.sysfs
+    from nodegate.facts import LspciLink
+    alt = [LspciLink("0000:19:00.0", display=True), LspciLink("0000:3b:00.0", display=True),
+           LspciLink("0000:4c:00.0", display=True), LspciLink("0000:4c:00.1", description="Audio device")]
+    f = _two(lspci_links=alt).without("pci_links")
+    r = run("NG-INV-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert "missing: 0000:4c:00.0 an NVIDIA display-class PCI function (lspci -vvv) that nvidia-smi/NVML" in r.observed
+    assert run("NG-INV-001", _two(lspci_links=alt[:2]).without("pci_links")).outcome is Outcome.PASS
