@@ -43,7 +43,7 @@ class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
 from . import altkeys
 from .bundle import Bundle, Evidence
 from .errors import EvidenceError, NodegateError, ParseError
-from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, LibNvml,
+from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, KernelLogCut, LibNvml,
                     ModinfoFacts, ModuleState, PasswdEntry, PersistencedFacts, SmiError,
                     SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
 from .parsers import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
@@ -54,11 +54,11 @@ class NodeFacts:
     """Facts of one node, derived from its bundle on first access.
 
     Attributes (each a cached property; see the docstring of each for its source):
-    kernel_release, boot_id, modules, nvidia_module_version, modinfo_nvidia,
+    kernel_release, boot_id, machine_id, modules, nvidia_module_version, modinfo_nvidia,
     modinfo_peermem, modinfo_nv_peer_mem, installed_kernels, modules_load_d, dkms,
     driver_banner, libnvml, smi_version, smi_error, gpus, gpu_source, persistenced_unit,
     persistenced_unit_files, persistenced, persistenced_user, firmware, pci_links,
-    ib_devices, peermem_registered, kernel_events, kernel_log_source, fabricmanager_version,
+    ib_devices, peermem_registered, kernel_events, kernel_log_cut, kernel_log_source, fabricmanager_version,
     fabricmanager_unit, clocks_samples.
     Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
     peermem_clients, smi_key and lspci_links (alternative evidence keys, nodegate/altkeys.py).
@@ -102,6 +102,15 @@ class NodeFacts:
         if not t:
             raise EvidenceError("meta.boot_id", "empty output")
         return t
+
+    @cached_property
+    def machine_id(self) -> str | None:
+        """``meta.machine_id``: /etc/machine-id (else /var/lib/dbus/machine-id), stripped and
+        lower-cased. None when the node has neither file (rc 1), or the file is empty or holds
+        ``uninitialized`` (machine-id(5): the id is not committed yet, first boot)."""
+        ev = self._item("meta.machine_id", (0, 1))
+        t = ev.text.strip().lower() if ev.rc == 0 else ""
+        return None if t in ("", "uninitialized") else t
 
     @cached_property
     def hostname(self) -> str:
@@ -417,8 +426,33 @@ class NodeFacts:
     @cached_property
     def kernel_events(self) -> list[KernelEvent]:
         """``kernel.log``: NVRM/Xid records since boot. EvidenceError (with the dmesg/journal
-        error, e.g. permission) when neither could be read."""
-        return self._parse("kernel.log", kernel_log.parse_kernel_log, self._text("kernel.log"))
+        error, e.g. permission) when neither could be read; when the item is empty without the
+        probe's ``# source:`` line (an empty file is no evidence of a clean log); and when the
+        probe's cut may have lost a line that decides a verdict (``kernel_log_cut``), or, for a
+        log without a cut record, it holds exactly the old probe's ``tail -n 5000``."""
+        text = self._text("kernel.log")
+        events = self._parse("kernel.log", kernel_log.parse_kernel_log, text)
+        cut = self.kernel_log_cut
+        if not events and cut is None and kernel_log.kernel_log_source(text) is None:
+            raise EvidenceError("kernel.log", "empty, without the probe's '# source:' line: not the output of "
+                                "dmesg or journalctl (an empty file is no evidence of a clean log)")
+        if cut is not None and cut.lost_severe:
+            lost = (f"{cut.dropped_severe} line(s) of records that can decide a verdict were" if cut.dropped_severe
+                    else "lines that can decide a verdict may have been")
+            raise EvidenceError("kernel.log", f"the node's log was cut: the probe kept {cut.kept} of {cut.seen} NVRM "
+                                f"lines and {lost} cut away (node without awk, or over the probe's keep cap)")
+        if cut is None:
+            n = self._parse("kernel.log", kernel_log.record_lines, text)
+            if n == kernel_log.LEGACY_TAIL:
+                raise EvidenceError("kernel.log", f"{n} lines without a record of the cut: exactly the 'tail -n "
+                                    f"{n}' of the probe that wrote it (v3 or earlier), so earlier events may be lost")
+        return events
+
+    @cached_property
+    def kernel_log_cut(self) -> KernelLogCut | None:
+        """``kernel.log`` last line ``# lines: seen=S kept=K dropped_severe=D``: how the probe cut
+        the log (None: no record, probe v3 or a hand-built item)."""
+        return self._parse("kernel.log", kernel_log.kernel_log_cut, self._text("kernel.log"))
 
     @cached_property
     def kernel_history(self) -> list[KernelEvent]:

@@ -428,3 +428,24 @@ class LibNvml:
     path: str | None = None
     target: str | None = None
     version: str | None = None
+
+
+@dataclass
+class KernelLogCut:
+    """How the probe cut the kernel log (its last line ``# lines: seen=S kept=K dropped_severe=D``).
+
+    seen: NVRM lines the node's log held; kept: lines in the item; dropped_severe: lines that can
+    decide a verdict (Xid, off the bus, RmInitAdapter, GSP, ...) cut beyond the probe's keep cap,
+    None when unknown (a node without awk cuts the last lines only)."""
+
+    seen: int
+    kept: int
+    dropped_severe: int | None = 0
+
+    @property
+    def lost_severe(self) -> bool:
+        """True when lines that could decide a verdict may be missing from the item."""
+        if self.dropped_severe is None:
+            return self.seen > self.kept
+        return self.dropped_severe > 0
+

@@ -33,8 +33,17 @@ under DIR with no network, and a person can build one by hand from command outpu
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
   (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
   `probe-failed`, or `missing`: written by `nodegate-collect --missing REASON` for a node whose scheduler
-  task never ran) and `error` carries the message; every check of that node is ERROR with it.
-- `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when no inventory is given.
+  task never ran; read back from a bundle directory: `bundle-refused`, see below) and `error` carries the
+  message; every check of that node is ERROR with it.
+- `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when neither `--spec FILE`
+  nor `--inventory` is given, and every report then says so: a bundle's spec is only as trusted as
+  the bundle (docs/security.md "Whose spec").
+- `items` records each item's `rc`, `status` and `bytes`: when present, the item's files must agree
+  with it (a missing `.rc` is exit code 0) or the item is ERROR ("inconsistent").
+- A bundle is read only through regular files inside its directory (no symbolic link, FIFO, socket,
+  device or directory where a file is expected: that item is ERROR naming the key and the type),
+  each at most 64 MiB and 96 MiB per bundle (hard links counted once); docs/security.md "Replayed
+  bundles".
 - A hand-built bundle needs only `<key>.out` files (rc defaults to 0). Any item may be missing: the
   checks that need it report ERROR "evidence not collected: KEY"; nothing passes on missing evidence.
 - Exit code 127 means the tool is missing on the node (ERROR "tool missing"), 124 a node-side timeout.

@@ -21,7 +21,8 @@ from nodegate.spec import load_spec
 
 # attribute -> evidence key (the key a missing fact names)
 ATTR_KEYS = {
-    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "modules": "modules.proc",
+    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "machine_id": "meta.machine_id",
+    "modules": "modules.proc",
     "nvidia_module_version": "modules.nvidia_version", "modinfo_nvidia": "modinfo.nvidia",
     "modinfo_peermem": "modinfo.nvidia_peermem", "modinfo_nv_peer_mem": "modinfo.nv_peer_mem",
     "installed_kernels": "kernels.installed", "modules_load_d": "modules.load_d", "dkms": "dkms.status",
@@ -90,6 +91,11 @@ DAEMON = "/usr/bin/nvidia-persistenced"
 def reasons(**active) -> dict:
     from nodegate.facts import CLOCKS_EVENT_BITS
     return {r: bool(active.get(r, False)) for r in CLOCKS_EVENT_BITS}
+
+
+def pci_gpus(gpus) -> list[SysfsLink]:
+    """The sysfs PCI functions (``pci.sysfs``) of ``gpus``: a node's GPU lists agree (NG-INV-001)."""
+    return [SysfsLink(g.pci_bus_id, "gpu", None, "0x2335", 5, 16, 5, 16) for g in gpus]
 
 
 def gpu(index=0, bus=BUS, **kw) -> GpuFacts:
