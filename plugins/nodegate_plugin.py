@@ -16,11 +16,10 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import gcsched, scheduling, start, terminal, verdicts
+from nodegate.session import finish, gcsched, scheduling, signals, start, terminal, verdicts
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
-from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, GATHER_FAILED_KEY, ITEM_NODE_KEY,
-                                    JOBS_KEY, RESULT_KEY)
+from nodegate.session.state import ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, RESULT_KEY
 
 # re-exported for callers of the plugin module (tests, other plugins)
 VerdictParam = ng_items.VerdictParam
@@ -131,6 +130,8 @@ def pytest_runtest_logfinish(nodeid, location):  # noqa: ARG001
 def pytest_unconfigure(config):
     if CONFIG[0] is config:
         CONFIG[0] = None
+    finish.stop_gathering(config)   # a run that never reached its session finish leaves nothing running
+    signals.uninstall(config)
     gcsched.freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
     gcsched.resume(config)
 
@@ -162,23 +163,7 @@ def pytest_runtest_makereport(item, call):  # noqa: ARG001
 def pytest_sessionfinish(session, exitstatus):
     """Every node gathered and merged (inventory order) before any report is written, even when
     no item needed some node (deselected with -k) or the run was interrupted."""
-    config = session.config
-    run = config.stash.get(RUN_KEY, None)
-    if run is None or not config.stash.get(ACTIVE_KEY, False):
-        return
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-    if interrupted:
-        run.abort()
-    why = config.stash.get(GATHER_FAILED_KEY, None)
-    try:
-        run.wait_all()
-    except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed
-        why = why or f"{type(e).__name__}: {e}"
-    if why and not interrupted:   # Ctrl-C stopped it: the exit status stays INTERRUPTED
-        tw = terminal.terminal_writer(config)
-        if tw is not None:
-            tw.line(f"nodegate: gathering stopped: {why}", red=True)
-        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    finish.finish_session(session, exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
