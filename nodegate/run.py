@@ -127,13 +127,13 @@ def _mark_cut(meta: dict, items: dict, complete: bool, r, opts: GatherOptions) -
     elif r.timed_out:
         deadline = (f"item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s / "
                     f"connect {opts.connect_timeout:g}s")
+        stage = (r.stage or "reading the output") + (f" ({r.note})" if r.note else "")
         if not items:
-            meta.update(status="timeout", stage=r.stage,
+            meta.update(status="timeout", stage=r.stage or "reading the output",
                         error=f"the probe produced no output within the controller's deadline ({deadline}): "
-                              f"stalled in stage {r.stage or 'reading the output'}")
+                              f"stalled in stage {stage}")
             return
-        meta.update(cut_at=cut_at, cut_reason=f"probe stopped by the controller's deadline ({deadline})"
-                                              + (f" in stage {r.stage}" if r.stage else ""))
+        meta.update(cut_at=cut_at, cut_reason=f"probe stopped by the controller's deadline ({deadline}) in stage {stage}")
     elif not complete:
         if not items:
             meta.update(status="probe-failed",

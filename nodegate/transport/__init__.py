@@ -117,7 +117,8 @@ class Target:
                  timeout=int(self.connect_timeout), controlpersist=0)
         opts = ["-o", "BatchMode=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
                 "-o", f"StrictHostKeyChecking={'accept-new' if self.hostkeys.accept_new else 'yes'}",
-                "-o", f"ConnectTimeout={max(1, int(self.connect_timeout))}", *extra_opts]
+                # ours (process.py) is the deadline that counts; ssh's own is the backstop
+                "-o", f"ConnectTimeout={int(self.connect_timeout) + 1}", *extra_opts]
         if self.hostkeys.files:
             opts += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in self.hostkeys.files)]
         h = be.host

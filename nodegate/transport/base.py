@@ -35,9 +35,9 @@ class ExecResult:
     """One exec: ``stdout``/``stderr`` bytes as read so far, ``rc`` (None: no exit status, the
     exec was cut), ``timed_out`` (our deadline or an interruption ended it), seconds spent
     connecting (``connect_s``) and in the exec (``exec_s``), ``stdout_capped`` (STREAM_CAP
-    reached). ``stage``: the stage the cut happened in (``deadline.STAGES``; "" when not cut);
-    ``interrupted``: why the run was stopped (SIGINT, SIGTERM...) when that, not the deadline,
-    cut it."""
+    reached). ``stage``: the stage the cut happened in (``deadline.STAGES``; "" when not cut),
+    ``note`` a detail of it (bytes of the script sent); ``interrupted``: why the run was
+    stopped (SIGINT, SIGTERM...) when that, not the deadline, cut it."""
 
     stdout: bytes
     stderr: bytes
@@ -48,6 +48,7 @@ class ExecResult:
     stdout_capped: bool = False
     stage: str = ""
     interrupted: str = ""
+    note: str = ""
 
 
 @dataclass

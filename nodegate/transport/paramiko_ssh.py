@@ -459,8 +459,7 @@ def run_channel(transport, command: str, data: bytes, dl: Deadline, target: str,
         timed_out = True   # the watchdog closed the channel as the loop saw it close
     stage = (dl.fired_stage or dl.current_stage()) if timed_out else ""
     interrupted = dl.interrupted if timed_out else ""
-    if timed_out and not interrupted and dl.note:
-        stage = f"{stage} ({dl.note})"
+    note = dl.note if timed_out else ""
     rc = None
     if capped:
         err += f"\n[nodegate] output exceeded {STREAM_CAP} bytes: exec stopped\n".encode()
@@ -476,7 +475,8 @@ def run_channel(transport, command: str, data: bytes, dl: Deadline, target: str,
             chan.close()
         except Exception:  # noqa: BLE001 - closing a dead channel must never mask the result
             pass
-    return ExecResult(bytes(out), bytes(err), rc, timed_out, 0.0, time.monotonic() - t1, capped, stage, interrupted)
+    return ExecResult(bytes(out), bytes(err), rc, timed_out, 0.0, time.monotonic() - t1, capped, stage, interrupted,
+                      note)
 
 
 def _send_some(chan, data: bytes, sent: int) -> int:

@@ -17,7 +17,7 @@ mode               what the server does                                         
 ``no-exec-reply``  accepts the session, never answers the exec request                  exec request
 ``tiny-window``    answers the exec, advertises a 256-byte window, never reads          sending the probe
 ``silent``         answers the exec, reads the script, never writes or exits            reading the output
-``healthy``        answers the exec with ``SERVER_OUTPUT`` and exit status 0             (none)
+``healthy``        reads the script, answers ``SERVER_OUTPUT`` and exit status 0          (none)
 =================  ===================================================================  =========================
 
 The paramiko modes use paramiko's server API (``ServerInterface``, ``Transport.start_server``);
@@ -75,7 +75,7 @@ class _Iface(paramiko.ServerInterface):
         if self.server.mode == "no-exec-reply":
             self.server.closed.wait()
             return False
-        self.server.commands.append(command)
+        self.server.commands.append(command.decode() if isinstance(command, bytes) else command)
         threading.Thread(target=self.server._session, args=(channel,), daemon=True).start()
         return True
 
@@ -152,6 +152,10 @@ class Server:
     def _session(self, chan: paramiko.Channel) -> None:
         try:
             if self.mode == "healthy":
+                # read the script first: the client sends it once the exec reply is in, and an
+                # answer before that reply would close the channel under the exec request
+                while chan.recv(65536):
+                    pass
                 chan.sendall(SERVER_OUTPUT)
                 chan.send_exit_status(0)
                 chan.shutdown_write()
