@@ -16,7 +16,7 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import finish, gcsched, scheduling, signals, start, terminal, verdicts
+from nodegate.session import finish, gcsched, outputs, scheduling, signals, start, terminal, verdicts
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.state import ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, RESULT_KEY
@@ -73,6 +73,8 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = build_jobs(config)
     except SpecError as e:
         pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    outputs.check_outputs(config)   # exit 2 before any node is contacted
+    outputs.install(config)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -277,3 +277,39 @@ def test_a_forked_process_gets_a_watchdog_of_its_own():
         os.waitpid(pid, 0)
         os.close(r)
     assert got == b"fired"
+
+
+# ------------------------------------------------------------------------------ the issue's run
+def test_the_issues_run_ends_within_its_deadlines_with_a_report_for_every_node(key, tmp_path):
+    """Issue 17 item 2 as reported: with ``--connect-timeout 3 --probe-timeout 10``, one server
+    that never answers the exec request and one that never reads held the run past 300 s and no
+    report was written. Now each is cut in its stage, the controller's own node is judged, and
+    the run ends within the deadlines."""
+    import yaml
+
+    from tests.hostile import harness as H
+
+    servers = {"noexec": S.Server("no-exec-reply"), "window": S.Server("tiny-window")}
+    try:
+        kh = tmp_path / "known_hosts"
+        kh.write_text("".join(s.known_hosts_line for s in servers.values()))
+        hosts = {n: {"ansible_host": "127.0.0.1", "ansible_port": s.port, "ansible_user": "ng",
+                     "ansible_ssh_private_key_file": str(key)} for n, s in servers.items()}
+        hosts["controller"] = {"ansible_connection": "local"}
+        inv = tmp_path / "inventory.yml"
+        inv.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+        run = H.run_suite(tmp_path / "reports", "--connect-timeout", "3", "--probe-timeout", "10",
+                          inventory=inv, known_hosts=kh, timeout=120)
+    finally:
+        for s in servers.values():
+            s.close()
+    print(f"\nMEASURED issue run: wall {run.wall_s:.1f}s")
+    assert run.rc == 1, run.out[-2000:]
+    assert run.wall_s < 60
+    assert run.meta("noexec")["status"] == "timeout" and run.meta("noexec")["stage"] == "exec request"
+    assert run.meta("window")["status"] == "timeout" and run.meta("window")["stage"] == "sending the probe"
+    for node, phrase in (("noexec", "did not answer the exec request"), ("window", "stalled in stage sending")):
+        outs = run.node_outcomes(node)
+        assert outs and set(outs.values()) == {"error"}
+        assert all(phrase in run.messages[t] for t in outs), run.messages[next(iter(outs))][:300]
+    assert run.node_outcomes("controller")   # judged, whatever this machine's GPUs say
