@@ -40,9 +40,13 @@ def pytest_addoption(parser):
     g.addoption("--accept-new-host-keys", action="store_true",
                 help="accept unknown host keys and record them in the first --known-hosts file "
                      "(a CHANGED key is always refused)")
-    g.addoption("--connect-timeout", type=float, default=10.0, help="SSH connect deadline, seconds")
+    g.addoption("--connect-timeout", type=float, default=10.0,
+                help="per node: name resolution, TCP, banner, key exchange and auth together, then each of "
+                     "channel open and exec request, seconds (docs/security.md, Deadlines)")
     g.addoption("--command-timeout", type=float, default=30.0, help="per probe command deadline, seconds")
-    g.addoption("--probe-timeout", type=float, default=180.0, help="whole-probe deadline per node, seconds")
+    g.addoption("--probe-timeout", type=float, default=180.0,
+                help="whole-probe deadline per node from the exec, seconds; a node is never held longer than "
+                     "--connect-timeout + --probe-timeout")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
                 help="gather every node before collecting (per-GPU items from what each node reports) "
