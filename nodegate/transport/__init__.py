@@ -4,8 +4,9 @@ pytest-testinfra's backends are reused for URL grammar and connection set-up
 (``paramiko://user@host:port?ssh_identity_file=...``, ``ssh://``, ``local://``); testinfra is
 unmaintained since 2025-07 and pinned. Its paramiko backend accepts any host key (WarningPolicy)
 and has no command timeout, so ``SecureParamikoBackend`` (paramiko_ssh.py) replaces the client
-set-up with known_hosts verification, and every stage of a connection runs under one
-``Deadline`` (deadline.py) that a watchdog enforces by shutting the connection down.
+set-up with known_hosts verification (hostkeys.py), and every stage of a connection runs under
+one ``Deadline`` (deadline.py) that a watchdog enforces by shutting the connection down; the exec
+loop is channel.py.
 
 One node, one deadline: ``Target.run_probe`` arms a Deadline of ``connect_timeout +
 deadline_s`` at the start (name resolution, then TCP connect); the connect stages (through
@@ -29,8 +30,9 @@ from testinfra.backend import get_backend_class, parse_hostspec
 
 from .base import STDERR_CAP, STREAM_CAP, ExecResult, HostKeyPolicy, TransportError
 from .deadline import STAGES, Deadline, interrupt_all, set_stop, stop_reason
-from .paramiko_ssh import (AEAD_CIPHERS, COALESCE_S, EXIT_GRACE_S, SecureParamikoBackend, _transport, exec_finished,
-                           fingerprint, known_hosts_entries, run_channel)
+from .channel import COALESCE_S, EXIT_GRACE_S, exec_finished, run_channel
+from .hostkeys import fingerprint, known_hosts_entries
+from .paramiko_ssh import AEAD_CIPHERS, SecureParamikoBackend, _transport
 from .process import openssh_exec, popen_stream
 
 __all__ = ["STDERR_CAP", "STREAM_CAP", "ExecResult", "HostKeyPolicy", "TransportError", "STAGES", "Deadline",
