@@ -2,8 +2,9 @@
 the disk allows.
 
 ``check_outputs(config)`` (pytest_configure): the reports directory, a live run's bundles
-directory and the JUnit and HTML files' directories must be directories this process can
-create files in (tried for real: root ignores permission bits but not a read-only mount).
+directory, ``--save-bundles`` and the JUnit and HTML files' directories must be directories
+this process can create files in (tried for real: root ignores permission bits but not a
+read-only mount).
 Otherwise the run stops with exit 2 naming the path and the reason, before any node is
 contacted (the evidence of a run that cannot be kept is worth no SSH session).
 
@@ -63,6 +64,8 @@ def _output_dirs(config) -> list[tuple[str, Path]]:
     out = [("--reports-dir", reports)]
     if not getattr(o, "replay", None):
         out.append(("--bundles-dir", Path(o.bundles_dir) if getattr(o, "bundles_dir", None) else reports / "bundles"))
+    if getattr(o, "save_bundles", None):
+        out.append(("--save-bundles", Path(o.save_bundles)))
     for opt, attr in (("--junitxml", "xmlpath"), ("--html", "htmlpath")):
         f = getattr(o, attr, None)
         if f:
