@@ -133,7 +133,8 @@ def _mark_cut(meta: dict, items: dict, complete: bool, r, opts: GatherOptions) -
                         error=f"the probe produced no output within the controller's deadline ({deadline}): "
                               f"stalled in stage {stage}")
             return
-        meta.update(cut_at=cut_at, cut_reason=f"probe stopped by the controller's deadline ({deadline}) in stage {stage}")
+        meta.update(cut_at=cut_at,
+                    cut_reason=f"probe stopped by the controller's deadline ({deadline}) in stage {stage}")
     elif not complete:
         if not items:
             meta.update(status="probe-failed",
