@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from ..textsafe import shown
 from .text import clean, excerpt, one_line
 
 OUTCOMES = ("pass", "fail", "skip", "error")
@@ -91,7 +92,8 @@ def attach_nodegate(rep, info: dict) -> None:
     pytest's assertion dump. Used by the suite, baseline and burn-in plugins' makereport."""
     rep.nodegate = info
     if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+        # pytest prints it (failure section, short summary): node text, control characters escaped
+        rep.longrepr = shown(f"[{info['check_id']}] {info['message']}")
 
 
 class RecordBook:
@@ -176,8 +178,21 @@ class NodeInfo:
     counts: Counter = field(default_factory=Counter)
 
     @property
+    def evaluated(self) -> bool:
+        """Whether any check of the node was judged (a run interrupted before its items ran,
+        or items deselected, leaves a gathered node unjudged: never "healthy")."""
+        return any(self.counts[k] for k in ("pass", "fail", "skip", "error"))
+
+    @property
     def has_problem(self) -> bool:
-        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"])
+        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"]) or not self.evaluated
+
+    @property
+    def status_text(self) -> str:
+        """The node's gather column: the gather error, NOT EVALUATED, or "ok"."""
+        if self.gather_status != "ok":
+            return self.gather_status
+        return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
 
 
 def _try(info: NodeInfo, name: str, fn):

@@ -44,6 +44,12 @@ def elsewhere(tmp_path):
     return d
 
 
+def no_bundle(reports: Path) -> bool:
+    """No node's evidence was written (the output locations are checked, and so created, at start)."""
+    d = reports / "bundles"
+    return not d.exists() or not any(d.iterdir())
+
+
 def junit_cases(path: Path) -> list[ET.Element]:
     return list(ET.parse(path).getroot().iter("testcase"))
 
@@ -119,14 +125,14 @@ def test_no_check_selected_exits_2_before_contacting(tmp_path, elsewhere):
     r = run([str(NODEGATE), "--inventory", str(inv), "-k", "no_such_check", "-q"], elsewhere)
     assert r.returncode == 2
     assert "no nodegate check selected" in r.stdout + r.stderr and "-k 'no_such_check'" in r.stdout + r.stderr
-    assert not (elsewhere / "reports" / "bundles").exists()
+    assert no_bundle(elsewhere / "reports")
 
 
 def test_gather_first_learns_the_selection_before_gathering(tmp_path, elsewhere):
     inv = _unreachable_inventory(tmp_path)
     r = run([str(NODEGATE), "--inventory", str(inv), "--gather-first", "-k", "no_such_check", "-q"], elsewhere)
     assert r.returncode == 2 and "no nodegate check selected" in r.stdout + r.stderr
-    assert not (elsewhere / "reports" / "bundles").exists()
+    assert no_bundle(elsewhere / "reports")
 
 
 def _replay(tmp_path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
