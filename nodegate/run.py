@@ -220,9 +220,9 @@ class FleetRun:
         for n in self.targets or self.nodes:
             want, ran = self.items_selected.get(n, 0), self.items_ran.get(n, 0)
             if want == 0:
-                out[n] = "not evaluated: no selected item (deselected by -k/-m/--lf/--deselect)"
+                out[n] = "NOT EVALUATED: no selected item (deselected by -k/-m/--lf/--deselect)"
             elif ran < want:
-                out[n] = (f"not evaluated: {want - ran} of {want} selected items did not run "
+                out[n] = (f"NOT EVALUATED: {want - ran} of {want} selected items did not run "
                           "(-x/--maxfail, interrupted, or --collect-only)")
         return out
 

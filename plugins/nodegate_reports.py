@@ -328,8 +328,9 @@ class NodegateReports:
         bundles = dict(getattr(run, "bundles", {}) or {}) if run is not None else {}
         ne = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
         for info in self.node_infos():
-            if not info.has_problem or (info.node in ne and not by_node.get(info.node)):
-                continue   # healthy, or not evaluated at all: no finding to attach
+            deselected = info.node in ne and not getattr(run, "items_selected", {}).get(info.node)
+            if not info.has_problem or (deselected and not by_node.get(info.node)):
+                continue   # healthy, or deselected (-k/-m): nothing of it was asked for
             recs: list[Record] = by_node.get(info.node, [])
             b = bundles.get(info.node)
             bdir = getattr(b, "path", None) or next((r.bundle_dir for r in recs if r.bundle_dir), None)

@@ -28,7 +28,7 @@ import pytest
 
 from ..run import RUN_KEY
 from .items import item_node
-from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
+from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
 
 #: markers that make an item a nodegate check even without a node parameter
 NODEGATE_MARKERS = ("nodegate", "nodegate_check", "nodegate_regression")
@@ -45,10 +45,15 @@ def is_nodegate_item(item) -> bool:
 
 
 def selected_counts(config, items) -> Counter:
-    """Node -> number of its items among ``items`` (the selected ones)."""
+    """Node -> number of its items among ``items`` (the selected ones). The node_identity items
+    (NG-INV-003, run after every node's own items: they compare the whole run) do not count: a
+    node whose own items all ran is evaluated even when the run stopped before those."""
     node_of = config.stash.get(ITEM_NODE_KEY, {})
+    fleetwide = config.stash.get(IDENTITY_ITEMS_KEY, ())
     c: Counter = Counter()
     for it in items:
+        if it.nodeid in fleetwide:
+            continue
         n = node_of.get(it.nodeid) or item_node(it)
         if n is not None:
             c[n] += 1
@@ -168,7 +173,7 @@ def record(report) -> None:
     from .state import CONFIG
     config = CONFIG[0]
     run = config.stash.get(RUN_KEY, None) if config is not None else None
-    if run is None:
+    if run is None or report.nodeid in config.stash.get(IDENTITY_ITEMS_KEY, ()):
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
     if node is None and not hasattr(config, "workerinput") and run.selected is not None:

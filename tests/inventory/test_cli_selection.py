@@ -179,9 +179,9 @@ def test_deselected_nodes_are_not_evaluated_never_healthy(tmp_path):
     text = r.stdout
     others = [n for n in NODES if n != node]
     assert f"{len(NODES)} node(s): 0 healthy" in text
-    assert "not evaluated: no selected item" in text
+    assert "NOT EVALUATED: no selected item" in text
     html = (out / "report.html").read_text()
-    assert html.count("not evaluated: no selected item") == len(others)
+    assert html.count("NOT EVALUATED: no selected item") == len(others)
     props = {p.get("name"): p.get("value") for p in ET.parse(out / "junit.xml").getroot().iter("property")
              if p.get("name", "").startswith("nodegate_")}
     assert sorted(props["nodegate_not_evaluated"].split(", ")) == sorted(others)
