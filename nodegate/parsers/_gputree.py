@@ -106,7 +106,38 @@ def build_gpu(g: TNode, index: int, source: str) -> GpuFacts:
     gf.mig_mode_current = V.bool_value(g.get("mig_mode", "current_mig"), field="current_mig")
     gf.temperature_c = V.int_value(g.get("temperature", "gpu_temp"), field="gpu_temp")
     gf.power_draw_w = _power(g)
+    _config_and_fabric(g, gf)
     return gf
+
+
+def _config_and_fabric(g: TNode, gf: GpuFacts) -> None:
+    """Issue 19 fields: MIG pending, InfoROM image, compute mode, power limits, PCIe replay
+    counters, fabric state/status/health (Hopper and later; ``N/A`` elsewhere)."""
+    gf.mig_mode_pending = V.bool_value(g.get("mig_mode", "pending_mig"), field="pending_mig")
+    gf.inforom_image = V.text_value(g.get("inforom_version", "img_version"))
+    gf.compute_mode = V.text_value(g.get("compute_mode"))
+    gf.power_limit_w, gf.power_limit_default_w = _power_limits(g)
+    gf.pcie_replay_counter = V.int_value(g.get("pci", "replay_counter"), field="replay_counter")
+    gf.pcie_replay_rollover = V.int_value(g.get("pci", "replay_rollover_counter"), field="replay_rollover_counter")
+    gf.fabric_state = V.text_value(g.get("fabric", "state"))
+    gf.fabric_status = V.text_value(g.get("fabric", "status"))
+    gf.fabric_health = V.text_value(g.get("fabric", "health", "summary"))
+
+
+def _power_limits(g: TNode):
+    """(enforced, default) power limit, W: ``enforced_power_limit`` (the limit in force; pre-570
+    XML), else ``current_power_limit`` (525+ ``gpu_power_readings``), else ``power_limit``."""
+    for block in ("gpu_power_readings", "power_readings"):
+        node = g.at(block)
+        if node is None or not node.children:
+            continue
+        enforced = next((v for v in (node.get(n) for n in ("enforced_power_limit", "current_power_limit",
+                                                            "power_limit")) if v is not None), None)
+        dflt = node.get("default_power_limit")
+        if enforced is not None or dflt is not None:
+            return (V.float_value(enforced, field=f"{block}/enforced_power_limit"),
+                    V.float_value(dflt, field=f"{block}/default_power_limit"))
+    return None, None
 
 
 def _str(v: str | None) -> str | None:
