@@ -4,7 +4,8 @@ Usage (evidence key ``pci.aer``)::
 
     for NVIDIA display-class functions: '== <bdf> gpu aer=<n>', then each upstream port
     '== <bdf> upstream-of <gpu bdf> aer=<n>'; 'gpus: <n>'; then
-    grep -H '' <dir>/aer_dev_correctable <dir>/aer_dev_nonfatal <dir>/aer_dev_fatal ...
+    grep -H -E '^TOTAL_| [1-9][0-9]*$' <dir>/aer_dev_correctable <dir>/aer_dev_nonfatal <dir>/aer_dev_fatal ...
+    (each file's TOTAL_ERR_* line and its non-zero counters; a counter not listed is 0)
 
 ``aer=<n>``: how many of the three files the device has (0: no AER capability exposed, e.g. in
 a VM, or a kernel without CONFIG_PCIEAER). The files are the kernel's

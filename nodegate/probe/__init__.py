@@ -81,7 +81,7 @@ ITEMS: dict[str, tuple[str, str]] = {
     "meta.uptime": ("cat /proc/uptime", "seconds since boot (window of the PCIe replay rate)"),
     "pci.nvswitch": ("for NVIDIA functions of class 0x0680: '== <bdf> device <id> class <class>'; 'nvswitches: N'",
                      "NVSwitch PCI functions"),
-    "pci.aer": ("'== <bdf> gpu aer=N' / '== <bdf> upstream-of <gpu> aer=N' per GPU and upstream port, then grep -H '' of their aer_dev_{correctable,nonfatal,fatal}",
+    "pci.aer": ("'== <bdf> gpu aer=N' / '== <bdf> upstream-of <gpu> aer=N' per GPU and upstream port, then their aer_dev_{correctable,nonfatal,fatal} TOTAL_ERR_* lines and non-zero counters (grep -H)",
                 "PCIe AER counters of each GPU and its upstream ports"),
     "ib.ports": ("'== <dev>' + fw_ver, hca_type; '== <dev> port <n>' + state, phys_state, rate, link_layer under /sys/class/infiniband",
                  "InfiniBand/RDMA port state, rate, link layer, HCA firmware"),

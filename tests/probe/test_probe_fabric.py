@@ -72,6 +72,7 @@ def test_nvswitch_aer_and_ib_items_on_a_fake_sysfs(shell, tmp_path):
         ("0000:02:00.0", "gpu", None, 3), ("0000:01:00.0", "upstream", "0000:02:00.0", 3),
         ("0000:00:01.0", "upstream", "0000:02:00.0", 0)]
     assert (aer[1].fatal_total, aer[1].fatal, aer[1].correctable_total) == (1, {"DLP": 1}, 3)
+    assert aer[1].correctable == {"BadTLP": 3}        # zero counters are not sent (RxErr 0)
     assert (aer[0].fatal_total, aer[0].nonfatal_total) == (0, 0)
     ports = parse("ib_ports", items["ib.ports"].stdout)
     assert [(p.device, p.port, p.state, p.phys_state, p.rate_gbps, p.link_layer, p.fw_ver) for p in ports] == [
@@ -85,10 +86,10 @@ def test_aer_listing_is_the_same_without_grep(shell, tmp_path):
     root = tmp_path / "fake"
     _fake(root)
     script, m = _script(root)
-    marker = "if command -v grep >/dev/null 2>&1; then grep -H '' $ng_al"
+    marker = "if command -v grep >/dev/null 2>&1; then grep -H -E"
     assert script.count(marker) == 1
     outs = []
-    for text in (script, script.replace(marker, "if command -v ng-no-such-tool >/dev/null 2>&1; then grep -H '' $ng_al")):
+    for text in (script, script.replace(marker, "if command -v ng-no-such-tool >/dev/null 2>&1; then grep -H -E")):
         items, complete = _split(_run(shell, text), m)
         assert complete
         outs.append(items["pci.aer"].stdout)
