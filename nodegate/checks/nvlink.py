@@ -167,5 +167,7 @@ def nvlink_errors(facts, spec, gpu) -> Result:
         return Result.failed(want, obs, f"{name}: NVLink errors above threshold: " + "; ".join(bad[:12])
                              + (f" (+{len(bad) - 12} more)" if len(bad) > 12 else ""), **kw)
     if not read:
-        raise EvidenceError(key, f"{name}: no NVLink error counter reported")
+        seen = sorted({k for lk in block.links for k in lk.errors})
+        raise EvidenceError(key, f"{name}: no NVLink replay/recovery/CRC error counter reported"
+                            + (f" (counters seen: {', '.join(seen[:8])})" if seen else ""))
     return Result.passed(want, obs, **kw)

@@ -9,8 +9,8 @@ drivers, e.g. ``GPU 0: NVIDIA GB300``), then per link ``Link <k>: <Counter> Erro
 lines, blocks separated by blank lines: ``Replay Errors``, ``Recovery Errors``, ``CRC Errors``
 (R450-R580 on A100/H100/GB300); older drivers split CRC into ``CRC Flit Errors`` and
 ``CRC Data Errors``. Counter names are normalised: ``replay``, ``recovery``, ``crc``, ``crc_flit``,
-``crc_data``; any other counter keeps its name snake-cased (e.g. ``rx_errors``). A value
-``N/A`` is NA. MIG refusal and a header without links are as in nvlink_status. Sources: public
+``crc_data``; any other counter keeps its name snake-cased (e.g. ``rx_errors``; one that is not
+a count, such as a bit error rate, is not kept). A value ``N/A`` is NA. MIG refusal and a header without links are as in nvlink_status. Sources: public
 ``nvidia-smi nvlink -e`` outputs of H100 (18 links), A100-SXM4-40GB (12 links, tab indentation),
 GB300, and per-lane CRC forms (``CRC Flit Errors``/``CRC Data Errors``).
 
@@ -78,7 +78,12 @@ def parse_nvlink_errors(text: str | bytes) -> list[GpuNvLinks]:
                 g.links.append(link)
                 if len(g.links) > _MAX_LINKS:
                     raise ParseError(f"nvidia-smi nvlink -e: more than {_MAX_LINKS} links for GPU {g.index}")
-            link.errors[counter_name(m.group("name"))] = V.int_value(m.group("v"), field=f"link {k} {m.group('name')}")
+            name, v = counter_name(m.group("name")), m.group("v")
+            if name in _NAMES.values():   # a counter the checks judge: a number or N/A, else ParseError
+                link.errors[name] = V.int_value(v, field=f"link {k} {m.group('name')}")
+            elif re.fullmatch(r"\d+", v) or V.is_na(v):
+                link.errors[name] = V.int_value(v, field=name)
+            # other values (newer drivers add rates such as "Effective BER: 15e-255") are not kept
             g.status = "ok"
             continue
         if _MIG.search(ln):
