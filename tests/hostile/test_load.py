@@ -29,6 +29,9 @@ def _healthy_1gpu() -> Profile:
     data["gpus"]["count"] = 1
     data["spec"]["gpu"]["count"] = 1
     data["spec"]["gpu"]["bus_ids"] = data["spec"]["gpu"]["bus_ids"][:1]
+    # one GPU of the HGX board, its four NVSwitches still there (issue 19: the SKU profile expects none
+    # for a single GPU, so the spec says what this node has)
+    data["spec"]["nvswitch"] = {"count": data["nvswitch"]["count"]}
     return Profile("healthy-1gpu", data, p.chain)
 
 
