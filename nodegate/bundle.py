@@ -109,6 +109,9 @@ class Bundle:
         except KeyError:
             cut = self.meta.get("cut_at")
             why = f"evidence not collected: {key}"
+            if self.meta.get("origin") == "nvidia-bug-report":   # nodegate/bugreport: the log lacks it
+                absent = self.meta.get("absent") if isinstance(self.meta.get("absent"), dict) else {}
+                why = f"evidence not in the bug report: {key}" + (f" ({absent[key]})" if key in absent else "")
             if cut:
                 why += f" (probe stopped at {cut}: {self.meta.get('cut_reason') or 'deadline'})"
             raise EvidenceError(key, why) from None

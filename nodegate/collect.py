@@ -40,6 +40,7 @@ class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
         instance.__dict__[self.attrname] = val
         return val
 
+from . import altkeys
 from .bundle import Bundle, Evidence
 from .errors import EvidenceError, NodegateError, ParseError
 from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, LibNvml,
@@ -63,7 +64,7 @@ class NodeFacts(FabricFacts):
     nvlink_status, nvlink_errors, nvml_nvlinks, nvswitches, pci_aer, ib_ports, ibstat_ports,
     fabricmanager_log.
     Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
-    peermem_clients.
+    peermem_clients, smi_key and lspci_links (alternative evidence keys, nodegate/altkeys.py).
     """
 
     def __init__(self, bundle: Bundle):
@@ -214,15 +215,22 @@ class NodeFacts(FabricFacts):
         return self._parse("smi.version", smi_version.parse_smi_version, self._text("smi.version"))
 
     @cached_property
+    def smi_key(self) -> str:
+        """The nvidia-smi evidence key GPU facts come from: ``smi.qx`` (the probe's), else the
+        alternative ``smi.q`` (-q text) or ``smi.query_csv`` (nodegate.altkeys)."""
+        return altkeys.smi_key(self.bundle)
+
+    @cached_property
     def smi_error(self) -> SmiError | None:
-        """The error nvidia-smi printed for ``smi.qx`` (driver/library mismatch, no driver, no
-        devices, device handle), or None when it reported normally. EvidenceError when
-        nvidia-smi is missing or timed out."""
-        ev = self.bundle.get("smi.qx")
+        """The error nvidia-smi printed for ``smi.qx`` (or its alternative ``smi_key``): driver/library
+        mismatch, no driver, no devices, device handle; None when it reported normally.
+        EvidenceError when nvidia-smi is missing or timed out."""
+        key = self.smi_key
+        ev = self.bundle.get(key)
         prob = ev.problem(tuple(range(256)))  # 124/127/timeout are reported before ok_rcs
         if prob:
-            raise EvidenceError("smi.qx", prob)
-        if ev.rc == 0 and ev.text.lstrip().startswith("<"):
+            raise EvidenceError(key, prob)
+        if ev.rc == 0 and key == "smi.qx" and ev.text.lstrip().startswith("<"):
             return None
         err = smi_error.parse_smi_error(ev.text + "\n" + ev.err_text)
         if err is None and ev.rc != 0:
@@ -232,17 +240,25 @@ class NodeFacts(FabricFacts):
 
     @cached_property
     def smi_report(self) -> SmiReport:
-        """``smi.qx`` parsed (nvidia-smi -q -x). EvidenceError naming ``smi_error`` when
-        nvidia-smi failed."""
+        """``smi.qx`` parsed (nvidia-smi -q -x), or the alternative ``smi_key`` with its parser.
+        EvidenceError naming ``smi_error`` when nvidia-smi failed."""
+        key = self.smi_key
         err = self.smi_error
         if err is not None:
-            raise EvidenceError("smi.qx", f"nvidia-smi failed ({err.kind}): {err.message}")
-        text = self._text("smi.qx")
-        try:  # nvidia-smi writes UTF-8 XML: invalid bytes are corruption, not text to repair
-            self.bundle.get("smi.qx").stdout.decode("utf-8")
+            raise EvidenceError(key, f"nvidia-smi failed ({err.kind}): {err.message}")
+        text = self._text(key)
+        try:  # nvidia-smi writes UTF-8: invalid bytes are corruption, not text to repair
+            self.bundle.get(key).stdout.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise EvidenceError("smi.qx", f"output unparsable: not valid UTF-8 (byte {e.start})") from None
-        return self._parse("smi.qx", smi_xml.parse_smi_xml, text)
+            raise EvidenceError(key, f"output unparsable: not valid UTF-8 (byte {e.start})") from None
+        return self._parse(key, lambda t: altkeys.parse_smi(key, t), text)
+
+    @cached_property
+    def lspci_links(self):
+        """``pci.lspci_vvv`` (alternative key: lspci -vvv): LspciLink per function; [] without it."""
+        if not self.bundle.has("pci.lspci_vvv"):
+            return []
+        return self._parse("pci.lspci_vvv", altkeys.parse_lspci, self._text("pci.lspci_vvv"))
 
     @cached_property
     def smi_driver_version(self) -> str | None:
@@ -255,7 +271,13 @@ class NodeFacts(FabricFacts):
         nv = self._gpus_from_nvml(forced)
         if nv is not None:
             return nv, "nvml"
-        return self.smi_report.gpus, "smi_xml"
+        key = self.smi_key
+        if not self.bundle.has(key) and self.bundle.has("pci.lspci_vvv") and not self.bundle.gather_error:
+            return altkeys.gpus_from_lspci(self.lspci_links), "lspci"   # no nvidia-smi output at all
+        gpus = self.smi_report.gpus
+        if self.bundle.has("pci.lspci_vvv"):
+            gpus = altkeys.fill_links(gpus, self.lspci_links)
+        return gpus, altkeys.SOURCE_OF_KEY[key]
 
     @cached_property
     def nvml_status(self):
@@ -309,7 +331,8 @@ class NodeFacts(FabricFacts):
 
     @cached_property
     def gpu_source(self) -> str:
-        """``nvml`` or ``smi_xml``: where ``gpus`` came from."""
+        """``nvml``, ``smi_xml``, or for an alternative key ``smi_text``, ``smi_csv``, ``lspci``:
+        where ``gpus`` came from."""
         return self._gpus_and_source[1]
 
     @cached_property
@@ -327,9 +350,13 @@ class NodeFacts(FabricFacts):
     @cached_property
     def persistenced_unit(self) -> SystemdUnit:
         """``systemd.persistenced_show`` (systemctl show). A missing unit is a SystemdUnit with
-        load_state ``not-found``; systemctl missing -> EvidenceError."""
-        return self._parse("systemd.persistenced_show", systemd.parse_systemctl_show,
-                           self._text("systemd.persistenced_show"))
+        load_state ``not-found``; systemctl missing -> EvidenceError. Without it, the alternative
+        ``systemd.persistenced_status`` (systemctl status: states only, no ExecStart)."""
+        key = "systemd.persistenced_show"
+        if not self.bundle.has(key) and self.bundle.has("systemd.persistenced_status"):
+            return self._parse("systemd.persistenced_status", systemd.parse_systemctl_status,
+                               self._text("systemd.persistenced_status"))
+        return self._parse(key, systemd.parse_systemctl_show, self._text(key))
 
     @cached_property
     def persistenced_unit_files(self) -> list[UnitFile]:
@@ -395,6 +422,14 @@ class NodeFacts(FabricFacts):
         """``kernel.log``: NVRM/Xid records since boot. EvidenceError (with the dmesg/journal
         error, e.g. permission) when neither could be read."""
         return self._parse("kernel.log", kernel_log.parse_kernel_log, self._text("kernel.log"))
+
+    @cached_property
+    def kernel_history(self) -> list[KernelEvent]:
+        """``kernel.history`` (a converted nvidia-bug-report, nodegate/bugreport): records of earlier
+        boots, each event once; shown by the kernel-log checks, not judged. [] without the item."""
+        if not self.bundle.has("kernel.history"):
+            return []
+        return self._parse("kernel.history", kernel_log.parse_kernel_log, self._text("kernel.history"))
 
     @cached_property
     def kernel_log_source(self) -> str | None:

@@ -170,6 +170,10 @@ class GpuFacts:
     mig_mode_current: BoolV = None
     temperature_c: IntV = None
     power_draw_w: float | _Unsupported | None = None
+    utilization_gpu: IntV = None           # percent of the last sample period a kernel ran (XML utilization/gpu_util)
+    graphics_clock_mhz: IntV = None        # current graphics clock, MHz (XML clocks/graphics_clock)
+    max_graphics_clock_mhz: IntV = None    # max graphics clock, MHz (XML max_clocks/graphics_clock)
+    mig_ecc_volatile: EccCounters | None = None  # sum of the MIG instances' volatile counts (mig_devices)
     # issue 19 (firmware, configuration, fabric, PCIe errors); same None/NA conventions
     mig_mode_pending: BoolV = None         # mig_mode/pending_mig: a MIG change waiting for a GPU reset
     inforom_image: StrV = None             # inforom_version/img_version, e.g. "G520.0282.02.02"
@@ -181,6 +185,9 @@ class GpuFacts:
     fabric_state: StrV = None              # fabric/state: Not Started | In Progress | Completed (Hopper+)
     fabric_status: StrV = None             # fabric/status: Success, or the NVML error of registration
     fabric_health: StrV = None             # fabric/health/summary (550+): Healthy | ...
+    # GpuFacts attribute -> why the driver's value for it could not be read (one bad field makes
+    # only the facts that need it ERROR: checks._util.gpu_for raises on access to these)
+    field_errors: dict[str, str] = field(default_factory=dict)
     source: str = ""
 
 
@@ -402,6 +409,8 @@ class LspciLink:
     sta_width: int | None = None
     downgraded: bool = False
     driver: str | None = None
+    vendor_device: str | None = None   # "10de:2330" from -nn's [10de:2330] or "NVIDIA Corporation Device 2330"
+    display: bool = False              # an NVIDIA VGA/3D/display-class function (a GPU)
 
 
 @dataclass

@@ -60,7 +60,7 @@ def _replay_has_burnin(config) -> bool:
     d = config.getoption("replay", None)
     if not d:
         return False
-    root = Path(d)
+    root = Path(d)   # the first --replay PATH (nodegate.session.start.ReplayAction)
     return root.is_dir() and (any(root.glob("burnin.run.out")) or any(root.glob("*/burnin.run.out")))
 
 

@@ -19,6 +19,7 @@ from nodegate.run import RUN_KEY
 from nodegate.session import gcsched, scheduling, start, terminal, verdicts
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
+from nodegate.session.start import ReplayAction
 from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, GATHER_FAILED_KEY, ITEM_NODE_KEY,
                                     JOBS_KEY, RESULT_KEY)
 
@@ -33,7 +34,11 @@ def pytest_addoption(parser):
     g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")
     g.addoption("--limit", help="limit to hosts/groups (Ansible --limit pattern)")
     g.addoption("--target", help="single target URL when no inventory (default local://)")
-    g.addoption("--replay", help="evaluate the bundles under DIR; no network")
+    g.addoption("--replay", action=ReplayAction, metavar="PATH",
+                help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
+                     "logs (FILE.log, FILE.log.gz, or a folder of them); repeat for several")
+    g.addoption("--save-bundles", metavar="DIR",
+                help="with --replay of nvidia-bug-report logs: write each converted bundle to DIR/<node>/")
     g.addoption("--bundles-dir", help="where raw evidence is written (default <reports-dir>/bundles)")
     g.addoption("--reports-dir", default="reports", help="output directory (default reports/)")
     g.addoption("--known-hosts", action="append", default=None,

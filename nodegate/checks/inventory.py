@@ -6,7 +6,7 @@ from ..facts import normalize_bus_id
 from ..outcomes import Result
 from ..spec import sku_profile
 from . import check
-from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from ._util import raw_gpu, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
 
 
 def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
@@ -107,9 +107,10 @@ def gpu_model(facts, spec, gpu) -> Result:
                              f"{spec.gpu.count} GPUs", evidence_keys=("smi.qx",))
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
-    prof = sku_profile(g.pci_device_id)
-    obs = f"{g.name} (device id {g.pci_device_id or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
-    ev = lines(f"product_name: {g.name}", f"pci_device_id: {g.pci_device_id}")
+    dev = raw_gpu(g).pci_device_id   # shown only: an unreadable id must not void the model check
+    prof = sku_profile(dev)
+    obs = f"{g.name} (device id {dev or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
+    ev = lines(f"product_name: {g.name}", f"pci_device_id: {dev}")
     kw = dict(evidence=ev, evidence_keys=("smi.qx",))
     bad = []
     if models and not any(m.lower() in (g.name or "").lower() for m in models):

@@ -51,6 +51,17 @@ def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
     return fmt(fails), fmt(infos)
 
 
+def _history(facts, spec, keep) -> str:
+    """'; history (earlier boots, not judged): Xid 62 (...) at 0000:03:00.0 x3' for the earlier
+    boots' events ``keep`` selects (``kernel.history``, a converted nvidia-bug-report), else ''.
+    The checks judge the current boot, as on a live node (tests/bugreports/README.md)."""
+    hist, _ = optional(facts, "kernel_history")
+    events = [e for e in hist or [] if keep(e)]
+    fails, infos = _summary(events, xid_fail_set(spec))
+    shown = fails + infos
+    return f"; history (earlier boots, not judged): {'; '.join(shown)}" if shown else ""
+
+
 def _disabled(spec) -> Result | None:
     if not spec.kernel_log.enabled:
         return Result.skipped("kernel_log.enabled=false", expected="kernel_log.enabled=false")
@@ -86,6 +97,7 @@ def kernel_log_node(facts, spec) -> Result:
                                                                   else "") + f" ({len(events)} records, {src or 'log'})"
     if gerr is not None:
         obs += f"; GPUs unreadable ({gerr.reason}): every event counted here"
+    obs += _history(facts, spec, lambda e: not (e.bus_id and any(same_bus(e.bus_id, b) for b in known)))
     bad_ev = [e for e in mine if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:
@@ -113,6 +125,7 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
     fails, infos = _summary(events, fx)
     expected = f"no failing NVRM events for {g.pci_bus_id}"
     obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
+    obs += _history(facts, spec, lambda e: bool(e.bus_id and same_bus(e.bus_id, g.pci_bus_id)))
     bad_ev = [e for e in events if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:

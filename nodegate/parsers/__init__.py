@@ -22,7 +22,7 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (dkms, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, modinfo,
+from . import (dkms, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
                smi_xml, sysfs_lists, systemd, uptime)
@@ -47,7 +47,7 @@ PARSERS: dict[str, Callable] = {
     "unit_files": systemd.parse_unit_files,
     "persistenced_process": persistenced.parse_persistenced_process,
     "passwd": persistenced.parse_passwd,
-    "lspci": pci.parse_lspci_vvv,
+    "lspci": lspci.parse_lspci_vvv,
     "pci_sysfs": pci.parse_pci_sysfs,
     "sysfs_tail": pci.parse_sysfs_tail,
     "firmware_gsp": firmware.parse_firmware_gsp,

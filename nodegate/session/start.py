@@ -7,6 +7,7 @@ and xdist workers load bundles from disk instead.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -105,22 +106,60 @@ def why_gather_first(config) -> str | None:
     return None
 
 
+class ReplayAction(argparse.Action):
+    """``--replay PATH`` (repeatable): ``replay`` keeps the first PATH (a string, as before),
+    ``replay_all`` every one in order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is None:
+            setattr(namespace, self.dest, values)
+        setattr(namespace, "replay_all", [*(getattr(namespace, "replay_all", None) or []), values])
+
+
+def _replay_sources(roots: list[Path], save: Path | None) -> list[tuple[str, object, Path]]:
+    """Every bundle to replay as (node name, loader, where it came from): bundle directories under
+    a root (loaded when wanted), and nvidia-bug-report logs (a root that is a .log/.log.gz file, or
+    such files directly in a root directory) converted by nodegate.bugreport now (written to
+    ``save`` when given). Exits 2 for a root that is neither."""
+    from ..bugreport import bug_report_paths, is_bug_report, load_bug_report
+    out: list[tuple[str, object, Path]] = []
+    taken: set[str] = set()
+    for root in roots:
+        if root.is_file() and is_bug_report(root):
+            logs, dirs = [root], []
+        elif root.is_dir():
+            logs, dirs = bug_report_paths(root), discover(root)
+        else:
+            pytest.exit(f"nodegate: --replay {root}: neither a bundle directory nor an nvidia-bug-report log "
+                        "(.log, .log.gz)", returncode=EXIT_SPEC_ERROR)
+        out += [(d.name, lambda d=d: Bundle.load(d), d) for d in dirs]
+        for p in logs:
+            b = load_bug_report(p, taken)
+            if save is not None:
+                b.write(save)
+            out.append((b.node, lambda b=b: b, p))
+    return out
+
+
 def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
-    """Load the bundles under ``root`` into ``run`` (``--replay``; xdist workers). With ``jobs``
-    (an inventory) only its nodes, judged by the inventory's spec; else each bundle's own
-    meta.json spec, and ``--limit`` matched against the node names. Exits 2 when ``root`` is no
-    directory, holds two bundles of one node, or none."""
-    if not root.is_dir():
-        pytest.exit(f"nodegate: --replay {root}: not a directory", returncode=EXIT_SPEC_ERROR)
-    dirs = discover(root)
+    """Load the bundles under ``root`` (every ``--replay`` PATH: bundle directories, or
+    nvidia-bug-report logs converted on the way, saved with ``--save-bundles DIR``) into ``run``
+    (``--replay``; xdist workers). With ``jobs`` (an inventory) only its nodes, judged by the
+    inventory's spec; else each bundle's own meta.json spec, and ``--limit`` matched against the
+    node names. Exits 2 when a PATH is neither, two bundles are of one node, or there are none."""
+    o = config.option
+    roots = [Path(r) for r in (getattr(o, "replay_all", None) or [root])]
+    # the controller saves the converted logs; xdist workers convert them again but write nothing
+    save = Path(o.save_bundles) if getattr(o, "save_bundles", None) and not hasattr(config, "workerinput") else None
+    sources = _replay_sources(roots, save)
     by_job = {j.name: j for j in jobs} if jobs else None
     limit = config.option.limit
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
-        names = select_names(limit, {d.name: None for d in dirs}, {})
-    for d in dirs:
-        b = Bundle.load(d)
+        names = select_names(limit, {n: None for n, _, _ in sources}, {})
+    for _, load, d in sources:
+        b = load()
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:
@@ -129,7 +168,8 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
             continue
         if b.node in run.bundles:
             pytest.exit(f"nodegate: --replay {root}: two bundles for node {b.node}: "
-                        f"{run.bundles[b.node].path} and {d}", returncode=EXIT_SPEC_ERROR)
+                        f"{run.bundles[b.node].path or run.bundles[b.node].meta.get('source_file')} and {d}",
+                        returncode=EXIT_SPEC_ERROR)
         run.add(b)
         raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})
         try:
