@@ -113,7 +113,11 @@ class SiteBackend(BaseBackend):
         ``timeout=`` (seconds) overrides the command deadline for this call."""
         cmd = self.get_command(command, *args)
         timeout = float(kwargs.get("timeout") or self.timeout_s)
-        rec = self.source.answer(cmd, timeout, self.check_id)
+        try:
+            rec = self.source.answer(cmd, timeout, self.check_id)
+        except SiteCommandError as e:   # not recorded: ERROR even if the test catches it
+            self.errors.append(e)
+            raise
         self.ran.append(rec)
         why = rec.problem()
         if why is not None:

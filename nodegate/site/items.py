@@ -182,8 +182,12 @@ def pyfunc_call(item) -> bool | None:
 def _exc_line(exc: BaseException) -> str:
     msg = getattr(exc, "msg", None) if isinstance(exc, pytest.fail.Exception) else None
     text = str(msg if msg is not None else exc) or type(exc).__name__
-    # pytest's assertion explanation: the assertion and its first "where" lines
-    return " ".join(" ".join(text.splitlines()[:3]).split())[:1000]
+    lines = [ln for ln in text.splitlines() if ln.strip()] or [type(exc).__name__]
+    # the test's own assertion message when it gave one; else pytest's explanation: the
+    # assertion and its first "where" lines
+    keep = lines[:1] if not lines[0].startswith("assert ") and len(lines) > 1 and \
+        lines[1].startswith("assert ") else lines[:3]
+    return " ".join(" ".join(keep).split())[:1000]
 
 
 def _evidence(st, node: str) -> str:
