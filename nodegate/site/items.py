@@ -74,7 +74,7 @@ def parametrize(metafunc) -> None:
 
 def order(config, items) -> None:
     """After nodegate's ordering (node by node): each node's last site item (its connection is
-    released after it), the nodes in the order their site items come, and the
+    released after it), the nodes whose site items use ``host`` in the order they come, and the
     ``test_regression_site[<node>]`` items moved right after their node's last site item
     (deselected for nodes without site items: nothing to compare)."""
     st = config.stash.get(SITE_KEY, None)
@@ -86,7 +86,8 @@ def order(config, items) -> None:
         node = site_node(item)
         if node is not None:
             st.last[node] = item.nodeid
-            if node not in st.order:
+            # connections are opened ahead only for nodes whose site tests use `host`
+            if node not in st.order and "host" in getattr(item, "fixturenames", ()):
                 st.order.append(node)
     regs = {}
     for item in items:

@@ -12,7 +12,7 @@ SITE_KEY = pytest.StashKey["SiteRun"]()
 class SiteRun:
     """``pool`` (SitePool), ``results`` ({node: {result key: {check_id, outcome, title}}}, what
     the bundles and ``--baseline`` get), ``last`` ({node: nodeid of its last site item}),
-    ``order`` (nodes with site items, in item order), ``problems`` (recordings not written),
+    ``order`` (nodes whose site items use ``host``, in item order: opened ahead), ``problems`` (recordings not written),
     ``merged`` (nodes whose site results went into the baseline comparison)."""
 
     def __init__(self, run, pool: SitePool):
