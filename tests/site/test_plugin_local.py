@@ -203,3 +203,13 @@ def test_a_node_that_was_not_gathered_errors_every_site_test_with_the_gather_fai
     assert r.outcomes() == {"test_hostname[gone]": "error", "test_marker_file[gone]": "error"}
     assert r.message("test_hostname[gone]").startswith(
         'failed on setup with "[SITE-HOSTNAME] could not evaluate: node not gathered: refused: connection refused')
+
+
+def test_xdist_workers_give_the_same_outcomes_and_record_into_the_bundles(live, site_dir, tmp_path):
+    t = live.out.parent
+    r = run_pytest([str(site_dir / "test_site.py"), "--inventory", str(t / "inv.yml"), "--command-timeout", "5",
+                    "-n", "2", "--dist", "loadgroup"], tmp_path / "r")
+    assert r.outcomes() == live.outcomes(), r.output[-3000:]
+    import json
+    meta = json.loads((tmp_path / "r" / "bundles" / "box2" / "meta.json").read_text())
+    assert "echo up" in [c["command"] for c in meta["site"]["commands"]]
