@@ -196,7 +196,7 @@ def _evidence(st, node: str) -> str:
     lines = []
     for rec in (be.ran if be is not None else [])[-12:]:
         rc = "no exit code" if rec.rc is None else f"rc {rec.rc}"
-        lines.append(f"$ {rec.command}  [{rc}, {rec.status}, {rec.duration_s or 0:.2f}s, {rec.key}]")
+        lines.append(f"$ {rec.command}  [{rc}, {rec.status}, {rec.duration_s or 0:.2f}s]")
         out = rec.stdout.decode("utf-8", errors="replace").strip().splitlines()
         lines += ["  " + ln for ln in out[:5]] + (["  ..."] if len(out) > 5 else [])
     return "\n".join(lines)[:4000]

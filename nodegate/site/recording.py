@@ -20,6 +20,7 @@ at ``RECORD_BUDGET`` bytes (past it a command is ERROR, never unrecorded).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -98,33 +99,51 @@ class Recorder:
     def flush(self, bundle_dir: Path, results: dict | None = None) -> None:
         """Write the records not written yet and the meta.json index (``results``: the site
         checks' outcomes, see module docstring). Raises OSError when the bundle cannot be
-        written (the caller reports it; the run's verdicts are not affected)."""
+        written (the caller reports it; the run's verdicts are not affected).
+
+        Under an exclusive lock on the bundle directory, and after the entries already in its
+        index: two writers of one node (pytest-xdist workers given a node's items apart) add to
+        one recording instead of overwriting each other's; new records get their final
+        ``site.cmd.<n>`` key here."""
         d = os.fspath(bundle_dir) + os.sep
-        for rec in self.records[self._written:]:
-            _put(d + rec.key + ".out", rec.stdout)
-            if rec.stderr:
-                _put(d + rec.key + ".err", rec.stderr)
-            if rec.rc is None:
-                _put(d + rec.key + ".rc", f"{rec.status if rec.status in ('truncated', 'malformed') else 'timeout'}\n".encode())
-            elif rec.rc != 0:
-                _put(d + rec.key + ".rc", b"%d\n" % rec.rc)
-        self._written = len(self.records)
-        mp = d + "meta.json"
-        with open(mp, "rb") as fh:   # our own bundle, written by this run's gather
-            meta = json.loads(fh.read(STREAM_CAP).decode("utf-8", errors="replace"))
-        if not isinstance(meta, dict):
-            raise OSError(f"{mp}: not a JSON object")
-        items = meta.setdefault("items", {})
-        for rec in self.records:
-            items[rec.key] = {"rc": rec.rc, "status": rec.status, "duration_s": rec.duration_s,
-                              "bytes": len(rec.stdout)}
-        site = meta.setdefault(SITE_META, {})
-        site["commands"] = [{"key": r.key, "command": r.command, "status": r.status, "check_id": r.check_id,
-                             "note": r.note} for r in self.records]
-        if results is not None:
-            site["results"] = results
-        _put(d + ".meta.json.tmp", (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
-        os.replace(d + ".meta.json.tmp", mp)
+        dfd = os.open(bundle_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            fcntl.flock(dfd, fcntl.LOCK_EX)
+            mp = d + "meta.json"
+            with open(mp, "rb") as fh:   # our own bundle, written by this run's gather
+                meta = json.loads(fh.read(STREAM_CAP).decode("utf-8", errors="replace"))
+            if not isinstance(meta, dict):
+                raise OSError(f"{mp}: not a JSON object")
+            site = meta.setdefault(SITE_META, {})
+            index = site.get("commands") if isinstance(site.get("commands"), list) else []
+            used = {int(e["key"].rsplit(".", 1)[1]) for e in index
+                    if isinstance(e, dict) and isinstance(e.get("key"), str) and _KEY_RE.match(e["key"])}
+            nxt = max(used, default=-1) + 1
+            items = meta.setdefault("items", {})
+            for rec in self.records[self._written:]:
+                rec.key = f"{KEY_PREFIX}{nxt}"
+                nxt += 1
+                _put(d + rec.key + ".out", rec.stdout)
+                if rec.stderr:
+                    _put(d + rec.key + ".err", rec.stderr)
+                if rec.rc is None:
+                    _put(d + rec.key + ".rc",
+                         f"{rec.status if rec.status in ('truncated', 'malformed') else 'timeout'}\n".encode())
+                elif rec.rc != 0:
+                    _put(d + rec.key + ".rc", b"%d\n" % rec.rc)
+                items[rec.key] = {"rc": rec.rc, "status": rec.status, "duration_s": rec.duration_s,
+                                  "bytes": len(rec.stdout)}
+                index.append({"key": rec.key, "command": rec.command, "status": rec.status,
+                              "check_id": rec.check_id, "note": rec.note})
+            self._written = len(self.records)
+            site["commands"] = index
+            if results is not None:
+                old = site.get("results") if isinstance(site.get("results"), dict) else {}
+                site["results"] = {**old, **results}
+            _put(d + ".meta.json.tmp", (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
+            os.replace(d + ".meta.json.tmp", mp)
+        finally:
+            os.close(dfd)
 
 
 def _put(path: str, data: bytes) -> None:

@@ -101,5 +101,7 @@ def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():
     assert node_of_test_id("suites/test_pcie.py::test_pcie_link[gpu-node-gpu0]@gpu-node", nodes) == "gpu-node"
     assert node_of_test_id("suites/test_x.py::test_y[x.y]", nodes) == "x.y"
     assert node_of_test_id("suites/test_x.py::test_y[b]", nodes) is None
-    assert node_of_test_id("suites/test_x.py::test_y[a-gpux]", nodes) is None
+    # a site test's own parameters follow its node (issue 18): its items stay on the node's worker
+    assert node_of_test_id("site/test_x.py::test_y[a-gpux]", nodes) == "a"
+    assert node_of_test_id("site/test_x.py::test_y[a-1-/etc]", nodes) == "a-1"
     assert node_of_test_id("tests/test_plain.py::test_plain", nodes) is None

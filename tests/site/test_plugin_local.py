@@ -112,6 +112,12 @@ def test_site_failures_are_rows_of_the_rma_sheet(live):
     assert rows["box1"]["severity"] == "critical"
 
 
+def test_html_report_lists_site_checks_per_node_and_per_check(live):
+    html = (live.out / "report.html").read_text()
+    assert "SITE-FILE-001" in html and "the marker file exists" in html
+    assert "box1" in html and "box2" in html
+
+
 def test_terminal_summary_counts_site_items_per_node(live):
     assert "box1      4     1     2     3  ok" in live.output
 

@@ -87,3 +87,18 @@ def test_results_of_keeps_well_formed_results_only(tmp_path):
                              "SITE-B": {"outcome": 3}, "SITE-C": "pass"}}
     (bdir / "meta.json").write_text(json.dumps(m))
     assert results_of(Bundle.load(bdir)) == {"SITE-A": {"check_id": "SITE-A", "outcome": "fail", "title": "t"}}
+
+
+def test_two_writers_of_one_node_add_to_one_recording(tmp_path):
+    # pytest-xdist workers given one node's items apart each flush what they ran
+    bdir = empty_bundle(tmp_path)
+    a, b = Recorder("n1"), Recorder("n1")
+    a.add(CommandRecord("site.cmd.0", "from a", b"A"))
+    b.add(CommandRecord("site.cmd.0", "from b", b"B"))
+    b.add(CommandRecord("site.cmd.1", "from b again", b"BB"))
+    a.flush(bdir, {"SITE-A": {"check_id": "SITE-A", "outcome": "pass", "title": "a"}})
+    b.flush(bdir, {"SITE-B": {"check_id": "SITE-B", "outcome": "fail", "title": "b"}})
+    got = load_recording(Bundle.load(bdir))
+    assert {c: [(r.key, r.stdout) for r in rs] for c, rs in got.items()} == {
+        "from a": [("site.cmd.0", b"A")], "from b": [("site.cmd.1", b"B")], "from b again": [("site.cmd.2", b"BB")]}
+    assert sorted(results_of(Bundle.load(bdir))) == ["SITE-A", "SITE-B"]
