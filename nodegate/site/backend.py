@@ -77,6 +77,19 @@ class ReplaySource:
         return recs[min(k, len(recs) - 1)]
 
 
+class ClosedSource:
+    """The source of a node's host after its connection was released: a site test of that node
+    running later (items out of node order) is ERROR, never a second connection."""
+
+    live = False
+
+    def __init__(self, node: str):
+        self.node = node
+
+    def answer(self, command: str, timeout_s: float, check_id: str) -> CommandRecord:  # noqa: ARG002
+        raise SiteCommandError(command, f"{self.node}'s site connection was closed after its last site test")
+
+
 class SiteBackend(BaseBackend):
     """The backend of one node's ``testinfra.host.Host``. ``hostname`` (and the pytest id) is
     the inventory node name. ``check_id``/``timeout_s``: the running site check and its command

@@ -18,7 +18,7 @@ from testinfra.host import Host
 
 from ..errors import NodegateError
 from ..transport import HostKeyPolicy
-from .backend import LiveSource, ReplaySource, SiteBackend
+from .backend import ClosedSource, LiveSource, ReplaySource, SiteBackend
 from .connection import SiteConnection
 from .recording import Recorder
 from .shell import ShellError
@@ -164,10 +164,13 @@ class SitePool:
         if fut is not None:
             fut.add_done_callback(_close_quietly)
         sh = self.hosts.pop(node, None)
-        if sh is None or sh.recorder is None:
+        if sh is None:
             return None
         if sh.conn is not None:
             sh.conn.close()
+            sh.backend.source = ClosedSource(node)   # pytest may still hold this Host (its fixture cache)
+        if sh.recorder is None:
+            return None
         b = self.run.bundles.get(node)
         path = getattr(b, "path", None)
         if path is None:
