@@ -69,10 +69,12 @@ def inventory(path: Path, hosts: dict[str, dict], spec: dict | None = None) -> P
     return path
 
 
-def run_pytest(args: list[str], out: Path, *, cwd: Path = ROOT, nonet: bool = False, timeout: float = 600) -> Run:
+def run_pytest(args: list[str], out: Path, *, cwd: Path = ROOT, nonet: bool = False, timeout: float = 600,
+               env: dict | None = None) -> Run:
     """``python -m pytest ARGS --reports-dir OUT`` (plus ``-p nonet``: every network connect
     raises, so a replay that tried to connect would show)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(NONET.parent)]), COLUMNS="200")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(NONET.parent)]), COLUMNS="200",
+               **(env or {}))
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-o", "junit_family=xunit2",
            "--reports-dir", str(out), "-rA"]

@@ -219,3 +219,20 @@ def test_xdist_workers_give_the_same_outcomes_and_record_into_the_bundles(live, 
     import json
     meta = json.loads((tmp_path / "r" / "bundles" / "box2" / "meta.json").read_text())
     assert "echo up" in [c["command"] for c in meta["site"]["commands"]]
+
+
+def test_sudo_runs_the_probe_and_the_site_shell_through_sudo_n(site_dir, tmp_path):
+    # a stand-in sudo on PATH that logs how it was called and runs the command
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    log = tmp_path / "sudo.log"
+    (bin_ / "sudo").write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$1" = -n ] && shift\nexec "$@"\n')
+    (bin_ / "sudo").chmod(0o755)
+    inv = inventory(tmp_path / "inv.yml", {"box": {"ansible_connection": "local"}})
+    r = run_pytest([str(site_dir / "test_site.py"), "-k", "hostname", "--inventory", str(inv), "--sudo"],
+                   tmp_path / "r", env={"PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"})
+    assert r.outcomes() == {"test_hostname[box]": "pass"}, r.output[-2000:]
+    assert log.read_text().splitlines() == ["-n sh -s", "-n sh -s"]     # the probe, then the site shell
+    import json
+    cmds = json.loads((tmp_path / "r" / "bundles" / "box" / "meta.json").read_text())["site"]["commands"]
+    assert [c["command"] for c in cmds] == ["echo up"]    # --sudo is not part of the recorded command
