@@ -21,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import NodegateError
+from ..session.verdicts import PROP_KEYS, driver_version
 from .backend import SiteCommandError
 from .checks import SiteCheck, site_check
 from .state import SITE_KEY
@@ -56,6 +57,10 @@ def parametrize(metafunc) -> None:
     """pytest_generate_tests in a nodegate run: one item per node for every test using a site
     fixture. A module's ``testinfra_hosts`` is refused (it would name other hosts than the
     inventory's); a bad ``nodegate_check`` marker is a collection error naming it."""
+    if "_testinfra_host" in metafunc.fixturenames:   # testinfra's own host list: local unless --hosts
+        raise pytest.UsageError(
+            f"{metafunc.function.__name__}: _testinfra_host is testinfra's per --hosts fixture; in a nodegate run "
+            "use the host fixture (every node of the inventory)")
     if not any(f in metafunc.fixturenames for f in SITE_FIXTURES):
         return
     if "verdict" in metafunc.fixturenames:
@@ -204,7 +209,6 @@ def _evidence(st, node: str) -> str:
 
 def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> None:
     """The item's report info (``report.nodegate``), JUnit properties and the node's result."""
-    from ..session.verdicts import PROP_KEYS, driver_version
     b = st.run.bundles.get(node)
     failing = outcome in ("fail", "error")
     info = {"node": node, "gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",

@@ -194,6 +194,14 @@ def test_outside_a_nodegate_run_testinfra_keeps_its_own_host(site_dir, tmp_path)
     assert not (tmp_path / "r" / "rma.csv").exists()
 
 
+def test_testinfras_private_host_fixture_is_refused_too(tmp_path):
+    (tmp_path / "test_th.py").write_text("def test_x(_testinfra_host):\n    pass\n")
+    r = run_pytest([str(tmp_path / "test_th.py"), "--target", "local://"], tmp_path / "r")
+    assert r.rc == 2
+    assert "test_x: _testinfra_host is testinfra's per --hosts fixture; in a nodegate run use the host fixture" \
+        in r.output
+
+
 def test_bad_marker_is_a_collection_error_naming_it(tmp_path):
     (tmp_path / "test_bad.py").write_text(
         "import pytest\n\n@pytest.mark.nodegate_check(severity='urgent')\ndef test_x(host):\n    pass\n")
