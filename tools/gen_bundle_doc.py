@@ -30,7 +30,8 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
   (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
-  `probe-failed`) and `error` carries the message; every check of that node is ERROR with it.
+  `probe-failed`, or `missing`: written by `nodegate-collect --missing REASON` for a node whose scheduler
+  task never ran) and `error` carries the message; every check of that node is ERROR with it.
 - `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when no inventory is given.
 - A hand-built bundle needs only `<key>.out` files (rc defaults to 0). Any item may be missing: the
   checks that need it report ERROR "evidence not collected: KEY"; nothing passes on missing evidence.
