@@ -7,7 +7,9 @@
 #            NG_HCAP bytes on the node)  then \nM END <key> rc= 0
 #   stderr:  \nM ERR <key>          then its stderr (capped at NG_ECAP bytes)  then \nM ERREND <key>
 # A command gets no stdin (the rest of this session is on it) and nothing of this shell's state:
-# a `cd`, a variable or an `exit` in one command never reaches the next.
+# a `cd`, a variable or an `exit` in one command never reaches the next. Its stdout and stderr are
+# pipes of its own (the `head -c` caps), never the session's: a child it leaves behind (in the
+# background, or one busybox's timeout does not stop) cannot write into a later command's output.
 M='@@MARKER@@'
 NG_HCAP=@@HCAP@@
 NG_ECAP=@@ECAP@@

@@ -132,3 +132,9 @@ def test_a_missing_shell_program_is_a_shell_error():
     with pytest.raises(ShellError) as e:
         PipeStreams(["/nonexistent/sh", "-s"])
     assert e.value.kind == "ssh" and "cannot run /nonexistent/sh" in e.value.message
+
+
+def test_a_child_left_behind_cannot_write_into_the_next_commands_output(sh):
+    first = sh.run("site.cmd.0", "(sleep 1; echo late) & echo first", 10)
+    assert first.stdout == b"first\nlate\n"       # its output is its command's, however late
+    assert sh.run("site.cmd.1", "echo now", 10).stdout == b"now\n"
