@@ -76,6 +76,7 @@ def _delta(before: dict, after: dict) -> list[int]:
 
 def measured(fleet, run) -> dict:
     """``run()`` -> its measurement dict, plus connections and exec channels per node (max, min)."""
+    fleet.settle_logs()
     c0, s0 = fleet.connection_counts(), fleet.exec_counts()
     m = run()
     c1, s1 = fleet.connection_counts(), fleet.exec_counts()

@@ -76,6 +76,7 @@ def site_file(tmp_path_factory):
 
 
 def _counted(fleet, fn):
+    fleet.settle_logs()
     c0, s0 = fleet.connection_counts(), fleet.exec_counts()
     r = fn()
     c1, s1 = fleet.connection_counts(), fleet.exec_counts()

@@ -284,6 +284,16 @@ class Fleet:
         by_addr = count_connections([g.log for g in self.groups])
         return {n.name: by_addr.get(n.address, 0) for n in self.nodes.values() if n.reachable}
 
+    def settle_logs(self, timeout_s: float = 15.0) -> None:
+        """Wait until sshd has logged every node's start-up check connection (its forked child
+        writes the line, late on a busy machine): counts taken after this only grow by what
+        came later."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(v >= 1 for v in self.connection_counts().values()):
+                return
+            time.sleep(0.05)
+
     def rekey(self, node: str) -> str:
         """Give ``node`` a new host key (known_hosts is NOT updated: the client must refuse it).
         The node moves to an sshd of its own; returns the new public key."""
