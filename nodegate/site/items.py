@@ -116,10 +116,16 @@ def order(config, items) -> None:
 
 
 def begin(item, st) -> None:
-    """pytest_runtest_setup, first: the item's check and deadline for its node's commands; the
-    next nodes' connections opened ahead."""
+    """pytest_runtest_setup, first (before its fixtures: a check the spec skips opens no
+    connection): the check ``checks.skip`` names is SKIP; else the item's check and deadline
+    for its node's commands, and the next nodes' connections opened ahead."""
     node = site_node(item)
     chk = check_of(item)
+    skip = getattr(getattr(st.run.spec.get(node), "checks", None), "skip", None) or ()
+    if chk.id in skip or chk.name in skip:
+        named = chk.id if chk.id in skip else chk.name
+        _record(item, st, node, chk, "skip", f"checks.skip lists {named}: not applicable to this node")
+        pytest.skip(f"[{chk.id}] checks.skip lists {named}")
     st.begin(node, chk.id, chk.timeout_s)
     try:
         i = st.order.index(node)
@@ -129,15 +135,10 @@ def begin(item, st) -> None:
 
 
 def run_in_setup(item, st) -> None:
-    """pytest_runtest_setup, last (fixtures are set up): the check ``checks.skip`` names is
-    SKIP; else the test function runs here and its outcome is classified (module docstring)."""
+    """pytest_runtest_setup, last (fixtures are set up): the test function runs here and its
+    outcome is classified (module docstring)."""
     node = site_node(item)
     chk = check_of(item)
-    skip = getattr(getattr(st.run.spec.get(node), "checks", None), "skip", None) or ()
-    if chk.id in skip or chk.name in skip:
-        _record(item, st, node, chk, "skip", f"checks.skip lists {chk.id if chk.id in skip else chk.name}: "
-                                               "not applicable to this node")
-        pytest.skip(f"[{chk.id}] checks.skip lists {chk.id if chk.id in skip else chk.name}")
     if item.config.getoption("setuponly", False) or item.config.getoption("setupplan", False):
         return
     item.stash[OUTCOME_KEY] = ("running", None)
