@@ -170,6 +170,13 @@ class GpuFacts:
     mig_mode_current: BoolV = None
     temperature_c: IntV = None
     power_draw_w: float | _Unsupported | None = None
+    utilization_gpu: IntV = None           # percent of the last sample period a kernel ran (XML utilization/gpu_util)
+    graphics_clock_mhz: IntV = None        # current graphics clock, MHz (XML clocks/graphics_clock)
+    max_graphics_clock_mhz: IntV = None    # max graphics clock, MHz (XML max_clocks/graphics_clock)
+    mig_ecc_volatile: EccCounters | None = None  # sum of the MIG instances' volatile counts (mig_devices)
+    # GpuFacts attribute -> why the driver's value for it could not be read (one bad field makes
+    # only the facts that need it ERROR: checks._util.gpu_for raises on access to these)
+    field_errors: dict[str, str] = field(default_factory=dict)
     source: str = ""
 
 
@@ -391,6 +398,8 @@ class LspciLink:
     sta_width: int | None = None
     downgraded: bool = False
     driver: str | None = None
+    vendor_device: str | None = None   # "10de:2330" from -nn's [10de:2330] or "NVIDIA Corporation Device 2330"
+    display: bool = False              # an NVIDIA VGA/3D/display-class function (a GPU)
 
 
 @dataclass
@@ -419,3 +428,24 @@ class LibNvml:
     path: str | None = None
     target: str | None = None
     version: str | None = None
+
+
+@dataclass
+class KernelLogCut:
+    """How the probe cut the kernel log (its last line ``# lines: seen=S kept=K dropped_severe=D``).
+
+    seen: NVRM lines the node's log held; kept: lines in the item; dropped_severe: lines that can
+    decide a verdict (Xid, off the bus, RmInitAdapter, GSP, ...) cut beyond the probe's keep cap,
+    None when unknown (a node without awk cuts the last lines only)."""
+
+    seen: int
+    kept: int
+    dropped_severe: int | None = 0
+
+    @property
+    def lost_severe(self) -> bool:
+        """True when lines that could decide a verdict may be missing from the item."""
+        if self.dropped_severe is None:
+            return self.seen > self.kept
+        return self.dropped_severe > 0
+

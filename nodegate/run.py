@@ -132,6 +132,18 @@ class FleetRun:
     facts: dict[str, NodeFacts] = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
     spec_errors: dict[str, str] = field(default_factory=dict)
+    #: node -> where its spec came from ("inventory <file>", "--spec <file>", "bundle meta.json",
+    #: "built-in defaults (...)"), shown in every report (nodegate.session.specfile)
+    spec_source: dict[str, str] = field(default_factory=dict)
+    #: node -> the raw spec mapping behind ``spec`` (handed to xdist workers)
+    spec_raw: dict[str, dict] = field(default_factory=dict)
+    #: node -> the other nodes of the run at the same address (host and port of the target URL):
+    #: one machine answers for all of them (their items wait for each other: ``identity_clashes``)
+    address_twins: dict[str, list[str]] = field(default_factory=dict)
+    #: node -> (boot id, machine id) of nodes of the run not loaded here (an xdist worker's others)
+    peer_ids: dict[str, tuple] = field(default_factory=dict)
+    _id_index: tuple = field(default=(), repr=False)
+    _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
     inventory_path: Path | None = None
@@ -158,7 +170,81 @@ class FleetRun:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by
         ``gather_fleet``'s ``prepare`` while other nodes were still being gathered."""
         self.bundles[b.node] = b
-        self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
+        f = self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
+        f.run_identity = lambda node=b.node: self.identity_view(node)
+
+    # ------------------------------------------------------------------ node identity
+    def node_ids(self, node: str) -> tuple[str | None, str | None]:
+        """(boot id, machine id) of a merged node, None for each one that cannot be read."""
+        if node not in self.facts:
+            ids = self.peer_ids.get(node) or (None, None)
+            return ids[0], ids[1]
+        f = self.facts[node]
+        out = []
+        for name in ("boot_id", "machine_id"):
+            try:
+                out.append(getattr(f, name) or None)
+            except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
+                out.append(None)
+        return out[0], out[1]
+
+    def _index(self) -> dict:
+        """{("boot id" | "machine id", value): [nodes]} over every node known here, rebuilt when
+        a node was merged since (once per node arrival, not once per item)."""
+        key = (len(self.bundles), len(self.peer_ids))
+        if self._id_index and self._id_index[0] == key:
+            return self._id_index[1]
+        idx: dict = {}
+        for n in list(self.bundles) + [n for n in self.peer_ids if n not in self.bundles]:
+            if n in self.bundles and self.bundles[n].gather_error:
+                continue
+            boot, mid = self.node_ids(n)
+            for what, v in (("boot id", boot), ("machine id", mid)):
+                if v:
+                    idx.setdefault((what, v), []).append(n)
+        self._id_index = (key, idx)
+        return idx
+
+    def identity_clashes(self, node: str, among=None) -> list[tuple[str, str, str]]:
+        """``[(other node, "boot id" | "machine id", value)]``: the nodes known here that report
+        the same boot id (/proc/sys/kernel/random/boot_id: one running kernel) or machine id
+        (/etc/machine-id, machine-id(5): one installation, or a cloned image) as ``node``. Only
+        nodes in ``among`` when given."""
+        boot, mid = self.node_ids(node)
+        idx = self._index()
+        out = []
+        for what, v in (("boot id", boot), ("machine id", mid)):
+            for other in idx.get((what, v), ()) if v else ():
+                if other != node and (among is None or other in among):
+                    out.append((other, what, v))
+        return out
+
+    def shared_gpus(self) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
+        """GPUs of different nodes that report one serial or UUID: ``[("serial" | "UUID", value,
+        [(node, GPU index), ...])]``, for the summaries (a board cannot be in two nodes: a cloned
+        or swapped bundle, or one machine gathered under two names). Unreadable GPUs are left out
+        (their checks say why); N/A and all-zero serials identify nothing."""
+        from .checks.slots import _ident_value
+        seen: dict[tuple[str, str], list[tuple[str, int | None]]] = {}
+        for node, f in self.facts.items():
+            try:
+                gpus = list(f.gpus)
+            except Exception:  # noqa: BLE001
+                continue
+            for g in gpus:
+                for field, label in (("serial", "serial"), ("uuid", "UUID")):
+                    v = _ident_value(field, getattr(g, field, None))
+                    if v is not None:
+                        seen.setdefault((label, v), []).append((node, g.index))
+        return [(label, v, where) for (label, v), where in seen.items() if len({n for n, _ in where}) > 1]
+
+    def identity_view(self, node: str) -> "IdentityView":
+        """What the node_identity check (NG-INV-003) judges: how many other nodes the run has and
+        which of them report this node's boot id or machine id."""
+        key = (len(self.order), len(self.bundles), len(self.peer_ids))
+        if self._n_nodes[0] != key:   # once per node merged, not once per node judged (4096 nodes)
+            self._n_nodes = (key, len(set(self.nodes) | set(self.bundles) | set(self.peer_ids)))
+        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
 
     # ------------------------------------------------------------------ background gather
     def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
@@ -173,6 +259,7 @@ class FleetRun:
         interpreter lock, not the one pytest's items run under (docs/performance.md). Otherwise
         a thread of this process runs the pool and parses each node's GPU facts as it arrives."""
         self.order = [j.name for j in jobs]
+        self.address_twins = address_twins(jobs)
         self._events = {j.name: threading.Event() for j in jobs}
         self._t0 = time.monotonic()
         ctx = None
@@ -331,6 +418,40 @@ class FleetRun:
         if self._failure is not None:
             e, self._failure = self._failure, None
             raise e
+
+
+@dataclass
+class IdentityView:
+    """The run as one node's node_identity check sees it: ``others`` nodes besides it, and
+    ``clashes``: (other node, "boot id" | "machine id", value) for each that reports its id."""
+
+    others: int
+    clashes: list[tuple[str, str, str]]
+
+
+def address_of(url: str) -> str | None:
+    """``host:port`` of a testinfra URL (``paramiko://u@10.0.0.7:2222`` -> ``10.0.0.7:2222``; no
+    port: 22), lower-cased; None for local:// (not an address)."""
+    import urllib.parse
+    if url.startswith("local"):
+        return None
+    try:
+        p = urllib.parse.urlsplit(url)
+        host, port = p.hostname, p.port or 22
+    except ValueError:
+        return None
+    return f"{host.lower()}:{port}" if host else None
+
+
+def address_twins(jobs: list[NodeJob]) -> dict[str, list[str]]:
+    """node -> the other jobs that target the same host and port (two inventory names for one
+    address gather one machine twice)."""
+    by: dict[str, list[str]] = {}
+    for j in jobs:
+        a = address_of(j.url)
+        if a is not None:
+            by.setdefault(a, []).append(j.name)
+    return {n: [o for o in ns if o != n] for ns in by.values() if len(ns) > 1 for n in ns}
 
 
 #: niceness added to the gathering process (FleetRun.start_gather)

@@ -16,11 +16,13 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import gcsched, scheduling, start, terminal, verdicts
+from nodegate.session import gcsched, scheduling, specfile, start, terminal, verdicts
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
+from nodegate.session.start import ReplayAction
 from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, GATHER_FAILED_KEY, ITEM_NODE_KEY,
                                     JOBS_KEY, RESULT_KEY)
+from nodegate.textsafe import shown
 
 # re-exported for callers of the plugin module (tests, other plugins)
 VerdictParam = ng_items.VerdictParam
@@ -33,7 +35,14 @@ def pytest_addoption(parser):
     g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")
     g.addoption("--limit", help="limit to hosts/groups (Ansible --limit pattern)")
     g.addoption("--target", help="single target URL when no inventory (default local://)")
-    g.addoption("--replay", help="evaluate the bundles under DIR; no network")
+    g.addoption("--replay", action=ReplayAction, metavar="PATH",
+                help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
+                     "logs (FILE.log, FILE.log.gz, or a folder of them); repeat for several")
+    g.addoption("--save-bundles", metavar="DIR",
+                help="with --replay of nvidia-bug-report logs: write each converted bundle to DIR/<node>/")
+    g.addoption("--spec", metavar="FILE",
+                help="judge every node by this spec (YAML: the nodegate: variable's keys, or a vars file with "
+                     "nodegate:), instead of the inventory's or a replayed bundle's own (docs/security.md)")
     g.addoption("--bundles-dir", help="where raw evidence is written (default <reports-dir>/bundles)")
     g.addoption("--reports-dir", default="reports", help="output directory (default reports/)")
     g.addoption("--known-hosts", action="append", default=None,
@@ -71,7 +80,7 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         return
     try:
-        config.stash[JOBS_KEY] = build_jobs(config)
+        config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
 
@@ -177,7 +186,7 @@ def pytest_sessionfinish(session, exitstatus):
     if why and not interrupted:   # Ctrl-C stopped it: the exit status stays INTERRUPTED
         tw = terminal.terminal_writer(config)
         if tw is not None:
-            tw.line(f"nodegate: gathering stopped: {why}", red=True)
+            tw.line(f"nodegate: gathering stopped: {shown(why)}", red=True)
         session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
 

@@ -86,6 +86,13 @@ def pytest_unconfigure(config):
         config.pluginmanager.unregister(p)
 
 
+def _shared_gpus(run) -> list:
+    try:
+        return run.shared_gpus()
+    except Exception:  # noqa: BLE001 - untrusted facts: the summary line is best effort
+        return []
+
+
 def sanitize_properties(report) -> None:
     """Clean ``report.user_properties`` in place: str values, no control characters, capped."""
     props = getattr(report, "user_properties", None)
@@ -179,7 +186,16 @@ class NodegateReports:
         report.title = self._title()
         env = report.data.get("environment")
         if isinstance(env, dict):
-            report.set_data("environment", html.escape_environment(ng_metadata.redact(dict(env))))
+            env = dict(env)
+            run = _fleet(self.config)
+            if run is not None and getattr(run, "spec_source", None):
+                from nodegate.session.specfile import summary
+                env["nodegate spec source"] = "; ".join(summary(run.spec_source, list(run.nodes)))
+            shared = _shared_gpus(run) if run is not None else []
+            if shared:   # one board cannot be in two nodes (docs/security.md "Contradictory evidence")
+                env["nodegate GPUs on more than one node"] = "; ".join(
+                    f"{what} {v}: " + ", ".join(f"{n} (gpu{i})" for n, i in where[:8]) for what, v, where in shared[:20])
+            report.set_data("environment", html.escape_environment(ng_metadata.redact(env)))
 
     def _title(self) -> str:
         run = _fleet(self.config)
@@ -308,7 +324,8 @@ class NodegateReports:
             try:
                 self.archives[info.node] = archive.write_node_archive(
                     self.archive_dir(), info.node, Path(bdir) if bdir else None,
-                    [r.to_dict() for r in recs])
+                    [r.to_dict() for r in recs],
+                    spec_source=(getattr(run, "spec_source", {}) or {}).get(info.node, "") if run is not None else "")
             except OSError as e:
                 self.outputs.append((f"archive of {info.node}", f"not written: {e}"))
         if self.archives:
@@ -328,3 +345,8 @@ class NodegateReports:
         terminalreporter.write_sep("=", "nodegate summary")
         for line in terminal.lines(self.node_infos(), self.outputs):
             terminalreporter.write_line(line)
+        run = _fleet(config)
+        if run is not None:
+            for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.nodes),
+                                           _shared_gpus(run)):
+                terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)

@@ -22,6 +22,13 @@ def _nvml_version(facts) -> tuple[str | None, str]:
     if sv is not None and (sv.driver_version or sv.nvml_version):
         # "DRIVER version" (later "KMD version") is the full version; "NVML version" is branch.minor
         return (sv.driver_version or sv.nvml_version), "nvidia-smi --version"
+    key, _ = optional(facts, "smi_key")
+    if key not in (None, "smi.qx"):
+        # no --version (an nvidia-bug-report, a pasted -q): nvidia-smi -q printed its report, so NVML
+        # initialised against this module (it refuses on "Driver/library version mismatch")
+        rep, _ = optional(facts, "smi_report")
+        if rep is not None and rep.driver_version:
+            return rep.driver_version, "nvidia-smi -q header (NVML initialised)"
     return None, "unreadable"
 
 

@@ -41,6 +41,26 @@ def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
     return fmt(fails), fmt(infos)
 
 
+def _cut_note(facts) -> str:
+    """", kept 11005 of 13002 lines (every line that can decide a verdict)" when the probe cut
+    the log without losing such a line (``kernel_events`` raises when it lost one), else ""."""
+    cut, _ = optional(facts, "kernel_log_cut")
+    if cut is None or cut.seen == cut.kept:
+        return ""
+    return f", kept {cut.kept} of {cut.seen} lines: every line that can decide a verdict, and the last ones"
+
+
+def _history(facts, spec, keep) -> str:
+    """'; history (earlier boots, not judged): Xid 62 (...) at 0000:03:00.0 x3' for the earlier
+    boots' events ``keep`` selects (``kernel.history``, a converted nvidia-bug-report), else ''.
+    The checks judge the current boot, as on a live node (tests/bugreports/README.md)."""
+    hist, _ = optional(facts, "kernel_history")
+    events = [e for e in hist or [] if keep(e)]
+    fails, infos = _summary(events, xid_fail_set(spec))
+    shown = fails + infos
+    return f"; history (earlier boots, not judged): {'; '.join(shown)}" if shown else ""
+
+
 def _disabled(spec) -> Result | None:
     if not spec.kernel_log.enabled:
         return Result.skipped("kernel_log.enabled=false", expected="kernel_log.enabled=false")
@@ -58,7 +78,9 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
             "events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
             "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), 'has fallen off the "
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
-            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS.")
+            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
+            "empty item without the probe's source line, and a log the probe cut with a deciding line lost "
+            "(it keeps every such line wherever it is, and records seen/kept lines).")
 def kernel_log_node(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _disabled(spec)) is not None:
@@ -72,9 +94,10 @@ def kernel_log_node(facts, spec) -> Result:
     fails, infos = _summary(mine, fx)
     expected = "no failing NVRM events outside the per-GPU results"
     obs = ("; ".join(fails) or "no failing node-wide events") + (f"; informational: {'; '.join(infos)}" if infos
-                                                                  else "") + f" ({len(events)} records, {src or 'log'})"
+                                                                  else "") + f" ({len(events)} records, {src or 'log'}{_cut_note(facts)})"
     if gerr is not None:
         obs += f"; GPUs unreadable ({gerr.reason}): every event counted here"
+    obs += _history(facts, spec, lambda e: not (e.bus_id and any(same_bus(e.bus_id, b) for b in known)))
     bad_ev = [e for e in mine if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:
@@ -102,6 +125,8 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
     fails, infos = _summary(events, fx)
     expected = f"no failing NVRM events for {g.pci_bus_id}"
     obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
+    obs += f" ({_cut_note(facts).lstrip(', ')})" if _cut_note(facts) else ""
+    obs += _history(facts, spec, lambda e: bool(e.bus_id and same_bus(e.bus_id, g.pci_bus_id)))
     bad_ev = [e for e in events if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:

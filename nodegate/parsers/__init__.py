@@ -22,7 +22,7 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
+from . import (dkms, firmware, kernel_log, libnvml, lspci, modinfo, modules, pci, persistenced,
                proc_version, smi_csv, smi_error, smi_text, smi_version, smi_xml, sysfs_lists,
                systemd)
 
@@ -46,7 +46,7 @@ PARSERS: dict[str, Callable] = {
     "unit_files": systemd.parse_unit_files,
     "persistenced_process": persistenced.parse_persistenced_process,
     "passwd": persistenced.parse_passwd,
-    "lspci": pci.parse_lspci_vvv,
+    "lspci": lspci.parse_lspci_vvv,
     "pci_sysfs": pci.parse_pci_sysfs,
     "sysfs_tail": pci.parse_sysfs_tail,
     "firmware_gsp": firmware.parse_firmware_gsp,

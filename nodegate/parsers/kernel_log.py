@@ -27,6 +27,8 @@ Schema::
 
     parse_kernel_log(text) -> [KernelEvent(kind, text, timestamp, bus_id, xid, details)]
     kernel_log_source(text) -> "dmesg" | "journalctl -k -b" | None
+    kernel_log_cut(text) -> KernelLogCut(seen, kept, dropped_severe) | None   (last line
+        '# lines: seen=S kept=K dropped_severe=D|unknown'; None: no such line, e.g. probe v3)
 
 Example::
 
@@ -39,7 +41,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from ..facts import KernelEvent
+from ..facts import KernelEvent, KernelLogCut
 from . import _values as V
 from .proc_version import parse_banner_line
 
@@ -87,6 +89,37 @@ def kernel_log_source(text: str | bytes) -> str | None:
         if ln.startswith("# source:"):
             return ln.split(":", 1)[1].strip() or None
     return None
+
+
+_CUT = re.compile(r"^# lines: seen=(?P<seen>\d{1,12}) kept=(?P<kept>\d{1,12}) "
+                  r"dropped_severe=(?P<dropped>\d{1,12}|unknown)\s*$", re.M)
+
+#: ``tail -n`` of the probe before it recorded its cut (probe v3 and earlier): a log of exactly
+#: this many lines without a ``# lines:`` record may have been cut.
+LEGACY_TAIL = 5000
+
+
+def kernel_log_cut(text: str | bytes) -> KernelLogCut | None:
+    """The probe's record of how it cut the log (its last ``# lines:`` line), or None when the
+    item has none (written by probe v3 or earlier, or by hand). ParseError for a malformed one
+    (kept more than seen)."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    m = None
+    for m in _CUT.finditer(text):
+        pass
+    if m is None:
+        return None
+    seen, kept = int(m.group("seen")), int(m.group("kept"))
+    if kept > seen:
+        raise ParseError(f"kernel log cut record keeps more lines than it saw: {m.group(0)!r}")
+    d = m.group("dropped")
+    return KernelLogCut(seen, kept, None if d == "unknown" else int(d))
+
+
+def record_lines(text: str | bytes) -> int:
+    """Lines of the log that are neither blank nor ``#`` probe records."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    return sum(1 for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
 
 
 def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:

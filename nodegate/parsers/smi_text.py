@@ -76,6 +76,10 @@ _CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
     },
     "row_remapper_histogram": {k: f"row_remapper_histogram_{k}" for k in ("max", "high", "partial", "low", "none")},
     "temperature": {"gpu current temp": "gpu_temp", "memory current temp": "memory_temp"},
+    "utilization": {"gpu": "gpu_util", "memory": "memory_util", "encoder": "encoder_util",
+                    "decoder": "decoder_util"},
+    "clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
+    "max_clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
     "gpu_power_readings": {"instantaneous power draw": "instant_power_draw"},
 }
 

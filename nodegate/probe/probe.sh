@@ -245,6 +245,8 @@ ng_f_pci() (
     ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
     ng_rd "$d/class"
     case "$ng_v" in 0x03*) ;; *) continue ;; esac
+    # an SR-IOV virtual function (vGPU host) is no board of its own: its PF is listed
+    [ -e "$d/physfn" ] && continue
     ng_g=$((ng_g + 1))
     printf '== %s gpu\n' "${d##*/}"
     for f in device class current_link_speed current_link_width max_link_speed max_link_width; do
@@ -277,6 +279,42 @@ ng_f_peers() {
   return 0
 }
 
+# ng_klog_cut: the NVRM lines on stdin, cut to the last NG_KLTAIL lines, except that every line
+# that can decide a verdict (an Xid, a GPU off the bus, RmInitAdapter, GSP, API mismatch, the
+# open-module and probe-routine messages, the loading banner, taint and drm lines), with the line
+# before it and the three after it (multi-line NVRM records), is kept wherever it is, in order:
+# an Xid 48 followed by 6000 Xid 13 lines is not cut away. At most NG_KLKEEP such lines before the
+# last NG_KLTAIL; the rest are counted. Last line: '# lines: seen=S kept=K dropped_severe=D'
+# (the checks ERROR on a log that lost severe lines). Without awk: the last NG_KLTAIL lines, and
+# dropped_severe=unknown when that cut anything.
+NG_KLTAIL=5000
+NG_KLKEEP=20000
+ng_klog_cut() {
+  if command -v awk >/dev/null 2>&1; then
+    awk -v T="$NG_KLTAIL" -v C="$NG_KLKEEP" '
+      BEGIN { pat = "xid|fallen off|rminitadapter|rm_init_adapter|gsp|gfw|api mismatch|open kernel modules|probe routine|loading nvidia|module license|persistence mode|nvidia-drm" }
+      NF == 0 { next }
+      {
+        n++; i = n % T
+        if (n > T && keep[i]) { if (k < C) { print ring[i]; k++ } else d++ }
+        ring[i] = $0; keep[i] = 0
+        if (after > 0) { keep[i] = 1; after-- }
+        if (tolower($0) ~ pat) { keep[i] = 1; if (n > 1) keep[(n - 1) % T] = 1; after = 3 }
+      }
+      END {
+        m = n < T ? n : T
+        for (j = n - m + 1; j <= n; j++) print ring[j % T]
+        printf "# lines: seen=%d kept=%d dropped_severe=%d\n", n, k + m, d
+      }' 5>&-
+    return 0
+  fi
+  ng_kf=$(grep -v '^$')
+  ng_ks=0; [ -n "$ng_kf" ] && ng_ks=$(printf '%s\n' "$ng_kf" | grep -c '')
+  [ -n "$ng_kf" ] && printf '%s\n' "$ng_kf" | tail -n "$NG_KLTAIL"
+  if [ "$ng_ks" -gt "$NG_KLTAIL" ]; then ng_kd=unknown; ng_kk=$NG_KLTAIL; else ng_kd=0; ng_kk=$ng_ks; fi
+  printf '# lines: seen=%s kept=%s dropped_severe=%s\n' "$ng_ks" "$ng_kk" "$ng_kd"
+}
+
 ng_f_klog() {
   # NVRM/Xid lines since boot. dmesg may need root (kernel.dmesg_restrict): then the
   # journal; if both fail the item keeps their error and the check says ERROR.
@@ -284,7 +322,7 @@ ng_f_klog() {
     ng_log=$(dmesg 2>&1); ng_lrc=$?
     if [ $ng_lrc -eq 0 ]; then
       echo "# source: dmesg"
-      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | ng_klog_cut
       return 0
     fi
     printf 'dmesg: %s\n' "$ng_log" | head -n 3 >&2
@@ -293,11 +331,21 @@ ng_f_klog() {
     ng_log=$(journalctl -k -b --no-pager -o short-iso 2>&1); ng_lrc=$?
     if [ $ng_lrc -eq 0 ]; then
       echo "# source: journalctl -k -b"
-      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | ng_klog_cut
       return 0
     fi
     printf 'journalctl: %s\n' "$ng_log" | head -n 3 >&2
   fi
+  return 1
+}
+
+# ng_f_machineid: the machine id (machine-id(5): /etc/machine-id, else the D-Bus copy); rc 1
+# when the node has neither (containers, minimal images)
+ng_f_machineid() {
+  for f in /etc/machine-id /var/lib/dbus/machine-id; do
+    [ -f "$f" ] && { cat "$f"; return $?; }
+  done
+  echo "no /etc/machine-id or /var/lib/dbus/machine-id" >&2
   return 1
 }
 
@@ -346,6 +394,7 @@ ng_f_clocks() {
 ng_lite meta.uname_r uname -r
 ng_kr=$(uname -r 5>&-)  # once for the three modinfo items (each expanded its own before)
 ng_lite meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
+ng_lite meta.machine_id ng_f_machineid
 ng_lite meta.hostname uname -n
 ng_item meta.id id
 ng_lite modules.proc ng_cat /proc/modules

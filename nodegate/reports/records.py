@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from ..textsafe import shown
 from .text import clean, excerpt, one_line
 
 OUTCOMES = ("pass", "fail", "skip", "error")
@@ -91,7 +92,8 @@ def attach_nodegate(rep, info: dict) -> None:
     pytest's assertion dump. Used by the suite, baseline and burn-in plugins' makereport."""
     rep.nodegate = info
     if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+        # pytest prints it (failure section, short summary): node text, control characters escaped
+        rep.longrepr = shown(f"[{info['check_id']}] {info['message']}")
 
 
 class RecordBook:

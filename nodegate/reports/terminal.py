@@ -49,3 +49,19 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
     for what, path in outputs:
         out.append(f"{what}: {one_line(path, 500)}")
     return out
+
+
+def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) -> list[str]:
+    """Where each node's spec came from (one line per origin; nodes judged by their own bundle's
+    spec flagged), and GPUs that two nodes report (one serial or UUID on two nodes)."""
+    from ..session.specfile import from_bundle, summary
+    out = [f"spec: {one_line(line, 500)}" for line in summary(spec_sources, nodes)]
+    if from_bundle(spec_sources):
+        out.append("spec: a bundle's own spec is only as trusted as the bundle: judge it by yours with --spec FILE "
+                   "or --inventory")
+    for what, value, where in list(shared_gpus)[:20]:
+        names = ", ".join(f"{_short(n, 40)} (gpu{'?' if i is None else i})" for n, i in where[:8])
+        out.append(f"GPU {what} {_short(value, 60)} is reported by {len({n for n, _ in where})} nodes: {names}")
+    if len(shared_gpus) > 20:
+        out.append(f"... {len(shared_gpus) - 20} more GPU serials/UUIDs reported by more than one node")
+    return out

@@ -7,6 +7,7 @@ and xdist workers load bundles from disk instead.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,9 @@ import pytest
 from ..bundle import Bundle, discover
 from ..errors import SpecError
 from ..run import RUN_KEY, FleetRun, GatherOptions
+from ..textsafe import shown
 from ..transport import HostKeyPolicy
-from . import gcsched
+from . import gcsched, specfile
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY
 from .terminal import terminal_writer
@@ -43,6 +45,8 @@ def start_session(session) -> None:
         run.mode = "replay"
         run.bundles_dir = Path(wi["nodegate_bundles"]) if wi.get("nodegate_bundles") else Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=None, only=wi.get("nodegate_nodes"))
+        # the identities of the nodes other workers judge: NG-INV-003 compares the whole run
+        run.peer_ids = {n: tuple(v) for n, v in (wi.get("nodegate_peer_ids") or {}).items() if n not in run.bundles}
         config.stash[RUN_KEY] = run
         return
     jobs = config.stash.get(JOBS_KEY, [])
@@ -62,8 +66,11 @@ def _start_gather(config, run: FleetRun, jobs) -> None:
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
     run.bundles_dir.mkdir(parents=True, exist_ok=True)
     opts = gather_options(config)
+    source = specfile.live_source(config)
     for j in jobs:
         run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
+        run.spec_raw[j.name] = j.spec_raw
+        run.spec_source[j.name] = source
     run.start_gather(jobs, opts)
     tw = terminal_writer(config)
     why_not = why_gather_first(config)
@@ -105,22 +112,73 @@ def why_gather_first(config) -> str | None:
     return None
 
 
+class ReplayAction(argparse.Action):
+    """``--replay PATH`` (repeatable): ``replay`` keeps the first PATH (a string, as before),
+    ``replay_all`` every one in order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is None:
+            setattr(namespace, self.dest, values)
+        setattr(namespace, "replay_all", [*(getattr(namespace, "replay_all", None) or []), values])
+
+
+def _replay_sources(roots: list[Path], save: Path | None,
+                    links: list[Path] | None = None) -> list[tuple[str, object, Path]]:
+    """Every bundle to replay as (node name, loader, where it came from): bundle directories under
+    a root (loaded when wanted), and nvidia-bug-report logs (a root that is a .log/.log.gz file, or
+    such files directly in a root directory) converted by nodegate.bugreport now (written to
+    ``save`` when given). A bundle directory is read as untrusted from its root (``Bundle.load``:
+    no link followed below it); symbolic links not followed are appended to ``links``. Exits 2
+    for a root that is neither."""
+    from ..bugreport import bug_report_paths, is_bug_report, load_bug_report
+    out: list[tuple[str, object, Path]] = []
+    taken: set[str] = set()
+    for root in roots:
+        if root.is_file() and is_bug_report(root):
+            logs, dirs = [root], []
+        elif root.is_dir():
+            logs, dirs = bug_report_paths(root), discover(root, skipped=links)
+        else:
+            pytest.exit(f"nodegate: --replay {shown(root)}: neither a bundle directory nor an nvidia-bug-report log "
+                        "(.log, .log.gz)", returncode=EXIT_SPEC_ERROR)
+        out += [(d.name, lambda d=d, root=root: Bundle.load(d, root=root), d) for d in dirs]
+        for p in logs:
+            b = load_bug_report(p, taken)
+            if save is not None:
+                b.write(save)
+            out.append((b.node, lambda b=b: b, p))
+    return out
+
+
 def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
-    """Load the bundles under ``root`` into ``run`` (``--replay``; xdist workers). With ``jobs``
-    (an inventory) only its nodes, judged by the inventory's spec; else each bundle's own
-    meta.json spec, and ``--limit`` matched against the node names. Exits 2 when ``root`` is no
-    directory, holds two bundles of one node, or none."""
-    if not root.is_dir():
-        pytest.exit(f"nodegate: --replay {root}: not a directory", returncode=EXIT_SPEC_ERROR)
-    dirs = discover(root)
+    """Load the bundles under ``root`` (every ``--replay`` PATH: bundle directories, or
+    nvidia-bug-report logs converted on the way, saved with ``--save-bundles DIR``) into ``run``
+    (``--replay``; xdist workers). Each node's spec: ``--spec FILE`` when given, else (with
+    ``jobs``, an inventory: only its nodes) the inventory's, else the bundle's own meta.json spec
+    (only as trusted as the bundle: the terminal says so); an xdist worker takes the
+    controller's (``nodegate_specs``). ``--limit`` without an inventory is matched against the
+    node names. Exits 2 when a PATH is neither, two bundles are of one node, or there are none."""
+    o = config.option
+    roots = [Path(r) for r in (getattr(o, "replay_all", None) or [root])]
+    # the controller saves the converted logs; xdist workers convert them again but write nothing
+    save = Path(o.save_bundles) if getattr(o, "save_bundles", None) and not hasattr(config, "workerinput") else None
+    links: list[Path] = []
+    sources = _replay_sources(roots, save, links)
     by_job = {j.name: j for j in jobs} if jobs else None
     limit = config.option.limit
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
-        names = select_names(limit, {d.name: None for d in dirs}, {})
-    for d in dirs:
-        b = Bundle.load(d)
+        names = select_names(limit, {n: None for n, _, _ in sources}, {})
+    try:
+        forced = specfile.override(config)
+    except SpecError as e:
+        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    wi = getattr(config, "workerinput", None) or {}
+    given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
+    inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    for _, load, d in sources:
+        b = load()
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:
@@ -128,14 +186,45 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         if only is not None and b.node not in only:
             continue
         if b.node in run.bundles:
-            pytest.exit(f"nodegate: --replay {root}: two bundles for node {b.node}: "
-                        f"{run.bundles[b.node].path} and {d}", returncode=EXIT_SPEC_ERROR)
+            pytest.exit(f"nodegate: --replay {shown(root)}: two bundles for node {b.node}: "
+                        f"{shown(run.bundles[b.node].path or run.bundles[b.node].meta.get('source_file'))} and "
+                        f"{shown(d)}", returncode=EXIT_SPEC_ERROR)
         run.add(b)
-        raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})
+        if given is not None and b.node in given:
+            raw, src = given[b.node], given_src.get(b.node, "")
+        elif forced is not None:
+            raw, src = forced
+        elif by_job is not None:
+            raw, src = by_job[b.node].spec_raw, inv_src
+        else:
+            raw = b.meta.get("spec") or {}
+            src = (specfile.BUNDLE if raw else specfile.BUGREPORT if b.path is None and b.meta.get("source_file")
+                   else specfile.BUNDLE_EMPTY)
+        raw = raw if isinstance(raw, dict) else {}
+        run.spec_raw[b.node], run.spec_source[b.node] = raw, src
         try:
-            run.spec[b.node] = load_spec(raw if isinstance(raw, dict) else {}, f"{d}/meta.json spec")
+            run.spec[b.node] = load_spec(raw, f"{shown(d)}/meta.json spec" if src.startswith("bundle") else src)
         except SpecError as e:
             run.spec_errors[b.node] = str(e)
             run.spec[b.node] = load_spec({}, "defaults")
     if not run.bundles:
-        pytest.exit(f"nodegate: --replay {root}: no bundles found", returncode=EXIT_SPEC_ERROR)
+        pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
+    _say_replay(config, run, links)
+
+
+def _say_replay(config, run: FleetRun, links: list[Path]) -> None:
+    """What the operator must know before trusting a replay's verdicts: directories not followed
+    (symbolic links) and nodes judged by the spec of their own bundle."""
+    if hasattr(config, "workerinput"):
+        return
+    tw = terminal_writer(config)
+    if tw is None:
+        return
+    if links:
+        tw.line("nodegate: --replay: not followed (symbolic links, never read): "
+                + ", ".join(shown(p, newlines=False) for p in links[:10]) + (" ..." if len(links) > 10 else ""),
+                yellow=True)
+    own = specfile.from_bundle(run.spec_source)
+    if own:
+        tw.line(f"nodegate: {len(own)} node(s) judged by the spec stored in their own bundle (meta.json): a bundle's "
+                "spec is only as trusted as the bundle; give --spec FILE or --inventory to judge by yours", yellow=True)

@@ -14,6 +14,8 @@ RESULT_KEY = pytest.StashKey[dict]()
 GATHER_FAILED_KEY = pytest.StashKey[str]()
 #: nodeid -> inventory node of every nodegate item (collection)
 ITEM_NODE_KEY = pytest.StashKey[dict]()
+#: nodeids of the node_identity items (run last; one progress line for all of them)
+IDENTITY_ITEMS_KEY = pytest.StashKey[set]()
 #: per-run cache of GPU identities and driver versions (verdicts.node_cache)
 IDENT_KEY = pytest.StashKey[dict]()
 

@@ -79,6 +79,7 @@ class EvidenceItem:
     rc: int | None
     duration_s: float | None
     status: str
+    why: str = ""
 
     @property
     def stdout(self) -> str:
@@ -107,6 +108,8 @@ class EvidenceItem:
             return "output exceeded the per-item cap; not evaluated"
         if self.status == "malformed":
             return "the probe output for this item was malformed"
+        if self.status != "ok":   # nodegate.bundle's verdict on the files: refused, inconsistent
+            return f"bundle item {self.status}" + (f": {self.why}" if self.why else "")
         if self.rc == 127:
             first = self.stderr.strip().splitlines()[:1]
             return f"tool missing ({first[0][:200] if first else 'command not found'})"
@@ -147,6 +150,7 @@ class DeclaredEvidence:
             if cut:
                 why += f" (probe stopped at {cut}: {self.bundle.meta.get('cut_reason') or 'deadline'})"
             raise SiteEvidenceError(f"site_evidence {name} ({self.declared[name]!r}): {why} [{key}]")
-        return EvidenceItem(name, self.declared[name], key, ev.stdout, ev.stderr, ev.rc, ev.duration_s, ev.status)
+        return EvidenceItem(name, self.declared[name], key, ev.stdout, ev.stderr, ev.rc, ev.duration_s, ev.status,
+                            getattr(ev, "why", "") or "")
 
     get = __getitem__

@@ -217,11 +217,12 @@ def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> 
             "check_id": chk.id, "check_name": chk.name, "title": chk.title, "severity": chk.severity,
             "expected": chk.title, "observed": message if failing else "", "message": message,
             "evidence": _evidence(st, node) if failing else "", "remediation": chk.remediation,
-            "outcome": outcome, "action": "", "bundle_dir": str(getattr(b, "path", "") or "")}
+            "outcome": outcome, "action": "", "bundle_dir": str(getattr(b, "path", "") or ""),
+            "spec_source": (getattr(st.run, "spec_source", None) or {}).get(node, "")}
     item.stash[INFO_KEY] = info
-    props = [(k, info[k]) for k in PROP_KEYS]
+    props = [(k, info.get(k, "")) for k in PROP_KEYS]
     if not failing:
-        props[-1] = ("remediation", "")
+        props[PROP_KEYS.index("remediation")] = ("remediation", "")
     if not any(k == "check_id" for k, _ in item.user_properties):
         item.user_properties.extend(props)
     st.results.setdefault(node, {})[result_key(item, node, chk)] = {

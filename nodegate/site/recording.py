@@ -45,6 +45,9 @@ _PROBLEM = {
     "lost": "the connection ended before the command did",
     "error": "it could not be run",
     "missing": "its output is missing from the bundle",
+    # nodegate.bundle's own verdicts on the files (an untrusted bundle): the reason is in ``note``
+    "refused": "its bundle file was refused",
+    "inconsistent": "its bundle files contradict meta.json",
 }
 
 
@@ -184,7 +187,9 @@ def load_recording(bundle) -> dict[str, list[CommandRecord]]:
             # status wins where it says the output itself is unusable
             st = e.get("status")
             status = st if isinstance(st, str) and (st in _PROBLEM or st == "ok") else "malformed"
-            if ev.status in ("truncated", "malformed") or (status == "ok" and ev.status != "ok"):
+            if ev.status in ("refused", "inconsistent"):
+                status, note = ev.status, (getattr(ev, "why", "") or note)
+            elif ev.status in ("truncated", "malformed") or (status == "ok" and ev.status != "ok"):
                 status = ev.status if ev.status in _PROBLEM else "malformed"
             rec = CommandRecord(key, command, ev.stdout, ev.stderr, ev.rc, status, ev.duration_s, check_id,
                                 note[:500])

@@ -74,6 +74,15 @@ class PersistenceSpec(_Section):
                         description="drop-in that resets ExecStart= and sets the command")
     # Root is refused unless allowed here or recorded as the GH200 exception (catalog).
     allow_root: bool = Field(False, description="accept the daemon running as root on any SKU")
+    # catalog: the drop-in's one command carries --user and "the spec's persistence flag".
+    # --persistence-mode: the command must not disable it (without either flag the daemon enables
+    # it, nvidia-persistenced option-table.h; Ubuntu's packaged unit passes --no-persistence-mode);
+    # --no-persistence-mode must be given explicitly; 'none': neither flag on the command line.
+    flag: Literal["--persistence-mode", "--no-persistence-mode", "none"] = Field(
+        "--persistence-mode", description="persistence flag the daemon's command line must carry")
+    # issue 21: the whole command is compared; --verbose and --group are always accepted.
+    extra_flags: list[str] = Field([], description="further nvidia-persistenced options the command may carry "
+                                                   "(e.g. --nvidia-cfg-path, --uvm-persistence-mode)")
 
     @field_validator("user")
     @classmethod
@@ -132,6 +141,9 @@ class PcieSpec(_Section):
     width: Optional[int] = Field(None, description="expected link width (lanes)")
     # catalog: idle links legitimately power down; default leaves them unverified (SKIP).
     idle: Literal["not_verified", "fail"] = Field("not_verified", description="below-spec link while idle")
+    # issue 21: the width does not train down for power (only the speed does): a narrow link
+    # FAILs at any activity unless this allows it at idle (or pcie.width names the narrower slot).
+    width_at_idle: Literal["fail", "not_verified"] = Field("fail", description="below-spec link width while idle")
     check_upstream: bool = Field(True, description="compare upstream ports' sysfs link with the GPU's")
 
     @field_validator("width")
@@ -172,9 +184,10 @@ class EccSpec(_Section):
 
 
 class MemorySpec(_Section):
-    # auto: SKU profile, else architecture (Ampere and later remap rows; NVIDIA A100 memory
-    # error management doc), else what the driver reports.
-    repair: Literal["auto", "row_remap", "page_retirement"] = Field("auto", description="auto (SKU profile / architecture) | row_remap | page_retirement")
+    # auto: the SKU profile by PCI device id (issue 21: a board property, not the architecture's:
+    # GDDR6X GeForce Ampere has no row remapper), else what the driver reports; an unknown board
+    # whose driver reports the feature N/A is ERROR "unknown board: add it to the SKU profiles".
+    repair: Literal["auto", "row_remap", "page_retirement", "none"] = Field("auto", description="auto (SKU profile by PCI device id) | row_remap | page_retirement | none (the board has neither)")
     # catalog: remapped_rows N/A under MIG is unsupported: ERROR unless allowed (then SKIP).
     allow_mig_unsupported_remap: bool = Field(False, description="remapped rows N/A under MIG: SKIP instead of ERROR")
     # DCGM dcgm_gpu_hardware_limits.h: DCGM_LIMIT_MAX_RETIRED_PAGES 63 (FAIL at >= 63).

@@ -21,7 +21,8 @@ from nodegate.spec import load_spec
 
 # attribute -> evidence key (the key a missing fact names)
 ATTR_KEYS = {
-    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "modules": "modules.proc",
+    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "machine_id": "meta.machine_id",
+    "modules": "modules.proc",
     "nvidia_module_version": "modules.nvidia_version", "modinfo_nvidia": "modinfo.nvidia",
     "modinfo_peermem": "modinfo.nvidia_peermem", "modinfo_nv_peer_mem": "modinfo.nv_peer_mem",
     "installed_kernels": "kernels.installed", "modules_load_d": "modules.load_d", "dkms": "dkms.status",
@@ -92,6 +93,11 @@ def reasons(**active) -> dict:
     return {r: bool(active.get(r, False)) for r in CLOCKS_EVENT_BITS}
 
 
+def pci_gpus(gpus) -> list[SysfsLink]:
+    """The sysfs PCI functions (``pci.sysfs``) of ``gpus``: a node's GPU lists agree (NG-INV-001)."""
+    return [SysfsLink(g.pci_bus_id, "gpu", None, "0x2335", 5, 16, 5, 16) for g in gpus]
+
+
 def gpu(index=0, bus=BUS, **kw) -> GpuFacts:
     """An idle, healthy H200 (values from the capture's smi_q.out)."""
     g = GpuFacts(
@@ -138,15 +144,16 @@ def healthy(**changes) -> FakeFacts:
         smi_version=SmiVersion(VER, "580.159", VER, "13.0"), smi_error=None, gpus=[gpu()], gpu_source="smi_xml",
         persistenced_unit=SystemdUnit(load_state="loaded", active_state="active", sub_state="running",
                                       unit_file_state="enabled",
-                                      exec_start=[[DAEMON, "--user", "nvidia-persistenced"]], main_pid=1234,
+                                      exec_start=[[DAEMON, "--user", "nvidia-persistenced", "--persistence-mode"]], main_pid=1234,
                                       fragment_path="/usr/lib/systemd/system/nvidia-persistenced.service",
                                       drop_in_paths=[DROPIN], result="success",
                                       raw={"LoadState": "loaded", "ActiveState": "active"}),
         persistenced_unit_files=[
             UnitFile("/usr/lib/systemd/system/nvidia-persistenced.service", [f"{DAEMON} --verbose"], type="forking"),
-            UnitFile(DROPIN, ["", f"{DAEMON} --user nvidia-persistenced"],
-                     text=f"[Service]\nExecStart=\nExecStart={DAEMON} --user nvidia-persistenced\n")],
-        persistenced=PersistencedFacts([DaemonProcess(1234, 998, [DAEMON, "--user", "nvidia-persistenced"])], 998,
+            UnitFile(DROPIN, ["", f"{DAEMON} --user nvidia-persistenced --persistence-mode"],
+                     text=f"[Service]\nExecStart=\nExecStart={DAEMON} --user nvidia-persistenced --persistence-mode\n")],
+        persistenced=PersistencedFacts([DaemonProcess(1234, 998, [DAEMON, "--user", "nvidia-persistenced",
+                                                                  "--persistence-mode"])], 998,
                                        True),
         persistenced_user=PasswdEntry("nvidia-persistenced", 998, 998, "/", "/usr/sbin/nologin"),
         firmware=FirmwareFacts("", VER, {f"/lib/firmware/updates/{KVER}/nvidia/{VER}": None,

@@ -39,7 +39,7 @@ EXPECTED = {
     "NG-PCIE-001": P, "NG-PCIE-002": P, "NG-PCIE-003": P,
     "NG-CLK-001": P, "NG-ECC-001": P, "NG-ECC-002": P, "NG-MEM-001": P,
     "NG-MEM-002": S,   # retired pages N/A on Hopper (row remapping)
-    "NG-MEM-003": P, "NG-LOG-001": P, "NG-LOG-002": P, "NG-INV-001": P, "NG-INV-002": P,
+    "NG-MEM-003": P, "NG-LOG-001": P, "NG-LOG-002": P, "NG-INV-001": P, "NG-INV-002": P, "NG-INV-003": P,
 }
 
 

@@ -19,7 +19,7 @@ from .fleetgen import CTRL, HEALTHY_GPUS, HOSTILE_NODE, IMG_SERIAL, SCRIPT_NAME,
 from .runner import run_pytest, synth_suite
 
 PROPS = ["node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "expected",
-         "observed", "remediation"]
+         "observed", "remediation", "spec_source"]
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 PAYLOADS = ("<script>document", "<img src=x", "<img src=\"x\"")
 
@@ -63,7 +63,8 @@ def test_junit_properties(fleet_run):
                      ("pci_bus_id", "0000:19:00.0"), ("gpu_serial", "1652420000001"),
                      ("gpu_uuid", "GPU-00000001-aaaa"), ("expected", "healthy"),
                      ("observed", "xid79 on NVIDIA H200"),
-                     ("remediation", "Reseat the GPU or replace the riser; RMA if it recurs.")]
+                     ("remediation", "Reseat the GPU or replace the riser; RMA if it recurs."),
+                     ("spec_source", "bundle meta.json (no spec in it: built-in defaults)")]
     assert isinstance(case.result[0], Failure)
     assert isinstance(cases["test_driver_version[down]"].result[0], Error)
     for c in cases.values():

@@ -85,11 +85,12 @@ def test_every_site_test_runs_on_every_inventory_node_with_its_outcome(live):
 
 def test_junit_properties_follow_the_suite_contract(live):
     p = live.properties("test_marker_file[box2]")
-    assert list(p) == ["node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
-                       "expected", "observed", "remediation"]
+    from nodegate.session.verdicts import PROP_KEYS
+    assert tuple(p) == PROP_KEYS     # the suite items' properties, in their order
     assert (p["node"], p["check_id"], p["severity"], p["remediation"]) == (
         "box2", "SITE-FILE-001", "critical", "Create the marker file.")
     assert (p["expected"], p["observed"]) == ("the marker file exists", "marker file missing")
+    assert p["spec_source"] == f"inventory {live.out.parent / 'inv.yml'}"
     ok = live.properties("test_hostname[box1]")
     assert (ok["check_id"], ok["severity"], ok["remediation"]) == ("SITE-HOSTNAME", "major", "")
 

@@ -102,3 +102,14 @@ def test_two_writers_of_one_node_add_to_one_recording(tmp_path):
     assert {c: [(r.key, r.stdout) for r in rs] for c, rs in got.items()} == {
         "from a": [("site.cmd.0", b"A")], "from b": [("site.cmd.1", b"B")], "from b again": [("site.cmd.2", b"BB")]}
     assert sorted(results_of(Bundle.load(bdir))) == ["SITE-A", "SITE-B"]
+
+
+def test_a_recording_whose_files_contradict_meta_json_is_an_error_not_an_answer(tmp_path):
+    bdir = empty_bundle(tmp_path)
+    r = Recorder("n1")
+    r.add(CommandRecord("site.cmd.0", "cat /etc/x", b"real\n"))
+    r.flush(bdir)
+    (bdir / "site.cmd.0.out").write_bytes(b"forged, longer than recorded\n")   # edited after the run
+    got = load_recording(Bundle.load(bdir))["cat /etc/x"][0]
+    assert got.status == "inconsistent"
+    assert got.problem().startswith("its bundle files contradict meta.json: meta.json says site.cmd.0.out holds 5")

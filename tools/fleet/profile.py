@@ -67,10 +67,15 @@ class Profile:
         boot id, GPU serials and UUIDs (those derive from the node name)."""
         data = copy.deepcopy(self.data)
         n = data["node"]
+        # the ids derived from the name the data was resolved under (a copy of a profile made
+        # under another name keeps its origin's hostname): each node gets its own, as machines do
+        origins = {self.name, n["hostname"]}
         if n["hostname"] == self.name:
             n["hostname"] = node
-        if n["boot_id"] == str(uuid.UUID(int=_h(self.name, "boot", 16))):
-            n["boot_id"] = str(uuid.UUID(int=_h(node, "boot", 16)))
+        if n["boot_id"] in {_boot_id(o) for o in origins}:
+            n["boot_id"] = _boot_id(node)
+        if n["machine_id"] in {_machine_id(o) for o in origins}:
+            n["machine_id"] = _machine_id(node)
         return Profile(node, data, list(self.chain))
 
 
@@ -126,6 +131,15 @@ def _h(name: str, salt: str, n: int = 8) -> int:
     return int.from_bytes(hashlib.sha256(f"{salt}:{name}".encode()).digest()[:n], "big")
 
 
+def _boot_id(name: str) -> str:
+    return str(uuid.UUID(int=_h(name, "boot", 16)))
+
+
+def _machine_id(name: str) -> str:
+    """machine-id(5): 32 lower-case hex digits, set once per installation."""
+    return _h(name, "machine", 16).to_bytes(16, "big").hex()
+
+
 def _sd(dct: dict, key: str, default):
     """setdefault where an explicit ``null`` also takes the default (``files: null`` clears a base's files)."""
     if dct.get(key) is None:
@@ -145,7 +159,8 @@ def normalize(name: str, d: dict) -> dict:
     _sd(node, "hostname", name)
     _sd(node, "uptime", "86400.42 172000.10")
     _sd(node, "vm", False)
-    _sd(node, "boot_id", str(uuid.UUID(int=_h(name, "boot", 16))))
+    _sd(node, "boot_id", _boot_id(name))
+    _sd(node, "machine_id", _machine_id(name))
     _sd(node, "os_release", "Ubuntu 22.04.4 LTS")
 
     drv = _sd(d, "driver", {})

@@ -172,6 +172,8 @@ class _Renderer:
     def base_files(self) -> None:
         t = self.t
         t.file("/etc/hostname", self.d["node"]["hostname"] + "\n")
+        if self.d["node"]["machine_id"]:   # "" : a node without one (containers, minimal images)
+            t.file("/etc/machine-id", self.d["node"]["machine_id"] + "\n")
         t.file("/etc/os-release", f'PRETTY_NAME="{self.d["node"]["os_release"]}"\nID=ubuntu\n')
         t.file("/etc/passwd", "".join(f"{n}:x:{u}:{g}:{gecos}:{home}:{sh}\n"
                                       for n, (u, g, gecos, home, sh) in self.passwd.items()))
