@@ -18,7 +18,7 @@ from . import probe
 from .bundle import Bundle, now_iso
 from .collect import NodeFacts
 from .site.evidence import probe_items as site_probe_items
-from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError
+from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError, stop_reason
 
 try:  # pytest's stash key; the run is usable without pytest too
     import pytest
@@ -64,20 +64,30 @@ def _extra_probe_items(opts: GatherOptions, url: str) -> str:
     return probe_shell_snippet()
 
 
-def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
-    """Run the probe on one node and return its Bundle (never raises for node problems)."""
+def gather_node(job: NodeJob, opts: GatherOptions, stop: threading.Event | None = None) -> Bundle:
+    """Run the probe on one node and return its Bundle (never raises for node problems).
+    ``stop`` set (SIGINT, SIGTERM, SIGHUP: ``stop.reason``) before the node is contacted: an
+    ``interrupted`` bundle, nothing sent; while the probe runs: the exec is cut like a deadline
+    cuts it and the evidence read so far is kept, marked cut (``meta.interrupted``)."""
     meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(), "gpu_source": opts.gpu_source,
                   "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "status": "ok"}
     t0 = time.monotonic()
+    if stop is not None and stop.is_set():
+        meta.update(status="interrupted", interrupted=stop_reason(stop), finished_at=now_iso(), gather_s=0.0,
+                    error=f"not gathered: the run was interrupted ({stop_reason(stop)}) before this node was contacted")
+        return Bundle(job.name, {}, meta)
     try:
         # the spec's declared site evidence after the built-in items, in the same exec
         extra = _extra_probe_items(opts, job.url) + site_probe_items(job.spec_raw)
         script, marker = probe.render_script(user=job.persistence_user, samples=job.clocks_samples,
                                              timeout_s=int(opts.command_timeout), extra=extra)
         target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
-        r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10)
+        r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10,
+                             stop=stop)
     except TransportError as e:
         meta.update(status=e.kind, error=e.message, gather_s=round(time.monotonic() - t0, 3), finished_at=now_iso())
+        if e.stage:
+            meta["stage"] = e.stage
         return Bundle(job.name, {}, meta)
     except (ValueError, OSError) as e:
         meta.update(status="error", error=f"{type(e).__name__}: {e}", gather_s=round(time.monotonic() - t0, 3),
@@ -92,20 +102,42 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
     if len(r.stderr) >= STDERR_CAP:
         meta["stderr_capped"] = (f"the probe's stderr reached the controller's cap ({STDERR_CAP} bytes): "
                                  "items after that point have no stderr")
+    _mark_cut(meta, items, complete, r, opts)
+    return Bundle.from_raw(job.name, items, meta)
+
+
+def _mark_cut(meta: dict, items: dict, complete: bool, r, opts: GatherOptions) -> None:
+    """Record in ``meta`` where and why a probe's evidence ends early (``cut_at``,
+    ``cut_reason``; ``interrupted`` for SIGINT/SIGTERM/SIGHUP), or the node's gather error
+    when the exec produced no evidence at all."""
+    open_items = [k for k, v in items.items() if v.status == "timeout"]
+    cut_at = open_items[-1] if open_items else (list(items)[-1] if items else "start")
     if r.stdout_capped:
         # the controller stopped reading (transport.STREAM_CAP): the item being read is cut
-        open_items = [k for k, v in items.items() if v.status == "timeout"]
         for k in open_items:
             items[k].status = "truncated"
-        meta["stream_capped"] = True
-        meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["cut_reason"] = (f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
-                            "later items not collected")
+        meta.update(stream_capped=True, cut_at=cut_at,
+                    cut_reason=f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
+                               "later items not collected")
+    elif r.timed_out and r.interrupted:
+        meta["interrupted"] = r.interrupted
+        if not items:
+            meta.update(status="interrupted", stage=r.stage,
+                        error=f"not gathered: the run was interrupted ({r.interrupted}) during {r.stage or 'the exec'}")
+            return
+        meta.update(cut_at=cut_at, cut_reason=f"run interrupted ({r.interrupted}) while the probe ran: the evidence "
+                                              "read until then is kept, later items were not collected")
     elif r.timed_out:
-        open_items = [k for k, v in items.items() if v.status == "timeout"]
-        meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["cut_reason"] = (f"probe stopped by the controller's deadline "
-                            f"(item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s)")
+        deadline = (f"item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s / "
+                    f"connect {opts.connect_timeout:g}s")
+        stage = (r.stage or "reading the output") + (f" ({r.note})" if r.note else "")
+        if not items:
+            meta.update(status="timeout", stage=r.stage or "reading the output",
+                        error=f"the probe produced no output within the controller's deadline ({deadline}): "
+                              f"stalled in stage {stage}")
+            return
+        meta.update(cut_at=cut_at,
+                    cut_reason=f"probe stopped by the controller's deadline ({deadline}) in stage {stage}")
     elif not complete:
         if not items:
             meta.update(status="probe-failed",
@@ -114,7 +146,6 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
         else:
             meta["cut_at"] = list(items)[-1]
             meta["cut_reason"] = "probe output ended early (connection dropped or shell died)"
-    return Bundle.from_raw(job.name, items, meta)
 
 
 @dataclass
@@ -160,6 +191,8 @@ class FleetRun:
     _failure: BaseException | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _proc: object = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)   # the thread pool's
+    _reason_box: object = field(default=None, repr=False)      # the gathering process's (interrupt.ReasonBox)
 
     @property
     def nodes(self) -> list[str]:
@@ -282,12 +315,15 @@ class FleetRun:
         self._events[node].set()
 
     def _finish(self, jobs: list[NodeJob], why: str | None) -> None:
+        stopped = stop_reason(self._stop) if self._stop.is_set() else ""
         for j in jobs:  # a node the pool never finished: ERROR, never a silent hole
             if j.name not in self._arrived:
-                b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
-                                        "error": f"internal error while gathering: {why or 'not run'}",
-                                        "spec": j.spec_raw})
-                self._arrive(j.name, b, True)
+                meta = {"node": j.name, "target": j.shown_url, "status": "error", "spec": j.spec_raw,
+                        "error": f"internal error while gathering: {why or 'not run'}"}
+                if stopped:
+                    meta.update(status="interrupted", interrupted=stopped,
+                                error=f"not gathered: the run was interrupted ({stopped})")
+                self._arrive(j.name, Bundle(j.name, {}, meta), True)
         self.gather_s = round(time.monotonic() - self._t0, 3)
 
     def _start_thread(self, jobs: list[NodeJob], opts: GatherOptions) -> None:
@@ -298,7 +334,7 @@ class FleetRun:
         def body() -> None:
             why = None
             try:
-                gather_fleet(jobs, opts, self.bundles_dir, prepare=prepare, prepare_errors=True)
+                gather_fleet(jobs, opts, self.bundles_dir, prepare=prepare, prepare_errors=True, stop=self._stop)
             except BaseException as e:  # noqa: BLE001 - e.g. the bundles directory is not writable
                 self._failure = e
                 why = f"{type(e).__name__}: {e}"
@@ -316,7 +352,12 @@ class FleetRun:
                 stream.flush()
             except Exception:  # noqa: BLE001
                 pass
-        proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send),
+        import os
+
+        from .interrupt import ReasonBox
+        self._reason_box = ReasonBox(ctx)
+        proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send, self._reason_box,
+                                                       os.getpid()),
                            name="nodegate-gather", daemon=True)
         proc.start()
         send.close()
@@ -339,7 +380,7 @@ class FleetRun:
                 why = f"{type(e).__name__}: {e}"
             finally:
                 if why is not None and proc.is_alive():
-                    proc.terminate()   # nothing reads it any more: it must not go on writing bundles
+                    proc.kill()   # nothing reads it any more: it must not go on writing bundles
                 proc.join(timeout=30)
                 if len(self._arrived) < len(self.order) and why is None:
                     why = f"the gathering process ended (exit code {proc.exitcode})"
@@ -351,11 +392,29 @@ class FleetRun:
         self._thread = threading.Thread(target=reader, name="nodegate-gather-reader", daemon=True)
         self._thread.start()
 
-    def abort(self) -> None:
-        """Stop a gathering process (Ctrl-C): nodes not gathered yet come out ERROR."""
+    def abort(self, reason: str = "Ctrl-C") -> None:
+        """Stop the gather (Ctrl-C, SIGTERM, SIGHUP: ``reason``; nodegate.interrupt): every SSH
+        session and local process of it ends at once; a probe in flight keeps what it read,
+        marked cut; a node not contacted yet comes out ``interrupted`` (ERROR). The gathering
+        process gets ``interrupt.ABORT_GRACE_S`` to write those bundles, then is killed.
+        Returns at once; ``wait_all`` collects the nodes."""
+        from .interrupt import ABORT_GRACE_S
+        from .transport import set_stop
+        set_stop(self._stop, reason)   # a pool in this process: its deadlines end within POLL_S
         proc = self._proc
-        if proc is not None and proc.is_alive():
-            proc.terminate()
+        if proc is None:
+            return
+        if not proc.is_alive():
+            return
+        if self._reason_box is not None:
+            self._reason_box.put(reason)
+        proc.terminate()
+
+        def reap():
+            proc.join(ABORT_GRACE_S)
+            if proc.is_alive():
+                proc.kill()
+        threading.Thread(target=reap, name="nodegate-gather-reap", daemon=True).start()
 
     def progress(self) -> tuple[int, int, int, float]:
         """(nodes gathered, nodes in the run, unreachable/errors, seconds since the gather began)."""
@@ -486,13 +545,17 @@ def _parsed_gpus(b: Bundle) -> bytes | None:
         return None
 
 
-def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn) -> None:
+def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn, reason_box=None,
+                  parent_pid: int = 0) -> None:
     """Body of the gathering process (``FleetRun.start_gather``): gather every node, writing
     its bundle, and report ``("path", node, dir, is_error)`` (or ``("bundle", node, meta,
-    True)`` when the bundle could not be written) as each one is done."""
+    True)`` when the bundle could not be written) as each one is done. SIGTERM/SIGHUP (from
+    ``FleetRun.abort``, a CI cancel, or the parent's death) stop it: nodegate.interrupt."""
     import os
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is pytest's: it ends this run from there
+
+    from .interrupt import setup_gathering_child
+    stop = threading.Event()
+    setup_gathering_child(stop, reason_box, parent_pid or os.getppid())
     try:
         # The pool's 32+ threads would otherwise each get the scheduler's share that pytest's one
         # thread gets: on a busy controller the items then wait in the run queue (measured: 4.6 s
@@ -514,10 +577,13 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
         else:
             msg = ("path", b.node, str(b.path), bool(b.gather_error), _parsed_gpus(b))
         with lock:
-            conn.send(msg)
+            try:
+                conn.send(msg)
+            except (BrokenPipeError, OSError):   # the pytest process is gone: nobody reads
+                pass
 
     try:
-        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True, keep=False)
+        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True, keep=False, stop=stop)
     finally:
         conn.close()
 
@@ -525,7 +591,7 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
 def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | None,
                  progress: Callable[[int, int, int], None] | None = None,
                  prepare: Callable[[Bundle], None] | None = None, prepare_errors: bool = False,
-                 keep: bool = True) -> list[Bundle]:
+                 keep: bool = True, stop: threading.Event | None = None) -> list[Bundle]:
     """Gather all nodes concurrently (``opts.forks`` at a time); write each bundle as soon as
     it is complete. Returns bundles in job order (``keep=False``: none, each bundle is dropped
     once written and prepared; the gathering process keeps nothing per node, docs/performance.md).
@@ -535,7 +601,9 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
     of running one node after the other once the fleet is in (docs/performance.md). An exception
     from ``prepare`` is ignored (evaluation meets the same problem and reports it); one from
     writing the bundle propagates, as before. ``prepare_errors``: ``prepare`` is also called for
-    a node whose bundle could not be written (the bundle then records that error)."""
+    a node whose bundle could not be written (the bundle then records that error). ``stop``
+    set (``transport.set_stop``): the probes in flight are cut and keep what they read, the
+    nodes not started are not contacted (``gather_node``)."""
     out: dict[str, Bundle] = {}
     errors = 0
     lock = threading.Lock()
@@ -544,7 +612,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
 
     def one(j: NodeJob) -> Bundle:
         try:
-            b = gather_node(j, opts)
+            b = gather_node(j, opts, stop)
         except Exception as e:  # noqa: BLE001 - one bad node never stops the others
             b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                     "error": f"internal error while gathering: {type(e).__name__}: {e}",

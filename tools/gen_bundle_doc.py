@@ -23,8 +23,8 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 ```
 <bundles>/<node>/meta.json      node, target (password redacted), probe_version, started_at, finished_at,
-                                gather_s, connect_s, exec_s, complete, status, error, cut_at, cut_reason,
-                                stream_capped, spec, items{}
+                                gather_s, connect_s, exec_s, complete, status, error, stage, cut_at,
+                                cut_reason, interrupted, stream_capped, spec, items{}
 <bundles>/<node>/<key>.out      stdout of the item, byte-exact (capped at CAP_MIB MiB per item)
 <bundles>/<node>/<key>.err      stderr of the item (only when not empty)
 <bundles>/<node>/<key>.rc       exit code when not 0 (no file: 0); without one: `timeout` (the controller's deadline cut the item), `truncated` (output past the per-item cap) or `malformed`
@@ -32,9 +32,15 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
   (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
-  `probe-failed`, or `missing`: written by `nodegate-collect --missing REASON` for a node whose scheduler
-  task never ran; read back from a bundle directory: `bundle-refused`, see below) and `error` carries the
-  message; every check of that node is ERROR with it.
+  `probe-failed`, `interrupted`, or `missing`: written by `nodegate-collect --missing REASON` for a
+  node whose scheduler task never ran; read back from a bundle directory: `bundle-refused`, see below)
+  and `error` carries the message; every check of that node is ERROR with it. `stage` names the
+  connection stage a deadline or an interruption ended (`TCP connect`, `SSH banner`, `key exchange`,
+  `authentication`, `channel open`, `exec request`, `sending the probe`, `reading the output`:
+  docs/security.md, Deadlines).
+- `cut_at`/`cut_reason`: the probe's evidence ends early (a deadline, the stream cap, a dropped
+  connection); `interrupted` (`Ctrl-C`, `SIGTERM`, `SIGHUP`): the run was stopped while this node
+  was probed, and the evidence read until then is kept.
 - `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when neither `--spec FILE`
   nor `--inventory` is given, and every report then says so: a bundle's spec is only as trusted as
   the bundle (docs/security.md "Whose spec").

@@ -73,12 +73,16 @@ def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
     top = safe_filename(node)
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
-    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        if bundle_dir is not None and Path(bundle_dir).is_dir():
-            for name, data, mtime in _bundle_files(Path(bundle_dir)):
-                _add_bytes(tar, f"{top}/{name}", data, mtime)
-        doc = {"node": node, "spec_source": spec_source, "results": results}
-        _add_bytes(tar, f"{top}/results.json",
-                   (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
-    os.replace(tmp, out)
+    try:
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            if bundle_dir is not None and Path(bundle_dir).is_dir():
+                for name, data, mtime in _bundle_files(Path(bundle_dir)):
+                    _add_bytes(tar, f"{top}/{name}", data, mtime)
+            doc = {"node": node, "spec_source": spec_source, "results": results}
+            _add_bytes(tar, f"{top}/results.json",
+                       (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
+        os.replace(tmp, out)
+    except OSError:   # disk full: no half-written temporary left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return out

@@ -119,7 +119,7 @@ def nodes_table(infos: list[NodeInfo], hrefs: dict[str, str]) -> str:
         c = i.counts
         rows.append("<tr>" + "".join([
             _cell(i.node),
-            _cell(i.gather_status, "" if i.gather_status == "ok" else "ng-bad"),
+            _cell(i.status_text, "" if i.status_text == "ok" else "ng-bad"),
             _cell(c["pass"]), _cell(c["fail"], "ng-bad" if c["fail"] else ""),
             _cell(c["skip"]), _cell(c["error"], "ng-bad" if c["error"] else ""),
             _cell(i.driver_version), _cell(i.flavor), _cell(i.gpu_model), _cell(i.gpu_count),

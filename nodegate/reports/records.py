@@ -178,8 +178,21 @@ class NodeInfo:
     counts: Counter = field(default_factory=Counter)
 
     @property
+    def evaluated(self) -> bool:
+        """Whether any check of the node was judged (a run interrupted before its items ran,
+        or items deselected, leaves a gathered node unjudged: never "healthy")."""
+        return any(self.counts[k] for k in ("pass", "fail", "skip", "error"))
+
+    @property
     def has_problem(self) -> bool:
-        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"])
+        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"]) or not self.evaluated
+
+    @property
+    def status_text(self) -> str:
+        """The node's gather column: the gather error, NOT EVALUATED, or "ok"."""
+        if self.gather_status != "ok":
+            return self.gather_status
+        return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
 
 
 def _try(info: NodeInfo, name: str, fn):

@@ -97,8 +97,12 @@ def csv_text(rows: list[dict]) -> str:
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:   # disk full: no half-written temporary left behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def write(reports_dir: Path, records, inventory: str = "", generated_at: str = "") -> tuple[Path, Path]:

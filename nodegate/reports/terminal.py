@@ -31,7 +31,9 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
     for i in infos:
         total.update(i.counts)
     bad = [i for i in infos if i.has_problem]
-    out = [f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems; "
+    unjudged = sum(1 for i in infos if not i.evaluated)
+    out = [f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems"
+           + (f" ({unjudged} not evaluated)" if unjudged else "") + "; "
            f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
            f"{total['error']} error"]
     shown = sorted(infos, key=_worst_first)[:max_nodes]
@@ -41,7 +43,7 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         for i in shown:
             c = i.counts
             out.append(f"{_short(i.node, 40):<{w}}  {c['pass']:>5} {c['fail']:>5} {c['skip']:>5} "
-                       f"{c['error']:>5}  {_short(i.gather_status, 80)}")
+                       f"{c['error']:>5}  {_short(i.status_text, 80)}")
     if len(infos) > len(shown):
         hidden_bad = len(bad) - sum(1 for i in shown if i.has_problem)
         out.append(f"... {len(infos) - len(shown)} more node(s) not listed "

@@ -17,7 +17,7 @@ from ..errors import SpecError
 from ..run import RUN_KEY, FleetRun, GatherOptions
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
-from . import gcsched, specfile
+from . import gcsched, signals, specfile
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY
 from .terminal import terminal_writer
@@ -50,6 +50,7 @@ def start_session(session) -> None:
         config.stash[RUN_KEY] = run
         return
     jobs = config.stash.get(JOBS_KEY, [])
+    signals.install(config)
     if o.replay:
         run.mode = "replay"
         run.bundles_dir = Path(o.replay)
@@ -88,6 +89,15 @@ def _start_gather(config, run: FleetRun, jobs) -> None:
             tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ")
     try:
         run.wait_all(tick=progress)
+    except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM before any item: pytest skips its session finish, so the gather is
+        # stopped here, and what it gathered is written before pytest exits
+        run.abort(signals.reason(config))
+        try:
+            run.wait_all()
+        except Exception:  # noqa: BLE001
+            pass
+        raise
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
     if tw is not None:

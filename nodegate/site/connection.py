@@ -17,7 +17,6 @@ new connection: ``shells_started`` says how many there were.
 from __future__ import annotations
 
 import threading
-import urllib.parse
 
 from ..transport import HostKeyPolicy, SecureParamikoBackend, Target, TransportError
 from .shell import ChannelStreams, CommandOutput, PipeStreams, ShellError, SiteShell
@@ -80,12 +79,11 @@ class SiteConnection:
         self.shell = shell
 
     def _argv(self) -> list[str]:
+        """The probe's own command lines (nodegate.transport.Target): the OpenSSH client ending
+        with the remote ``sh -s``, or the local ``sh -s`` / ``chroot <root> sh -s``."""
         if self.kind == "ssh":
-            return self.target.openssh_argv()   # ends with the probe's own remote command: sh -s
-        if self.kind == "chroot":   # testinfra's chroot:///path
-            root = urllib.parse.urlparse(self.target.url).path or "/"
-            return ["chroot", root, "sh", "-s"]
-        return ["sudo", "-n", "sh", "-s"] if self.sudo else ["sh", "-s"]
+            return self.target.openssh_argv()
+        return self.target.local_argv()
 
     def run(self, key: str, command: str, timeout_s: float) -> CommandOutput:
         """Run one command in the site shell (started again first if the last one was cut).

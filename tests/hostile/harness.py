@@ -75,9 +75,10 @@ def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_hosts: Path | None = None,
-              timeout: float = 240.0, during=None) -> SuiteRun:
+              timeout: float = 240.0, during=None, env: dict | None = None) -> SuiteRun:
     """Run ``python -m pytest suites`` as the brief's command line; ``during(pid)`` runs in a
-    thread while the suite runs (e.g. to drop a connection mid-probe)."""
+    thread while the suite runs (e.g. to drop a connection mid-probe); ``env``: variables
+    added to the suite's environment."""
     reports.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
            "--reports-dir", str(reports), "--junitxml", str(reports / "junit.xml")]
@@ -87,7 +88,7 @@ def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_ho
         cmd += ["--known-hosts", str(known_hosts)]
     cmd += list(args)
     outp, errp = reports.parent / (reports.name + ".stdout"), reports.parent / (reports.name + ".stderr")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     env.pop("SSH_AUTH_SOCK", None)
     t0 = time.monotonic()
     with open(outp, "wb") as fo, open(errp, "wb") as fe:
