@@ -48,9 +48,10 @@ from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEve
                     SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
 from .parsers import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                       proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
+from .collect_fabric import FabricFacts  # noqa: E402  (imports cached_property from this module)
 
 
-class NodeFacts:
+class NodeFacts(FabricFacts):
     """Facts of one node, derived from its bundle on first access.
 
     Attributes (each a cached property; see the docstring of each for its source):
@@ -59,7 +60,9 @@ class NodeFacts:
     driver_banner, libnvml, smi_version, smi_error, gpus, gpu_source, persistenced_unit,
     persistenced_unit_files, persistenced, persistenced_user, firmware, pci_links,
     ib_devices, peermem_registered, kernel_events, kernel_log_cut, kernel_log_source, fabricmanager_version,
-    fabricmanager_unit, clocks_samples.
+    fabricmanager_unit, clocks_samples; and (nodegate/collect_fabric.py, issue 19) uptime_s,
+    nvlink_status, nvlink_errors, nvml_nvlinks, nvswitches, pci_aer, ib_ports, ibstat_ports,
+    fabricmanager_log.
     Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
     peermem_clients, smi_key and lspci_links (alternative evidence keys, nodegate/altkeys.py).
     """

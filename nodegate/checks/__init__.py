@@ -49,7 +49,9 @@ REGISTRY: dict[str, CheckDef] = {}
 
 # Modules holding check declarations (one per area); imported by load_all().
 CHECK_MODULES: tuple[str, ...] = ("driver", "persistence", "modules", "dkms", "flavor", "gsp", "pcie", "clocks",
-                                  "ecc", "kernel_log", "inventory")
+                                  "ecc", "kernel_log", "inventory",
+                                  # issue 19: fabric, InfiniBand, PCIe errors, configuration, CUDA
+                                  "nvlink", "fabric", "infiniband", "pcie_errors", "config", "cuda")
 
 
 def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..outcomes import Result
+from ..spec.sxid import sxid_info
 from ..spec.xid import xid_fail_set, xid_info
 from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
@@ -22,7 +23,16 @@ def classify(ev, fail_xids) -> tuple[bool, str]:
     """(fails?, description) of one KernelEvent."""
     if ev.kind == "xid" and ev.xid is not None:
         info = xid_info(ev.xid)
-        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}; {info.severity}; action: {info.action})"
+        # Xid 154 states the action the driver requires (GPU Reset Required / Node Reboot Required)
+        action = ev.details.get("recovery_action") or info.action
+        link = f" on NVLink {ev.details['nvlink_link']}" if ev.details.get("nvlink_link") else ""
+        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}{link}; {info.severity}; action: {action})"
+    if ev.kind == "sxid":
+        # NVSwitch SXids: their own catalog (nodegate/data/sxid.yaml, Fabric Manager User Guide)
+        fat = ev.details.get("fatal")
+        info = sxid_info(int(ev.details.get("sxid", 0)), {"yes": True, "no": False}.get(fat))
+        return info.fail, (f"SXid {info.sxid} ({info.name}; {'fatal' if info.fatal or fat == 'yes' else 'non-fatal'}; "
+                           f"action: {info.action}) on {ev.details.get('device', 'NVSwitch')}")
     if ev.kind in FAIL_KINDS:
         return True, FAIL_KINDS[ev.kind]
     return False, ev.kind
@@ -74,9 +84,10 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
 
 @check(id="NG-LOG-001", name="kernel_log_node", title="No driver failures in the kernel log (node-wide)",
        scope="node", severity="critical", evidence=("kernel.log", "smi.qx"), remediation=_REMEDIATION,
-       rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal; continuation lines joined). Node-wide "
-            "events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
-            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), 'has fallen off the "
+       rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal, talosctl; continuation lines joined). "
+            "Node-wide events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
+            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), an NVSwitch SXid that "
+            "its catalog fails (nodegate/data/sxid.yaml from the Fabric Manager User Guide), 'has fallen off the "
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
             "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
             "empty item without the probe's source line, and a log the probe cut with a deciding line lost "

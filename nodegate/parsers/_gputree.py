@@ -190,7 +190,36 @@ _FIELDS = (
     ("graphics_clock_mhz", lambda g: V.int_value(g.get("clocks", "graphics_clock"), field="graphics_clock")),
     ("max_graphics_clock_mhz", lambda g: V.int_value(g.get("max_clocks", "graphics_clock"),
                                                      field="max_clocks/graphics_clock")),
+    # issue 19: MIG pending, InfoROM image, compute mode, power limits, PCIe replay counters, fabric
+    # state/status/health (Hopper and later; N/A elsewhere)
+    ("mig_mode_pending", lambda g: V.bool_value(g.get("mig_mode", "pending_mig"), field="pending_mig")),
+    ("inforom_image", lambda g: V.text_value(g.get("inforom_version", "img_version"))),
+    ("compute_mode", lambda g: V.text_value(g.get("compute_mode"))),
+    ("power_limit_w", lambda g: _power_limits(g)[0]),
+    ("power_limit_default_w", lambda g: _power_limits(g)[1]),
+    ("pcie_replay_counter", lambda g: V.int_value(g.get("pci", "replay_counter"), field="replay_counter")),
+    ("pcie_replay_rollover", lambda g: V.int_value(g.get("pci", "replay_rollover_counter"),
+                                                   field="replay_rollover_counter")),
+    ("fabric_state", lambda g: V.text_value(g.get("fabric", "state"))),
+    ("fabric_status", lambda g: V.text_value(g.get("fabric", "status"))),
+    ("fabric_health", lambda g: V.text_value(g.get("fabric", "health", "summary"))),
 )
+
+
+def _power_limits(g: TNode):
+    """(enforced, default) power limit, W: ``enforced_power_limit`` (the limit in force; pre-570
+    XML), else ``current_power_limit`` (525+ ``gpu_power_readings``), else ``power_limit``."""
+    for block in ("gpu_power_readings", "power_readings"):
+        node = g.at(block)
+        if node is None or not node.children:
+            continue
+        enforced = next((v for v in (node.get(n) for n in ("enforced_power_limit", "current_power_limit",
+                                                            "power_limit")) if v is not None), None)
+        dflt = node.get("default_power_limit")
+        if enforced is not None or dflt is not None:
+            return (V.float_value(enforced, field=f"{block}/enforced_power_limit"),
+                    V.float_value(dflt, field=f"{block}/default_power_limit"))
+    return None, None
 
 
 def _str(v: str | None) -> str | None:

@@ -83,6 +83,19 @@ ITEMS: dict[str, tuple[str, str]] = {
                    "the last 5000 lines plus every line that can decide a verdict (with 1 line before, 3 after) "
                    "wherever it is; first line '# source: ...', last '# lines: seen=S kept=K dropped_severe=D'",
                    "NVRM/Xid lines since boot"),
+    # issue 19: fabric, InfiniBand, PCIe errors, uptime
+    "meta.uptime": ("cat /proc/uptime", "seconds since boot (window of the PCIe replay rate)"),
+    "pci.nvswitch": ("for NVIDIA functions of class 0x0680: '== <bdf> device <id> class <class>'; 'nvswitches: N'",
+                     "NVSwitch PCI functions"),
+    "pci.aer": ("'== <bdf> gpu aer=N' / '== <bdf> upstream-of <gpu> aer=N' per GPU and upstream port, then their aer_dev_{correctable,nonfatal,fatal} TOTAL_ERR_* lines and non-zero counters (grep -H)",
+                "PCIe AER counters of each GPU and its upstream ports"),
+    "ib.ports": ("'== <dev>' + fw_ver, hca_type; '== <dev> port <n>' + state, phys_state, rate, link_layer under /sys/class/infiniband",
+                 "InfiniBand/RDMA port state, rate, link layer, HCA firmware"),
+    "ib.ibstat": ("ibstat", "InfiniBand ports as infiniband-diags reports them (when installed)"),
+    "fabricmanager.log": ("journalctl -u nvidia-fabricmanager -b --no-pager -o short-iso -n 200 (else tail -n 200 /var/log/fabricmanager.log); '# fabric manager not installed' when it is not",
+                          "fabric manager messages this boot"),
+    "smi.nvlink_status": ("nvidia-smi nvlink -s", "per GPU, each NVLink's speed or <inactive>"),
+    "smi.nvlink_errors": ("nvidia-smi nvlink -e", "per GPU and link: replay, recovery, CRC error counters"),
     "nvml.json": ("python3 -B - < nodegate/nvml/probe_nvml.py (heredoc; only when python3 exists on the node)",
                   "NVML facts as JSON"),
 }

@@ -174,6 +174,11 @@ class NodeInfo:
     vbios: str | None = None           # distinct VBIOS versions, ", "-joined
     gpu_model: str | None = None       # "NVIDIA H200" or "A x4, B x4" when mixed
     gpu_count: int | None = None
+    # issue 19 (drift of firmware and configuration): distinct values over the node's GPUs, ", "-joined
+    inforom: str | None = None
+    power_limit: str | None = None     # enforced power limit, e.g. "700 W"
+    mig_mode: str | None = None        # "Disabled", "Enabled", "N/A"
+    compute_mode: str | None = None
     problems: dict[str, str] = field(default_factory=dict)
     counts: Counter = field(default_factory=Counter)
 
@@ -251,6 +256,8 @@ def _facts_into(info: NodeInfo, facts) -> None:
             info.gpu_model = ", ".join(f"{n} x{c}" for n, c in sorted(names.items()))
         vb = sorted({_s(getattr(g, "vbios_version", None)) or "?" for g in gpus})
         info.vbios = ", ".join(vb) if vb else None
+        from .drift import gpu_config_values
+        gpu_config_values(info, gpus)
 
 
 def _s(v) -> str | None:

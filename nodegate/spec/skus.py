@@ -29,6 +29,13 @@ class SkuProfile(BaseModel):
     ecc: bool = True
     memory_repair: Literal["row_remap", "page_retirement", "none"] = "row_remap"
     persistenced_root: bool = False
+    # issue 19 (fabric): NVLinks per GPU and the per-link speed nvidia-smi nvlink -s prints (GB/s);
+    # NVSwitch PCI functions by the node's GPU count of this SKU ("*" = any count); the minimum
+    # driver (a branch "550" or a version) the SKU needs. None = not known: set it in the spec.
+    nvlink_links: Optional[int] = None
+    nvlink_gbps: Optional[float] = None
+    nvswitches: Optional[dict[str, int]] = None
+    min_driver: Optional[str] = None
     source: str
 
 
@@ -39,6 +46,7 @@ class ArchProfile(BaseModel):
     gsp_firmware: Optional[str] = None
     flavor: Literal["open", "proprietary", "any"] = "any"
     memory_repair: Literal["row_remap", "page_retirement"] = "row_remap"
+    min_driver: Optional[str] = None
     source: str
 
 

@@ -64,7 +64,7 @@ def gathered(fleet):
 def test_every_node_completes_with_every_item(gathered):
     for node, (items, complete) in gathered.items():
         assert complete, node
-        assert len(items) == 33, (node, sorted(items))
+        assert len(items) == 41, (node, sorted(items))
 
 
 def test_identity_and_kernel_per_node(fleet, gathered):

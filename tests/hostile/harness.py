@@ -221,3 +221,19 @@ def kill_session_when(node_root: Path, marker_file: str, timeout: float = 60.0) 
                 pid = _ppid(pid)
         time.sleep(0.05)
     return False
+
+
+def healthy_1gpu():
+    """tools/fleet's h200-580-open-healthy with one GPU (fewer items: fleet tests stay within their
+    budget). One GPU of the HGX board, its four NVSwitches still there: the SKU profile expects none
+    for a single GPU (issue 19), so the spec says what this node has."""
+    import copy
+
+    from tools.fleet import Profile, load_profile
+    p = load_profile("h200-580-open-healthy")
+    data = copy.deepcopy(p.data)
+    data["gpus"]["count"] = 1
+    data["spec"]["gpu"]["count"] = 1
+    data["spec"]["gpu"]["bus_ids"] = data["spec"]["gpu"]["bus_ids"][:1]
+    data["spec"]["nvswitch"] = {"count": data["nvswitch"]["count"]}
+    return Profile("healthy-1gpu", data, p.chain)

@@ -6,7 +6,6 @@ can know them, and the node_identity item always."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 
@@ -15,18 +14,11 @@ import yaml
 
 from tests.hostile import harness as H
 from tests.hostile.conftest import needs_fleet
-from tools.fleet import Fleet, Profile, load_profile
+from tools.fleet import Fleet
 
 pytestmark = needs_fleet
 
 
-def _healthy_1gpu() -> Profile:
-    p = load_profile("h200-580-open-healthy")
-    data = copy.deepcopy(p.data)
-    data["gpus"]["count"] = 1
-    data["spec"]["gpu"]["count"] = 1
-    data["spec"]["gpu"]["bus_ids"] = data["spec"]["gpu"]["bus_ids"][:1]
-    return Profile("healthy-1gpu", data, p.chain)
 
 
 def _long_log(bus: str) -> str:
@@ -43,7 +35,7 @@ def _long_log(bus: str) -> str:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("identity")
-    prof = _healthy_1gpu()
+    prof = H.healthy_1gpu()
     bus = prof.spec["gpu"]["bus_ids"][0]
     f = Fleet()
     for n in ("alpha", "beta", "clone", "xid", "noawk"):
@@ -130,7 +122,8 @@ def test_a_node_without_awk_keeps_the_last_lines_and_its_kernel_log_checks_error
 def test_spec_file_is_recorded_in_each_bundle_and_shown(env):
     run = env["first"]
     meta = run.meta("xid")
-    assert meta["spec"] == yaml.safe_load(env["spec"].read_text())["nodegate"]
+    # as meta.json keeps it: JSON object keys are strings (ib.gpu_hca {0: ...} -> {"0": ...})
+    assert meta["spec"] == json.loads(json.dumps(yaml.safe_load(env["spec"].read_text())["nodegate"]))
     assert f"spec: --spec {env['spec']}: 6 node(s)" in run.out.split("nodegate summary", 1)[1]
     import xml.etree.ElementTree as ET
     props = {p.get("value") for tc in ET.parse(run.reports / "junit.xml").getroot().iter("testcase")

@@ -123,7 +123,7 @@ def load_profile(name: str, directory: Path = PROFILES_DIR) -> Profile:
 # --------------------------------------------------------------------------- defaults
 TOP_KEYS = {"description", "node", "driver", "gpus", "modules", "dkms", "persistenced", "firmware",
             "kernel_log", "infiniband", "peermem_registered", "fabricmanager", "nvidia_smi",
-            "tools_absent", "files", "spec", "expect", "faults", "ldconfig"}
+            "tools_absent", "files", "spec", "expect", "faults", "ldconfig", "ib", "nvswitch"}
 
 
 def _h(name: str, salt: str, n: int = 8) -> int:
@@ -235,6 +235,18 @@ def normalize(name: str, d: dict) -> dict:
     _sd(d, "infiniband", [])
     _sd(d, "peermem_registered", "nvidia_peermem" in mods["loaded"])
     _sd(d, "fabricmanager", None)
+    # issue 19: InfiniBand ports of the `infiniband` devices (sysfs, and ibstat when `ibstat: true`),
+    # per-device overrides under `ports`; NVSwitch functions (default: the model's HGX count when the
+    # node runs fabric manager, else none)
+    ib = _sd(d, "ib", {})
+    _sd(ib, "rate", 400)
+    _sd(ib, "fw", "28.39.1002")
+    _sd(ib, "hca_type", "MT4129")
+    _sd(ib, "link_layer", "InfiniBand")
+    _sd(ib, "ibstat", False)
+    _sd(ib, "ports", {})
+    nvs = _sd(d, "nvswitch", {})
+    _sd(nvs, "count", GPU_MODELS[g["model"]]["nvswitches"] if d["fabricmanager"] and not node["vm"] else 0)
     smi = _sd(d, "nvidia_smi", {})
     _sd(smi, "hang", [])
     _sd(smi, "error", None)
@@ -285,6 +297,20 @@ def gpu_state(d: dict, name: str, i: int) -> dict:
         "serial": f"{m['serial_prefix']}{_h(name, 'serial') % 10**4:04d}{i + 1}",
         "uuid": f"GPU-{uuid.UUID(int=_h(name + str(i), 'uuid', 16))}",
         "minor": i,
+        # issue 19: NVLink (links listed by nvidia-smi nvlink -s; none in a VM), `down` (<inactive>),
+        # `speed` {link: GB/s}, `errors` {link: {replay, recovery, crc}}; fabric state (Hopper behind
+        # NVSwitch: Completed/Success); PCIe replays and AER counters of the GPU / its upstream ports;
+        # firmware and configuration as nvidia-smi -q -x prints them
+        "nvlink": {"links": 0 if d["node"]["vm"] else m["nvlink_links"], "gbps": m["nvlink_gbps"], "down": [],
+                   "speed": {}, "errors": {}},
+        "fabric": {"state": "Completed", "status": "Success"} if m["fabric"] and d["nvswitch"]["count"]
+        else {"state": "N/A", "status": "N/A"},
+        "replays": 0, "replay_rollovers": 0,
+        "aer": None if d["node"]["vm"] else {"correctable": 0, "nonfatal": 0, "fatal": 0},
+        "upstream_aer": {},
+        "vbios": m["vbios"], "inforom": m["inforom"],
+        "power_limit": float(m["power_limit"].split()[0]), "power_default": float(m["power_limit"].split()[0]),
+        "mig": "Disabled", "mig_pending": None, "compute_mode": "Default",
     }
     st = deep_merge(base, g["all"] or {})
     st = deep_merge(st, g["per_gpu"].get(i) or {})
