@@ -12,6 +12,9 @@ For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real ss
 3. at 64 nodes: the naive testinfra suite, one ``host.run`` per check (``naive_wall_s``), and
    nodegate with ``--gather-first`` (every node gathered before collection) for comparison.
 4. at the largest size: the HTML loaded in headless chromium (``--dump-dom``), when installed.
+5. at 64 nodes: the site-checks row (bench/site.py): a site file of 10 ``host`` commands per node
+   run by nodegate alone and next to its suites, and by testinfra's own ``--hosts`` run; wall time,
+   SSH connections and exec channels per node (``--site-only``: this row alone).
 
 Prints a table and writes reports/bench.json (a list, one object per fleet size). Needs root,
 openssh-server, busybox-static and dash (tools/fleet). The benchmark reports; it does not gate.
@@ -34,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import floors, naive  # noqa: E402
+from bench import floors, naive, site  # noqa: E402
 from bench.execs import sessions_per_node  # noqa: E402
 from bench.measure import proc_cpu_s, run_measured  # noqa: E402
 from tools.fleet import Fleet, sshd_available  # noqa: E402
@@ -183,6 +186,12 @@ def load_in_chromium(html: Path, timeout_s: float = 120.0) -> dict:
             "html_load": "ok" if p.returncode == 0 else f"chromium exit {p.returncode}"}
 
 
+def site_row(fleet: Fleet, work: Path, forks: int) -> dict:
+    """bench/site.py's row on ``fleet`` (nodegate site file alone, with the suites, testinfra)."""
+    return site.run_site_row(fleet, work, forks, run_measured=run_measured, env=_env, junit_counts=_junit_counts,
+                             root=ROOT, reports_plugin_args=_reports_plugin_args)
+
+
 def bench_size(n: int, args, base: Path) -> dict:
     work = base / f"n{n}"
     work.mkdir(parents=True)
@@ -191,6 +200,9 @@ def bench_size(n: int, args, base: Path) -> dict:
     fleet.add_copies(PROFILE, n, prefix=f"b{n}")
     with fleet:
         fleet_s = round(time.monotonic() - t0, 2)
+        if args.site_only:
+            print(f"[{n:>3} nodes] fleet up in {fleet_s}s; site checks row ...", flush=True)
+            return {"nodes": n, "fleet_start_s": fleet_s, **site_row(fleet, work, args.forks)}
         print(f"[{n:>3} nodes] fleet up in {fleet_s}s ({len(fleet.groups)} sshd); nodegate ...", flush=True)
         ng = run_nodegate(fleet, work, args.forks)
         if ng["rc"] not in (0, 1) or not ng["test_items"]:
@@ -235,6 +247,9 @@ def bench_size(n: int, args, base: Path) -> dict:
             gf = run_nodegate(fleet, work / "gather-first", args.forks, ["--gather-first"])
             row.update(gather_first_wall_s=gf["wall_s"], gather_first_cpu_s=gf["cpu_s"],
                        gather_first_outcomes_equal=gf["outcomes"] == o, gather_first_phases=gf["phases"])
+        if n == args.naive_at and not args.no_site:
+            print(f"[{n:>3} nodes] site checks row (nodegate vs testinfra --hosts) ...", flush=True)
+            row.update(site_row(fleet, work, args.forks))
         if args.xdist and n == args.naive_at:
             xd = run_nodegate(fleet, work / "xdist", args.forks, ["-n", str(args.xdist), "--dist", "loadgroup"])
             row.update(xdist_workers=args.xdist, xdist_wall_s=xd["wall_s"], xdist_cpu_s=xd["cpu_s"],
@@ -253,6 +268,24 @@ def table(rows: list[dict]) -> str:
     lines = [head] + [[str(r.get(c, "")) for c in COLUMNS] for r in rows]
     w = [max(len(x[i]) for x in lines) for i in range(len(COLUMNS))]
     return "\n".join("  ".join(x[i].rjust(w[i]) for i in range(len(COLUMNS))) for x in lines)
+
+
+SITE_RUNS = (("nodegate, site file", "site"), ("nodegate, suites + site file", "site_suites"),
+             ("testinfra --hosts, site file", "site_testinfra"))
+
+
+def site_table(r: dict) -> str:
+    """The site-checks row: one line per run."""
+    out = [f"site checks at {r['nodes']} nodes, {r['site_commands_per_node']} host commands per node:",
+           f"  {'run':<30} {'wall_s':>7} {'cpu_s':>7} {'conn/node':>9} {'exec/node':>9}  outcomes"]
+    for label, k in SITE_RUNS:
+        o = r[f"{k}_outcomes"]
+        out.append(f"  {label:<30} {r[f'{k}_wall_s']:>7} {r[f'{k}_cpu_s']:>7} {r[f'{k}_connections_per_node']:>9} "
+                   f"{r[f'{k}_exec_channels_per_node']:>9}  {o['passed']} passed, {o['failed']} failed, "
+                   f"{o['errors']} errors")
+    out.append(f"  testinfra / nodegate (site file): x{r['site_speedup_vs_testinfra']}; "
+               f"testinfra / nodegate (suites + site file): x{r['site_suites_speedup_vs_testinfra']}")
+    return "\n".join(out)
 
 
 def machine() -> dict:
@@ -278,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-gather-first", action="store_true",
                     help="skip the --gather-first comparison run at --naive-at")
     ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
+    ap.add_argument("--no-site", action="store_true", help="skip the site-checks row at --naive-at")
+    ap.add_argument("--site-only", action="store_true", help="only the site-checks row, at each --sizes")
     ap.add_argument("--out", default=str(ROOT / "reports" / "bench.json"))
     args = ap.parse_args(argv)
     why = sshd_available()
@@ -299,12 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print()
-    print(table(rows))
+    if not args.site_only:
+        print(table(rows))
     for r in rows:
         extra = {k: r[k] for k in ("phases", "html_load_s", "html_rows_rendered", "html_load", "speedup_vs_naive",
                                    "gather_first_wall_s", "gather_first_outcomes_equal",
                                    "xdist_wall_s", "xdist_exec_channels_per_node", "xdist_outcomes_equal") if k in r}
-        print(f"{r['nodes']:>4}: {extra}")
+        if not args.site_only:
+            print(f"{r['nodes']:>4}: {extra}")
+        if "site_wall_s" in r:
+            print(site_table(r))
     print(f"\nwrote {out} in {time.monotonic() - t0:.0f}s total "
           f"({info['nproc']} CPUs, {info['cpu_model']}, load {info['loadavg_at_start'][0]:.1f} at start)")
     return 0

@@ -17,6 +17,7 @@ from typing import Callable
 from . import probe
 from .bundle import Bundle, now_iso
 from .collect import NodeFacts
+from .site.evidence import probe_items as site_probe_items
 from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError, stop_reason
 
 try:  # pytest's stash key; the run is usable without pytest too
@@ -76,8 +77,10 @@ def gather_node(job: NodeJob, opts: GatherOptions, stop: threading.Event | None 
                     error=f"not gathered: the run was interrupted ({stop_reason(stop)}) before this node was contacted")
         return Bundle(job.name, {}, meta)
     try:
+        # the spec's declared site evidence after the built-in items, in the same exec
+        extra = _extra_probe_items(opts, job.url) + site_probe_items(job.spec_raw)
         script, marker = probe.render_script(user=job.persistence_user, samples=job.clocks_samples,
-                                             timeout_s=int(opts.command_timeout), extra=_extra_probe_items(opts, job.url))
+                                             timeout_s=int(opts.command_timeout), extra=extra)
         target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
         r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10,
                              stop=stop)

@@ -40,3 +40,7 @@ def test_regression_flavor(regression):
 
 def test_regression_persistence(regression):
     assert regression.ok, regression.message
+
+
+def test_regression_site(regression):
+    assert regression.ok, regression.message

@@ -102,6 +102,21 @@ Bug-report versions (`nvidia-bug-report.sh Version:`) whose header forms were re
 """
 
 TAIL = """
+## Site checks (docs/site-checks.md)
+
+Beside the probe's items, a bundle holds what the site's own tests asked of the node:
+
+| key / field | what it is |
+|---|---|
+| `site_evidence.<name>` | the spec's declared command `nodegate.site_evidence.<name>`, run as `sh -c '<command>'` inside the probe's one exec (same framing, node-side deadline and caps as the items above) |
+| `site.cmd.<n>` (`.out`, `.err`, `.rc`) | the n-th command a site test ran on the node (testinfra's `host.run`, and every module's commands), in the order they ran, capped like a tool's item (CAP_MIB MiB stdout, 64 KiB stderr); `.rc` as above |
+| `meta.json` `items.site.cmd.<n>` | its exit code, status (`ok`, `timeout`, `truncated`, `malformed`), seconds and size, like an item's |
+| `meta.json` `site.commands` | `[{"key": "site.cmd.<n>", "command": "...", "status": "...", "check_id": "...", "note": "..."}]`: the index `--replay` answers from (`command` is testinfra's command line; `status` also `lost`: the connection ended first, `error`: it could not be run) |
+| `meta.json` `site.results` | `{"<check id>[<params>]": {"check_id", "outcome", "title", "message"}}`: the site checks' outcomes, compared by `--baseline` |
+
+A command a site test runs on `--replay` is answered from `site.commands` (the k-th run of a command gets
+its k-th recording); one that is not there is ERROR "not recorded in the bundle: <command>".
+
 ## Building a bundle by hand
 
 ```sh
@@ -129,9 +144,10 @@ def render() -> str:
     br = [f"| `{src.key}` | " + "<br>".join(f"`{esc(f)}`" for f in src.forms) + f" | {esc(src.note)} |"
           for src in SOURCES]
     ver = [f"| {v} | {esc(t)} |" for v, t in VERSIONS.items()]
-    return (HEAD.replace("CAP_MIB", str(DEFAULT_ITEM_CAP // (1024 * 1024))) + "\n".join(rows) + "\n"
+    cap = str(DEFAULT_ITEM_CAP // (1024 * 1024))
+    return (HEAD.replace("CAP_MIB", cap) + "\n".join(rows) + "\n"
             + ALT_HEAD + "\n".join(alt) + "\n" + BR_HEAD + "\n".join(br) + "\n" + BR_VERSIONS + "\n".join(ver)
-            + "\n" + TAIL)
+            + "\n" + TAIL.replace("CAP_MIB", cap))
 
 
 if __name__ == "__main__":

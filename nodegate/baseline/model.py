@@ -12,7 +12,7 @@ from typing import Any
 
 #: Regression kinds: one pytest item per node (NODE_KINDS) or per node and baseline GPU
 #: (GPU_KINDS). Test function = ``test_regression_<kind>``; check id = ``NG-REG-<KIND>``.
-NODE_KINDS = ("node_presence", "checks", "xid", "flavor", "persistence")
+NODE_KINDS = ("node_presence", "checks", "xid", "flavor", "persistence", "site")
 GPU_KINDS = ("pcie", "gpu_missing", "ecc", "remapped_rows")
 KINDS = NODE_KINDS + GPU_KINDS
 
@@ -33,6 +33,9 @@ KIND_INFO: dict[str, tuple[str, str, str]] = {
                     "Restore the drop-in override (ExecStart= reset, then one command with --user) that the upgrade "
                     "replaced, systemctl daemon-reload and restart nvidia-persistenced; or declare it "
                     "(baseline.planned: [persistence])."),
+    "site": ("No site check that passed on the baseline fails now", "major",
+             "Fix what the failing site check names (its own item in this run); the upgrade broke a state the "
+             "site's own checks accepted before."),
     "pcie": ("PCIe link not lower than on the baseline", "major",
              "Reseat the GPU / riser, check slot and BIOS link settings; compare with the baseline bundle."),
     "gpu_missing": ("Every baseline GPU still present (by UUID, serial, bus id)", "critical",

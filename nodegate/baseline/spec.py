@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: Regression kinds (one pytest item per node, and per GPU for GPU_KINDS); see model.KINDS.
 KindName = Literal["node_presence", "checks", "pcie", "gpu_missing", "ecc", "remapped_rows", "xid", "flavor",
-                   "persistence"]
+                   "persistence", "site"]
 #: Kinds whose change the operator may declare as planned (then: change, not regression).
 PlannableKind = Literal["flavor", "persistence"]
 

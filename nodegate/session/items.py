@@ -103,8 +103,9 @@ def parametrize(metafunc) -> None:
     metafunc.parametrize("verdict", params, ids=ids)
 
 
-#: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU)
-NODE_FIXTURES = ("verdict", "regression", "burnin_verdict")
+#: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU);
+#: ``nodegate_site_node``: the site's own tests (nodegate.site.items)
+NODE_FIXTURES = ("verdict", "regression", "burnin_verdict", "nodegate_site_node")
 
 
 def item_node(item) -> str | None:

@@ -11,14 +11,18 @@ _TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
 
 
 def node_of_test_id(nodeid: str, nodes: list[str]) -> str | None:
-    """The inventory node a test id belongs to (``...[<node>]`` or ``...[<node>-gpu<i>]``, possibly
-    with xdist's ``@group`` suffix), or None. ``nodes`` longest first, so ``a-1`` wins over ``a``."""
+    """The inventory node a test id belongs to (``...[<node>]``, ``...[<node>-gpu<i>]`` or a site
+    test's ``...[<node>-<params>]``, possibly with xdist's ``@group`` suffix), or None. ``nodes``
+    longest first, so ``a-1`` wins over ``a``."""
     m = _TEST_ID.search(nodeid)
     if not m:
         return None
     pid = m.group("id")
     for n in nodes:
         if pid == n or (pid.startswith(n + "-gpu") and pid[len(n) + 4:].isdigit()):
+            return n
+    for n in nodes:   # a site test's own parameters after the node: [<node>-<params>] (nodegate.site.items)
+        if pid.startswith(n + "-"):
             return n
     return None
 

@@ -13,7 +13,7 @@ New sections (``burnin:``, ``baseline:`` ...) are added as further sub-models on
 from __future__ import annotations
 
 import re
-from typing import Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -327,3 +327,15 @@ class Spec(_Section):
         if isinstance(v, float):
             raise ValueError(f"cuda {v!r}: quote the version (YAML reads 12.10 as 12.1)")
         return {"toolkit": v} if isinstance(v, str) else v
+
+    # the site's own checks (docs/site-checks.md): commands added to the ONE probe exec, and
+    # free values for the site's tests (kept in the bundle's spec, so --replay has them too)
+    site_evidence: dict[str, str] = Field({}, description="name -> shell command run inside the probe's one exec "
+                                          "(bundle item site_evidence.<name>, the site_evidence fixture)")
+    site_vars: dict[str, Any] = Field({}, description="free values for the site's tests (nodegate_node.vars)")
+
+    @field_validator("site_evidence")
+    @classmethod
+    def _site_evidence(cls, v):
+        from ..site.evidence import validate
+        return validate(v)

@@ -257,4 +257,5 @@ def test_without_baseline_regression_items_are_deselected(base, tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "test_regression_" not in r.stdout
     assert "test_driver_stack[node01]" in r.stdout
-    assert "2/11 tests collected (9 deselected)" in r.stdout
+    # 10 regression items: the nine kinds and test_regression_site (issue 18: site checks take part)
+    assert "2/12 tests collected (10 deselected)" in r.stdout

@@ -101,5 +101,21 @@ def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():
     assert node_of_test_id("suites/test_pcie.py::test_pcie_link[gpu-node-gpu0]@gpu-node", nodes) == "gpu-node"
     assert node_of_test_id("suites/test_x.py::test_y[x.y]", nodes) == "x.y"
     assert node_of_test_id("suites/test_x.py::test_y[b]", nodes) is None
-    assert node_of_test_id("suites/test_x.py::test_y[a-gpux]", nodes) is None
+    # a site test's own parameters follow its node (issue 18): its items stay on the node's worker
+    assert node_of_test_id("site/test_x.py::test_y[a-gpux]", nodes) == "a"
+    assert node_of_test_id("site/test_x.py::test_y[a-1-/etc]", nodes) == "a-1"
     assert node_of_test_id("tests/test_plain.py::test_plain", nodes) is None
+
+
+def test_site_row_file_has_one_host_command_per_test():
+    import ast
+
+    from bench.site import COMMANDS_PER_NODE, SITE_TESTS
+    tree = ast.parse(SITE_TESTS)
+    tests = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")]
+    assert len(tests) == COMMANDS_PER_NODE == 10
+    for f in tests:
+        calls = [n for n in ast.walk(f) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("run", "check_output", "file")]
+        assert len(calls) == 1, f.name
+        assert [a.arg for a in f.args.args] == ["host"]

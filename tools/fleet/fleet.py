@@ -41,7 +41,7 @@ from .expect import expand, registry_checks
 from .profile import Profile, load_profiles
 from .render import NodeRender, render_node
 from .rootfs import build_root, compile_shim, prepare_shared
-from .sshd import MAX_LISTEN, SshdGroup, count_sessions, keygen
+from .sshd import MAX_LISTEN, SshdGroup, count_connections, count_sessions, keygen
 
 DEFAULT_BASE = Path("/srv/nodegate-fleet")
 UNREACHABLE_ADDR = "127.0.1.250"
@@ -279,6 +279,22 @@ class Fleet:
         """Exec channels (sessions) opened per node since start, from the sshd logs."""
         by_root = count_sessions([g.log for g in self.groups])
         return {n.name: by_root.get(str(n.root), 0) for n in self.nodes.values() if n.reachable}
+
+    def connection_counts(self) -> dict[str, int]:
+        """TCP connections sshd accepted per node since start, from the sshd logs (the fleet's own
+        start-up check that each address listens is one of them: compare before and after)."""
+        by_addr = count_connections([g.log for g in self.groups])
+        return {n.name: by_addr.get(n.address, 0) for n in self.nodes.values() if n.reachable}
+
+    def settle_logs(self, timeout_s: float = 15.0) -> None:
+        """Wait until sshd has logged every node's start-up check connection (its forked child
+        writes the line, late on a busy machine): counts taken after this only grow by what
+        came later."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if all(v >= 1 for v in self.connection_counts().values()):
+                return
+            time.sleep(0.05)
 
     def rekey(self, node: str) -> str:
         """Give ``node`` a new host key (known_hosts is NOT updated: the client must refuse it).

@@ -157,3 +157,20 @@ def count_sessions(logs: list[Path]) -> dict[str, int]:
         for root in _CHROOT.findall(log.read_text(errors="replace")):
             counts[root] = counts.get(root, 0) + 1
     return counts
+
+
+_CONNECTION = re.compile(r"^Connection from \S+ port \d+ on (\S+) port \d+", re.M)
+
+
+def count_connections(logs: list[Path]) -> dict[str, int]:
+    """TCP connections accepted per node address, from sshd VERBOSE logs: sshd logs
+    ``Connection from <client> port <p> on <node address> port 22`` for every connection it
+    accepts, before any key exchange (so a refused host key or a port probe counts too: compare
+    counts before and after a run). Each node listens on an address of its own."""
+    counts: dict[str, int] = {}
+    for log in logs:
+        if not log.exists():
+            continue
+        for addr in _CONNECTION.findall(log.read_text(errors="replace")):
+            counts[addr] = counts.get(addr, 0) + 1
+    return counts
