@@ -110,6 +110,7 @@ def preselect(session) -> dict[str, int] | None:
             run = config.stash.get(RUN_KEY, None)
             order = list(run.nodes) if run is not None else list(counts)
             payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": len(items),
+                       "collection_errors": int(session.testsfailed),
                        "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
             os.write(w, json.dumps(payload).encode())
         except BaseException:  # noqa: BLE001 - the parent falls back to every node
@@ -129,9 +130,17 @@ def preselect(session) -> dict[str, int] | None:
     if status != 0 or not chunks:
         return None
     try:
-        return {str(k): int(v) for k, v in json.loads(b"".join(chunks))["nodes"].items()}
+        doc = json.loads(b"".join(chunks))
+        if doc.get("collection_errors") and not config.option.continue_on_collection_errors:
+            return COLLECTION_ERRORS   # pytest's collection will stop the run and say why
+        return {str(k): int(v) for k, v in doc["nodes"].items()}
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+#: preselect's answer when the collection has errors: pytest stops the run at collection (exit
+#: 2, its own report of the errors), so nothing is gathered
+COLLECTION_ERRORS: dict[str, int] = {"": 0}
 
 
 def after_collection(session) -> None:
@@ -145,6 +154,8 @@ def after_collection(session) -> None:
     if run is None:
         return
     items = session.items
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        return   # collection errors: pytest stops the run here and reports them
     counts = selected_counts(config, items)
     run.items_selected = dict(counts)
     run.selected = [n for n in (run.targets or run.nodes) if counts.get(n)]

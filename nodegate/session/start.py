@@ -80,8 +80,11 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
         run.overlapped = True
         config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
         return
-    from .selection import preselect
+    from .selection import COLLECTION_ERRORS, preselect
     counts = preselect(session)
+    if counts is COLLECTION_ERRORS:
+        run.order = []   # pytest's collection reports the errors and stops the run: contact nobody
+        return
     tw = terminal_writer(config)
     nodes = None if counts is None else list(counts)
     if counts is not None:
