@@ -4,6 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_XDIST ?=
+# the demo's own folder: a live run's evidence (reports/bundles/) is never touched by make
+DEMO := reports/demo
 
 .PHONY: venv demo test test-fast bench samples clean
 
@@ -15,25 +17,33 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## demo: the suite with --replay on the bundled sample fleet; writes reports/ (exit 0 even with findings)
+## demo: the installed suites (`nodegate`) with --replay on the bundled sample fleet; writes
+## reports/demo/ and nothing else (exit 0 even with findings)
 demo: $(STAMP)
-	rm -rf reports/report.html reports/junit.xml reports/rma.csv reports/rma.json reports/bundles
-	@rc=0; $(BIN)/python -m pytest suites -p no:cacheprovider --replay inventories/samples --reports-dir reports \
+	rm -rf $(DEMO)
+	@rc=0; $(BIN)/nodegate -p no:cacheprovider --replay inventories/samples --reports-dir $(DEMO) \
 	  -q --tb=no -rN || rc=$$?; \
-	echo "pytest exit $$rc: 1 means findings, which the sample fleet has on purpose"; \
-	test $$rc -le 1 && test -s reports/report.html && test -s reports/junit.xml && test -s reports/rma.csv \
-	  && echo "demo: reports written to reports/ (report.html, junit.xml, rma.csv, rma.json, bundles/)"
+	echo "nodegate exit $$rc: 1 means findings, which the sample fleet has on purpose"; \
+	test $$rc -le 1 && test -s $(DEMO)/report.html && test -s $(DEMO)/junit.xml && test -s $(DEMO)/rma.csv \
+	  && echo "demo: reports written to $(DEMO)/ (report.html, junit.xml, rma.csv, rma.json, bundles/)"
 
-## test: the project's own tests (real sshd fleet tests need root, openssh-server and busybox-static)
+## test: the project's own tests; -rs prints every skip reason (the SSH fleet tests need root,
+## openssh-server and busybox-static)
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q
+	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs
 
+## bench: simulated fleets of 16-256 nodes (needs root, openssh-server, busybox-static, dash)
 bench: $(STAMP)
+	@why=$$($(BIN)/python -c "from tools.fleet import sshd_available; print(sshd_available() or '')"); \
+	if [ -n "$$why" ]; then echo "make bench needs the simulated fleet: $$why"; \
+	  echo "install: apt-get install openssh-server openssh-client busybox-static dash (as root)"; exit 2; fi
 	$(BIN)/python bench/run.py
 
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py
 	$(BIN)/python tools/build_samples.py
 
+## clean: the venv, caches and every report file make itself writes (the demo, bench.json);
+## a live run's reports and evidence stay
 clean:
-	rm -rf $(VENV) reports/*.html reports/*.xml reports/bundles .pytest_cache
+	rm -rf $(VENV) $(DEMO) reports/bench.json .pytest_cache

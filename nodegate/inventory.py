@@ -1,79 +1,128 @@
-"""Ansible-format YAML inventories: hosts, groups, vars, group_vars/ and host_vars/.
+"""Ansible inventories, resolved by ansible-core itself.
 
-Supported (the subset operators use for static inventories):
-``all:`` with ``hosts``, ``children`` (nested groups) and ``vars``; ``group_vars/<group>.yml|.yaml``
-or ``group_vars/<group>/*.yml`` and ``host_vars/<host>.yml`` beside the inventory file; connection
-variables ``ansible_host``, ``ansible_port``, ``ansible_user``, ``ansible_ssh_private_key_file``,
-``ansible_connection`` (``ssh``/``paramiko``/``local``), ``ansible_password`` (never logged).
+Sources: whatever ``ansible -i SOURCE`` accepts with the operator's Ansible configuration (the
+default inventory plugins: YAML and INI files, inventory directories, ``host1,host2,`` lists,
+TOML, executable inventory scripts), with ``group_vars/`` and ``host_vars/`` beside the source
+(files, folders, nested folders, ``.yml/.yaml/.json``). Parsing, host ranges, ``host:port``,
+nested children, variable precedence (group depth, ``ansible_group_priority``, group name;
+vars files over inline vars), Jinja templating and host patterns are ansible-core's own:
 
-Variable precedence, lowest first (as Ansible): all's inline vars, group_vars/all, each group
-from parent to child (inline vars then group_vars/<group>), host inline vars, host_vars/<host>.
-Unlike Ansible's default ``hash_behaviour=replace``, the ``nodegate:`` mapping is deep-merged so
-a group can set the driver and a host override one PCIe value (documented in README).
+- ``InventoryManager`` parses the sources; ``inventory.subset(limit)`` +
+  ``get_hosts("all")`` select hosts exactly as ``ansible --limit`` does (``:``, ``,``, ``:&``,
+  ``:!``, ``~regex``, ``@file``, subscripts, wildcards), in Ansible's host order;
+- ``VariableManager.get_vars(host=...)`` gives each host's variables;
+- the connection values come from the connection plugin itself, as Ansible's TaskExecutor gets
+  them: ``connection_loader.get(<ansible_connection>)``, ``set_options(var_options=<the plugin's
+  variables, templated with the host's variables>)``, then ``get_option("host"/"remote_addr",
+  "port", "remote_user", "private_key_file", "password")``. Only this gets alias precedence right
+  (the plugin reads its option's variable list and the last one defined wins: the all group's
+  ``ansible_ssh_user`` beats a group file's ``ansible_user``; ../shared/spec/testbed-notes.md);
+- the ``nodegate:`` spec is deep-merged from all -> groups (Ansible's order) -> host, unlike
+  Ansible's default ``hash_behaviour=replace``: it is the ``nodegate`` variable of a second
+  ``get_vars`` with ansible-core's own ``hash_behaviour=merge`` (Ansible's ``merge_hash``), over
+  the same sources, templated. Every other variable keeps Ansible's replace semantics.
 
-``--limit`` patterns follow Ansible: ``a,b`` or ``a:b`` union, ``*`` wildcards, ``!x`` exclude,
-``&x`` intersect; each term matches host or group names.
+Connections: ansible-core's ``ssh`` (Ansible's default, also ``smart``) -> nodegate's OpenSSH
+transport; ``paramiko``/``paramiko_ssh`` -> the paramiko transport; ``local`` -> local. Anything
+nodegate cannot do as Ansible would is refused (``SpecError``; the plugin exits 2 naming the host
+and the value): another connection plugin (winrm, docker...), a password with ``ssh`` (nodegate
+runs OpenSSH in batch mode), ``ansible_ssh_common_args``/``ansible_ssh_extra_args``/
+``ansible_ssh_args``, inline ``ansible_ssh_private_key``, a ``ansible_become_method`` other than
+sudo or a ``ansible_become_user`` other than root, a port that is no integer, a host name that
+is not usable as a bundle directory name (nodegate.bundle.safe_node_dirname).
 
-Errors: ``SpecError`` naming the file and the key.
+Ansible is told to refuse what it would otherwise only warn about (ansible-core configuration,
+set for this process before ansible is imported): duplicated YAML keys
+(``DUPLICATE_YAML_DICT_KEY=error``) and unparsable sources (``INVENTORY_UNPARSED_IS_FAILED``,
+``INVENTORY_ANY_UNPARSED_IS_FAILED``). Every error is a ``SpecError`` carrying Ansible's own
+message and the source; Ansible's warnings are kept in ``Inventory.warnings``.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import os
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from . import yamlio
+from .ansible_core import LOCK, ansible, captured, msg, plain
 from .errors import SpecError
 
 SPEC_VAR = "nodegate"
 
-
-@dataclass
+#: ansible-core connection plugin (its load name) -> nodegate transport
+TRANSPORTS = {"ssh": "ssh", "paramiko_ssh": "paramiko", "local": "local"}
+#: the connection plugin's option holding the address (ansible-core's plugin documentation)
+ADDRESS_OPTION = {"ssh": "host", "paramiko_ssh": "remote_addr"}
+#: variables nodegate's transports cannot honour: refused rather than silently ignored
+UNSUPPORTED_VARS = {
+    "ansible_ssh_common_args": "extra OpenSSH options",
+    "ansible_ssh_extra_args": "extra OpenSSH options",
+    "ansible_ssh_args": "OpenSSH options",
+    "ansible_ssh_private_key": "an inline private key",
+    "ansible_private_key": "an inline private key",
+    "ansible_paramiko_proxy_command": "a paramiko proxy command",
+    "ansible_ssh_executable": "another ssh executable",
+}
+@dataclass(frozen=True)
 class Host:
-    name: str
-    vars: dict = field(default_factory=dict)
-    groups: list[str] = field(default_factory=list)   # every group it belongs to, ancestors first
-    sources: list[str] = field(default_factory=list)  # files its vars came from
+    """One inventory host as nodegate will connect to it.
 
-    @property
-    def spec_raw(self) -> dict:
-        v = self.vars.get(SPEC_VAR) or {}
-        return v if isinstance(v, dict) else {"__invalid__": v}
+    ``connection``: nodegate transport (ssh | paramiko | local); ``address``: the connection
+    plugin's host/remote_addr option, else the inventory name (Ansible's ``host.address``);
+    ``port``: int or None (the client's default, 22 or ~/.ssh/config); ``user``: None = the
+    client's default; ``key_file``: expanded path or None; ``password`` never shown (``repr``,
+    ``listing``); ``become``: ``ansible_become`` (the probe runs with ``sudo -n``); ``groups``:
+    Ansible's order (depth, priority, name); ``spec_raw``: the deep-merged ``nodegate`` variable;
+    ``sources``: the inventory sources; ``plugin``: the ansible-core connection plugin used."""
+
+    name: str
+    connection: str
+    address: str | None = None
+    port: int | None = None
+    user: str | None = None
+    key_file: str | None = None
+    password: str | None = field(default=None, repr=False)
+    become: bool = False
+    groups: tuple[str, ...] = ()
+    spec_raw: dict = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    plugin: str = ""
+    #: the plugin's host_key_checking (False: the inventory turns it off; nodegate verifies anyway)
+    host_key_checking: bool | None = None
 
     def url(self) -> str:
-        """testinfra host URL built from the connection variables."""
-        conn = str(self.vars.get("ansible_connection", "paramiko"))
-        if conn == "local":
+        """testinfra host URL (``paramiko://user:pw@[addr]:port?ssh_identity_file=...``, ``ssh://...``,
+        ``local://``); holds the password: never stored or shown (``redacted_url``)."""
+        if self.connection == "local":
             return "local://"
-        if conn not in ("ssh", "paramiko"):
-            where = f"{self.sources[0]}: " if self.sources else ""
-            raise SpecError(f"{where}host {self.name}: ansible_connection {conn!r} not supported "
-                            "(ssh, paramiko, local)")
-        host = str(self.vars.get("ansible_host", self.name))
+        host = str(self.address or self.name)
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
-        user = self.vars.get("ansible_user")
-        pw = self.vars.get("ansible_password")
-        port = self.vars.get("ansible_port")
         auth = ""
-        if user:
-            auth = urllib.parse.quote(str(user), safe="")
-            if pw:
-                auth += ":" + urllib.parse.quote(str(pw), safe="")
+        if self.user:
+            auth = urllib.parse.quote(str(self.user), safe="")
+            if self.password is not None:
+                auth += ":" + urllib.parse.quote(str(self.password), safe="")
             auth += "@"
-        url = f"{conn}://{auth}{host}" + (f":{int(port)}" if port else "")
-        key = self.vars.get("ansible_ssh_private_key_file")
-        if key:
-            url += "?ssh_identity_file=" + urllib.parse.quote(str(Path(str(key)).expanduser()), safe="/")
-        return url
+        url = f"{self.connection}://{auth}{host}" + (f":{self.port}" if self.port else "")
+        query = []
+        if self.key_file:
+            query.append("ssh_identity_file=" + urllib.parse.quote(self.key_file, safe="/"))
+        if self.become:   # testinfra's ?sudo=true: the probe runs with sudo -n (nodegate.transport)
+            query.append("sudo=true")
+        return url + ("?" + "&".join(query) if query else "")
 
     def redacted_url(self) -> str:
         """url() without the password: what reports and bundles may show."""
         return redact_url(self.url())
+
+    def listing(self) -> dict:
+        """``--list-hosts`` row: name, address, port, user, key_file, connection, password_set,
+        become, groups (no password)."""
+        return {"name": self.name, "address": self.address, "port": self.port, "user": self.user,
+                "key_file": self.key_file, "connection": self.connection,
+                "password_set": self.password is not None, "become": self.become, "groups": list(self.groups)}
 
 
 def redact_url(url: str) -> str:
@@ -90,166 +139,221 @@ def redact_url(url: str) -> str:
     return urllib.parse.urlunsplit(p._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
-def _load_yaml(path: Path) -> object:
-    try:
-        with open(path) as fh:
-            return yamlio.safe_load(fh)
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
-    except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror}") from None
+#: ansible-core warnings that mean part of the inventory was dropped (its yaml plugin skips an
+#: unknown group key or a group that is not a mapping and goes on): refused, a typo such as
+#: ``hostz:`` must not silently test fewer nodes
+DROPPED = ("Skipping unexpected key", "as this is not a valid group definition", "Skipping invalid")
 
 
-def _vars_file(base: Path, name: str) -> list[tuple[Path, dict]]:
-    out = []
-    for ext in (".yml", ".yaml", ""):
-        p = base / f"{name}{ext}"
-        if p.is_file():
-            out.append((p, _load_yaml(p)))
-    d = base / name
-    if d.is_dir():
-        for p in sorted(d.iterdir()):
-            if p.suffix in (".yml", ".yaml") and p.is_file():
-                out.append((p, _load_yaml(p)))
-    for p, v in out:
-        if v is not None and not isinstance(v, dict):
-            raise SpecError(f"{p}: expected a mapping of variables, got {type(v).__name__}")
-    return [(p, v or {}) for p, v in out]
-
-
-def _merge(dst: dict, src: dict) -> dict:
-    for k, v in src.items():
-        if k == SPEC_VAR and isinstance(v, dict) and isinstance(dst.get(k), dict):
-            dst[k] = _deep(dict(dst[k]), v)
-        else:
-            dst[k] = v
-    return dst
-
-
-def _deep(a: dict, b: dict) -> dict:
-    for k, v in b.items():
-        a[k] = _deep(dict(a[k]), v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
-    return a
-
-
-@dataclass
 class Inventory:
-    path: Path
-    hosts: dict[str, Host]
-    groups: dict[str, list[str]]  # group -> host names (recursive)
+    """An inventory source parsed by ansible-core. ``names``: every host in Ansible's order;
+    ``select(limit)`` resolves the hosts a run targets; ``hosts``: every host resolved."""
+
+    def __init__(self, source: str):
+        a = ansible()
+        self.source = source
+        self.warnings: list[str] = []
+        self._loader = a["DataLoader"]()
+        try:
+            with captured(self.warnings):
+                self._im = a["InventoryManager"](loader=self._loader, sources=[source])
+        except a["AnsibleError"] as e:
+            raise SpecError(f"inventory {source}: ansible-core refused it: {msg(e)}"
+                            + self._details()) from None
+        dropped = [w for w in self.warnings if any(d in w for d in DROPPED)]
+        if dropped:
+            raise SpecError(f"inventory {source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
+        self._vm = a["VariableManager"](loader=self._loader, inventory=self._im)
+        self._vm_merge = a["VariableManager"](loader=self._loader, inventory=self._im)
+        self._cache: dict[str, Host] = {}
+        # one connection plugin object per plugin name: set_options() recomputes every option
+        # from the host's variables each time (plugin construction was ~40 % of a host's cost)
+        self._plugins: dict[str, object] = {}
+        self.names = [h.name for h in self._im.get_hosts("all")]
+        if not self.names:
+            raise SpecError(f"inventory {source}: no hosts defined" + self._details())
+
+    @property
+    def path(self) -> Path:
+        return Path(self.source)
+
+    def _details(self) -> str:
+        """Ansible's own reasons (its warnings: one per inventory plugin that tried), the
+        plugin that fits the file's kind first, each cut to 400 characters."""
+        if not self.warnings:
+            return ""
+        kind = "'ini'" if Path(self.source).suffix in ("", ".ini", ".cfg") else "'yaml'"
+        ws = sorted(self.warnings, key=lambda w: kind not in w)
+        return "; " + "; ".join(w if len(w) <= 400 else w[:399] + "…" for w in ws[:3])
 
     def select(self, limit: str | None) -> list[Host]:
+        """The hosts ``ansible -i SOURCE all --limit LIMIT`` targets, in its order, resolved.
+        Raises SpecError when the pattern matches no host (naming it) or a host is unusable."""
+        return [self.host(n) for n in self.select_names(limit)]
+
+    def select_names(self, limit: str | None) -> list[str]:
         if not limit:
-            return list(self.hosts.values())
-        names = select_names(limit, self.hosts, self.groups)
+            return list(self.names)
+        a = ansible()
+        warns: list[str] = []
+        try:
+            with captured(warns):
+                self._im.subset(limit)
+                names = [h.name for h in self._im.get_hosts("all")]
+        except a["AnsibleError"] as e:
+            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
+        finally:
+            self._im.subset(None)
+        self.warnings.extend(w for w in warns if w not in self.warnings)
         if not names:
-            raise SpecError(f"--limit {limit!r} matches no host in {self.path}")
-        return [self.hosts[n] for n in self.hosts if n in names]
+            raise SpecError(f"--limit {limit!r} matches no host in {self.source}"
+                            + ("; " + "; ".join(warns) if warns else ""))
+        return names
+
+    @property
+    def hosts(self) -> dict[str, Host]:
+        return {n: self.host(n) for n in self.names}
+
+    def host(self, name: str) -> Host:
+        h = self._cache.get(name)
+        if h is None:
+            h = self._cache[name] = self._resolve(name)
+        return h
+
+    # ------------------------------------------------------------------ one host
+    def _resolve(self, name: str) -> Host:
+        a = ansible()
+        from .bundle import safe_node_dirname
+        try:
+            safe_node_dirname(name)
+        except ValueError:
+            raise SpecError(f"inventory {self.source}: host {name!r}: the name is not usable as a bundle "
+                            "directory name (letters, digits, '.', '_', '-'; not '.' or '..'): name the host "
+                            "so and put its address in ansible_host") from None
+        ah = self._im.get_host(name)
+        where = f"inventory {self.source}: host {name}"
+        try:
+            with captured(self.warnings):
+                hv = self._vm.get_vars(host=ah, include_hostvars=True)
+                t = a["Templar"](loader=self._loader, variables=hv)
+                conn_name = str(t.template(hv.get("ansible_connection") or a["C"].DEFAULT_TRANSPORT))
+                if conn_name == "smart":   # ansible-core: "smart" is ssh (play_context)
+                    conn_name = "ssh"
+                for var, what in UNSUPPORTED_VARS.items():
+                    if hv.get(var) not in (None, ""):
+                        raise SpecError(f"{where}: {var} ({what}) is not supported by nodegate's transports "
+                                        "(put ssh options in ~/.ssh/config; connection ssh reads it)")
+                conn = self._plugins.get(conn_name)
+                if conn is None:
+                    conn = self._plugins[conn_name] = a["connection_loader"].get(conn_name, a["PlayContext"](), None)
+                if conn is None:
+                    raise SpecError(f"{where}: ansible_connection {conn_name!r}: no such ansible-core "
+                                    "connection plugin")
+                plugin = conn._load_name.rsplit(".", 1)[-1]
+                if plugin not in TRANSPORTS:
+                    raise SpecError(f"{where}: ansible_connection {conn_name!r} is not supported by nodegate "
+                                    "(ssh, paramiko, local)")
+                values = self._connection_values(conn, plugin, hv, t, where) if plugin != "local" else {}
+                become = self._become(hv, t, where)
+                spec = self._spec(ah, where)
+        except SpecError:
+            raise
+        except a["AnsibleError"] as e:
+            raise SpecError(f"{where}: {msg(e)}") from None
+        groups = tuple(g.name for g in a["sort_groups"](ah.get_groups()))
+        return Host(name=name, connection=TRANSPORTS[plugin], become=become, groups=groups, spec_raw=spec,
+                    sources=(self.source,), plugin=conn._load_name, **values)
+
+    def _connection_values(self, conn, plugin: str, hv: dict, t, where: str) -> dict:
+        """What the connection plugin resolved from the host's templated variables (Ansible's
+        TaskExecutor: ``_resolve_option_variables`` then ``set_options``)."""
+        a = ansible()
+        try:
+            conn.set_options(var_options=conn._resolve_option_variables(hv, t))
+        except a["AnsibleError"] as e:
+            raise SpecError(f"{where}: {msg(e)} (values: port {hv.get('ansible_port', hv.get('ansible_ssh_port'))!r})") \
+                from None
+
+        def opt(o):
+            try:
+                return conn.get_option(o)
+            except KeyError:
+                return None
+        port = opt("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
+            raise SpecError(f"{where}: port {port!r} is not a TCP port number")
+        key = opt("private_key_file")
+        password = opt("password")
+        if password is not None and plugin == "ssh":
+            raise SpecError(f"{where}: a password is set (ansible_password/ansible_ssh_pass) but the connection "
+                            "is ssh: nodegate runs OpenSSH in batch mode, which takes no password; set "
+                            "ansible_connection: paramiko for password logins, or use a key")
+        addr = opt(ADDRESS_OPTION[plugin]) or self._im.get_host(hv["inventory_hostname"]).address
+        hkc = opt("host_key_checking")
+        return {"address": str(addr), "port": port, "user": None if opt("remote_user") is None else str(opt("remote_user")),
+                "key_file": os.path.expanduser(str(key)) if key else None,
+                "password": None if password is None else str(password),
+                "host_key_checking": None if hkc is None else bool(hkc)}
+
+    @staticmethod
+    def _become(hv: dict, t, where: str) -> bool:
+        from ansible.module_utils.parsing.convert_bool import boolean
+        if hv.get("ansible_become") is None:
+            return False
+        become = boolean(t.template(hv["ansible_become"]), strict=False)
+        if become:
+            method = t.template(hv.get("ansible_become_method") or "sudo")
+            user = t.template(hv.get("ansible_become_user") or "root")
+            if method not in ("sudo", "ansible.builtin.sudo"):
+                raise SpecError(f"{where}: ansible_become_method {method!r} is not supported (nodegate runs the "
+                                "probe with sudo -n)")
+            if user != "root":
+                raise SpecError(f"{where}: ansible_become_user {user!r} is not supported (the probe runs as root "
+                                "through sudo -n)")
+            if t.template(hv.get("ansible_connection") or "") == "local":
+                raise SpecError(f"{where}: ansible_become with a local connection: use --sudo")
+        return become
+
+    def _spec(self, ah, where: str) -> dict:
+        """The ``nodegate`` variable under ansible-core's ``hash_behaviour=merge``, templated."""
+        a = ansible()
+        C = a["C"]
+        with LOCK:
+            old = C.DEFAULT_HASH_BEHAVIOUR
+            C.DEFAULT_HASH_BEHAVIOUR = "merge"   # read by ansible.utils.vars.combine_vars at call time
+            try:
+                mv = self._vm_merge.get_vars(host=ah, include_hostvars=True)
+            finally:
+                C.DEFAULT_HASH_BEHAVIOUR = old
+        raw = mv.get(SPEC_VAR)
+        if raw is None:
+            return {}
+        v = a["Templar"](loader=self._loader, variables=mv).template(raw)
+        return plain(v) if isinstance(v, dict) else {"__invalid__": plain(v)}
 
 
-def select_names(limit: str, hosts: dict, groups: dict[str, list[str]]) -> set[str]:
-    terms = [t for t in limit.replace(":", ",").split(",") if t.strip()]
-    sel: set[str] = set()
-    plus = [t.strip() for t in terms if t.strip()[0] not in "!&"]
-    for t in plus:
-        sel |= _match(t, hosts, groups)
-    if not plus:
-        sel = set(hosts)
-    for t in terms:
-        t = t.strip()
-        if t.startswith("&"):
-            sel &= _match(t[1:], hosts, groups)
-        elif t.startswith("!"):
-            sel -= _match(t[1:], hosts, groups)
-    return sel
+def load_inventory(source: str | Path) -> Inventory:
+    """Parse an inventory source with ansible-core (a file, a directory, or ``h1,h2,``).
+    Raises SpecError with Ansible's message and the source."""
+    return Inventory(str(source))
 
 
-def _match(pat: str, hosts, groups) -> set[str]:
-    out = {h for h in hosts if fnmatch.fnmatchcase(h, pat)}
-    for g, members in groups.items():
-        if fnmatch.fnmatchcase(g, pat):
-            out |= set(members)
-    return out
-
-
-def load_inventory(path: str | Path) -> Inventory:
-    """Parse an Ansible YAML inventory (+ group_vars/, host_vars/ beside it).
-
-    Raises SpecError (file, key, reason) on any structural problem.
-    """
-    path = Path(path)
-    data = _load_yaml(path)
-    if not isinstance(data, dict) or not data:
-        raise SpecError(f"{path}: expected a mapping with a top-level 'all:' group")
-    base = path.parent
-    hosts: dict[str, Host] = {}
-    groups: dict[str, list[str]] = {}
-    inline: dict[str, dict] = {}
-
-    def walk(gname: str, g: object, chain: list[str], keypath: str):
-        if g is None:
-            g = {}
-        if not isinstance(g, dict):
-            raise SpecError(f"{path}: {keypath}: expected a mapping (hosts/children/vars), got {type(g).__name__}")
-        bad = set(g) - {"hosts", "children", "vars"}
-        if bad:
-            raise SpecError(f"{path}: {keypath}: unknown key(s) {sorted(bad)} (expected hosts, children, vars)")
-        gv = g.get("vars") or {}
-        if not isinstance(gv, dict):
-            raise SpecError(f"{path}: {keypath}.vars: expected a mapping")
-        inline.setdefault(gname, {})
-        _merge(inline[gname], gv)
-        chain = chain + [gname]
-        members = groups.setdefault(gname, [])
-        hs = g.get("hosts") or {}
-        if isinstance(hs, list):
-            hs = {h: {} for h in hs}
-        if not isinstance(hs, dict):
-            raise SpecError(f"{path}: {keypath}.hosts: expected a mapping of host names")
-        for hn, hv in hs.items():
-            hn = str(hn)
-            if hv is not None and not isinstance(hv, dict):
-                raise SpecError(f"{path}: {keypath}.hosts.{hn}: expected a mapping of variables")
-            h = hosts.setdefault(hn, Host(hn))
-            for c in chain:
-                if c not in h.groups:
-                    h.groups.append(c)
-            _merge(h.vars.setdefault("__inline__", {}), hv or {})
-            for c in chain:
-                if hn not in groups.setdefault(c, []):
-                    groups[c].append(hn)
-            if hn not in members:
-                members.append(hn)
-        ch = g.get("children") or {}
-        if not isinstance(ch, dict):
-            raise SpecError(f"{path}: {keypath}.children: expected a mapping of groups")
-        for cn, cv in ch.items():
-            walk(str(cn), cv, chain, f"{keypath}.children.{cn}")
-
-    top = {k: v for k, v in data.items()}
-    if "all" not in top:
-        # Ansible also accepts top-level groups; treat them as children of all.
-        top = {"all": {"children": top}}
-    if set(top) - {"all"}:
-        top = {"all": {**(top["all"] or {}), "children": {**((top["all"] or {}).get("children") or {}),
-                                                          **{k: v for k, v in top.items() if k != "all"}}}}
-    walk("all", top["all"], [], "all")
-
-    gvars = {g: _vars_file(base / "group_vars", g) for g in groups}
-    for hn, h in hosts.items():
-        merged: dict = {}
-        srcs = [str(path)]
-        for g in h.groups:  # ancestors first
-            _merge(merged, inline.get(g, {}))
-            for p, v in gvars.get(g, []):
-                _merge(merged, v)
-                srcs.append(str(p))
-        _merge(merged, h.vars.pop("__inline__", {}))
-        for p, v in _vars_file(base / "host_vars", hn):
-            _merge(merged, v)
-            srcs.append(str(p))
-        h.vars = merged
-        h.sources = srcs
-    if not hosts:
-        raise SpecError(f"{path}: no hosts defined")
-    return Inventory(path, hosts, groups)
+def select_names(limit: str | None, names) -> list[str]:
+    """``names`` (nodes without an inventory: replayed bundles, a baseline) that the Ansible host
+    pattern ``limit`` selects, matched by ansible-core on an inventory of those names alone, in
+    the given order. Raises SpecError when the pattern is invalid."""
+    names = list(names)
+    if not limit:
+        return names
+    a = ansible()
+    loader = a["DataLoader"]()
+    with captured():
+        # ansible-core's host_list source ("a,b,"): node names are bundle directory names
+        # (letters, digits, '.', '_', '-'), which it takes as they are
+        im = a["InventoryManager"](loader=loader, sources=[",".join(names) + ","])
+        try:
+            im.subset(limit)
+            got = {h.name for h in im.get_hosts("all")}
+        except a["AnsibleError"] as e:
+            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
+    return [n for n in names if n in got]

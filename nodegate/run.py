@@ -183,6 +183,15 @@ class FleetRun:
     mode: str = "ssh"  # ssh | local | replay
     order: list[str] = field(default_factory=list)
     overlapped: bool = False  # tests ran while nodes were still being gathered
+    # -- selection (nodegate.session.selection): what the reports need to say "not evaluated"
+    #: every node of the run (inventory after --limit, or the bundles replayed), in order
+    targets: list[str] = field(default_factory=list)
+    #: nodes with at least one selected item after -k/-m/--lf/--deselect (None until collected)
+    selected: list[str] | None = None
+    #: node -> number of its selected items (collection)
+    items_selected: dict[str, int] = field(default_factory=dict)
+    #: node -> number of its items that ran (their setup was reported)
+    items_ran: dict[str, int] = field(default_factory=dict)
     _arrived: dict = field(default_factory=dict, repr=False)      # node -> (Bundle, NodeFacts), any thread
     _events: dict = field(default_factory=dict, repr=False)       # node -> threading.Event
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -198,6 +207,27 @@ class FleetRun:
     def nodes(self) -> list[str]:
         """Every node of the run in inventory order (gathered or not yet)."""
         return list(self.order) if self.order else list(self.bundles)
+
+    @property
+    def contacted(self) -> list[str]:
+        """Nodes whose gathering was started (live runs; [] for --replay and --collect-only)."""
+        return list(self._events)
+
+    def not_evaluated(self) -> dict[str, str]:
+        """Node -> why it is NOT EVALUATED (never healthy): no selected item (deselected by
+        -k/-m/--lf/--deselect), or selected items that did not run (-x, --maxfail, an interrupt,
+        --collect-only). Empty until collection has selected the items; inventory order."""
+        if self.selected is None:
+            return {}
+        out = {}
+        for n in self.targets or self.nodes:
+            want, ran = self.items_selected.get(n, 0), self.items_ran.get(n, 0)
+            if want == 0:
+                out[n] = "NOT EVALUATED: no selected item (deselected by -k/-m/--lf/--deselect)"
+            elif ran < want:
+                out[n] = (f"NOT EVALUATED: {want - ran} of {want} selected items did not run "
+                          "(-x/--maxfail, interrupted, or --collect-only)")
+        return out
 
     def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by

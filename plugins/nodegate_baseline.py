@@ -68,15 +68,18 @@ def pytest_unconfigure(config):
 def _scope(config):
     """(keep(node) filter for baseline nodes, inventory host names after --limit or None)."""
     from nodegate.inventory import load_inventory, select_names
+    from nodegate.session.state import INVENTORY_KEY
     o = config.option
     limit = getattr(o, "limit", None)
+    # the baseline's node names matched against --limit once (ansible-core's patterns)
+    allowed = set(select_names(limit, [d.name for d in discover(Path(o.baseline))])) if limit else None
 
     def by_limit(n: str) -> bool:
-        return not limit or bool(select_names(limit, {n: None}, {}))
+        return allowed is None or n in allowed
     if getattr(o, "inventory", None):
-        inv = load_inventory(o.inventory)
-        selected = {h.name for h in inv.select(limit)}
-        everyone = set(inv.hosts)
+        inv = config.stash.get(INVENTORY_KEY, None) or load_inventory(o.inventory)
+        selected = set(inv.select_names(limit))
+        everyone = set(inv.names)
         return (lambda n: n in selected or (n not in everyone and by_limit(n))), selected
     return by_limit, None
 

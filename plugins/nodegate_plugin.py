@@ -16,7 +16,8 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import finish, gcsched, outputs, scheduling, signals, specfile, start, terminal, verdicts
+from nodegate.session import (cliopts, finish, gcsched, markers, outputs, scheduling, selection, signals,
+                              specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
@@ -30,8 +31,12 @@ _JOBS_KEY = JOBS_KEY
 
 def pytest_addoption(parser):
     g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
-    g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")
-    g.addoption("--limit", help="limit to hosts/groups (Ansible --limit pattern)")
+    g.addoption("--inventory", help="Ansible inventory: YAML or INI file, directory, or h1,h2, "
+                                    "(read by ansible-core, with group_vars/ and host_vars/)")
+    g.addoption("--limit", help="limit to hosts/groups (an Ansible --limit pattern, @file included)")
+    g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
+                help="print every selected host (address, port, user, key file, connection, password "
+                     "set or not) and exit; contacts nobody (--list-hosts=json: a JSON list)")
     g.addoption("--target", help="single target URL when no inventory (default local://)")
     g.addoption("--replay", action=ReplayAction, metavar="PATH",
                 help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
@@ -64,8 +69,14 @@ def pytest_addoption(parser):
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config, parser, args):  # noqa: ARG001
+    cliopts.anchor_conftests(early_config)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     config.addinivalue_line("markers", "nodegate: a nodegate suite test")
+    markers.register(config)
     # pytest-xdist registers it too; declared here so runs without xdist print no warning
     config.addinivalue_line("markers", "xdist_group(name): keep a node's items on one xdist worker")
     active = is_nodegate_run(config)
@@ -74,18 +85,23 @@ def pytest_configure(config):
     if not active:
         return
     o = config.option
-    if hasattr(o, "htmlpath") and not o.htmlpath:
-        o.htmlpath = str(Path(o.reports_dir) / "report.html")
-        o.self_contained_html = True
-    if not getattr(o, "xmlpath", None):
-        o.xmlpath = str(Path(o.reports_dir) / "junit.xml")
+    if o.list_hosts:
+        cliopts.list_hosts(config)   # exits
+    cliopts.collect_the_suites(config)
+    if not o.collectonly:   # --collect-only: nothing contacted, no report written
+        if hasattr(o, "htmlpath") and not o.htmlpath:
+            o.htmlpath = str(Path(o.reports_dir) / "report.html")
+            o.self_contained_html = True
+        if not getattr(o, "xmlpath", None):
+            o.xmlpath = str(Path(o.reports_dir) / "junit.xml")
     if hasattr(config, "workerinput"):
         return
     try:
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
-    outputs.check_outputs(config)   # exit 2 before any node is contacted
+    if not config.option.collectonly:   # --collect-only writes nothing: no output location to check
+        outputs.check_outputs(config)   # exit 2 before any node is contacted
     outputs.install(config)
 
 
@@ -104,6 +120,10 @@ def pytest_generate_tests(metafunc):
     ng_items.parametrize(metafunc)
 
 
+def pytest_itemcollected(item):
+    markers.mark_item(item)
+
+
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     return scheduling.make_scheduler(config, log)
@@ -116,6 +136,7 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     config = session.config
+    selection.after_collection(session)   # only now: gathering of the selected nodes starts
     gcsched.freeze_long_lived(config)
     gcsched.young_gc_only(config)
     if config.stash.get(ACTIVE_KEY, False) and not hasattr(config, "workerinput"):
@@ -133,6 +154,10 @@ def pytest_runtest_logstart(nodeid, location):  # noqa: ARG001
     node = config.stash.get(ITEM_NODE_KEY, {}).get(nodeid) if run is not None else None
     if node is not None and node not in run.bundles:
         run.wait(node, terminal.wait_ticker(config, run))
+
+
+def pytest_runtest_logreport(report):
+    selection.record(report)
 
 
 @pytest.hookimpl(trylast=True)

@@ -293,6 +293,14 @@ class NodegateReports:
         facts = dict(getattr(run, "facts", {}) or {}) if run is not None else {}
         nodes = list(bundles) + [n for n in by_node if n not in bundles]
         self._infos = [node_info(n, bundles.get(n), facts.get(n), by_node.get(n, [])) for n in nodes]
+        # NOT EVALUATED (nodegate.session.selection): deselected, or selected items not run
+        ne = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
+        for i in self._infos:
+            if i.node in ne and i.gather_status == "ok":
+                i.gather_status = ne[i.node]
+        self._infos += [node_info(n) for n in ne if n not in bundles and n not in by_node]
+        for i in self._infos[len(nodes):]:
+            i.gather_status = ne[i.node]
         return self._infos
 
     # -------------------------------------------------------------- outputs
@@ -304,8 +312,11 @@ class NodegateReports:
         run = _fleet(self.config)
         inv = str(getattr(run, "inventory_path", "") or "") if run is not None else ""
         started = str(getattr(run, "started_at", "") or "") if run is not None else ""
+        if self.config.option.collectonly:
+            return   # --collect-only: nothing was evaluated, no report is written
+        ne = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
         try:
-            csv_p, json_p = rma.write(out, self.book, inventory=inv, generated_at=started)
+            csv_p, json_p = rma.write(out, self.book, inventory=inv, generated_at=started, not_evaluated=ne)
             self.outputs += [("RMA (CSV)", str(csv_p)), ("RMA (JSON)", str(json_p))]
         except OSError as e:
             self.outputs.append(("RMA", f"not written: {e}"))
@@ -315,9 +326,11 @@ class NodegateReports:
     def _write_archives(self, run) -> None:
         by_node = self.book.by_node()
         bundles = dict(getattr(run, "bundles", {}) or {}) if run is not None else {}
+        ne = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
         for info in self.node_infos():
-            if not info.has_problem:
-                continue
+            deselected = info.node in ne and not getattr(run, "items_selected", {}).get(info.node)
+            if not info.has_problem or (deselected and not by_node.get(info.node)):
+                continue   # healthy, or deselected (-k/-m): nothing of it was asked for
             recs: list[Record] = by_node.get(info.node, [])
             b = bundles.get(info.node)
             bdir = getattr(b, "path", None) or next((r.bundle_dir for r in recs if r.bundle_dir), None)
@@ -340,7 +353,7 @@ class NodegateReports:
             self.outputs.insert(1 if getattr(o, "htmlpath", None) else 0, ("JUnit XML", str(o.xmlpath)))
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
-        if _is_worker(config) or not self.active():
+        if _is_worker(config) or not self.active() or config.option.collectonly:
             return
         terminalreporter.write_sep("=", "nodegate summary")
         for line in terminal.lines(self.node_infos(), self.outputs):

@@ -4,7 +4,7 @@
 Usage::
 
     .venv/bin/python tools/capture_to_bundle.py [CAPTURE_DIR] [BUNDLES_ROOT]
-    # defaults: ../shared/captures/h200-vm-580.159.04 (relative to the repo) and
+    # defaults: tests/captures/h200-vm-580.159.04 (the copy of ../shared/captures/...) and
     #           inventories/samples  -> writes inventories/samples/h200-vm/
 
 The capture (``index.tsv`` + ``NAME.out``/``NAME.err``) ran ad-hoc commands, not the probe.
@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from nodegate.bundle import Bundle, Evidence  # noqa: E402
 
 NODE = "h200-vm"
-DEFAULT_CAPTURE = REPO / ".." / "shared" / "captures" / "h200-vm-580.159.04"
+DEFAULT_CAPTURE = REPO / "tests" / "captures" / "h200-vm-580.159.04"   # the repository's copy
 DEFAULT_OUT = REPO / "inventories" / "samples"
 
 

@@ -16,7 +16,7 @@ HEAD = """# Bundle format
 
 A bundle is the raw evidence of one node, gathered by ONE exec of the probe
 (`nodegate/probe/probe.sh`, POSIX sh: dash, bash, busybox ash; read-only; no root needed,
-`--sudo` optional). Bundles are what checks evaluate: `pytest --replay DIR` evaluates every bundle
+`--sudo` optional). Bundles are what checks evaluate: `nodegate --replay DIR` evaluates every bundle
 under DIR with no network, and a person can build one by hand from command outputs.
 
 ## Layout
@@ -126,7 +126,7 @@ cat /proc/modules > modules.proc.out
 nvidia-smi -q -x > smi.qx.out; echo $? > smi.qx.rc
 dkms status > dkms.status.out 2> dkms.status.err; echo $? > dkms.status.rc
 # ... any other key from the table above, in the format the table describes
-cd ../.. && pytest --replay mybundles
+cd ../.. && nodegate --replay mybundles
 ```
 """
 

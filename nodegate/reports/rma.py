@@ -8,7 +8,7 @@ severity (highest), action (strongest, see actions.py), observed, expected
 ("<check id>: <value>" per check, "; "-joined).
 
 JSON: ``{"format": "nodegate-rma/1", "generated_at", "inventory", "rows": [...],
-"errors": [...]}``; each row has the CSV fields (gpu_index an int or null, failed_checks a
+"errors": [...], "not_evaluated": [{"node", "reason"}...]}``; each row has the CSV fields (gpu_index an int or null, failed_checks a
 list) plus ``checks``: per failed check id, title, severity, expected, observed, message,
 remediation, action. A healthy run writes the CSV header only and ``"rows": []``.
 """
@@ -105,12 +105,17 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def write(reports_dir: Path, records, inventory: str = "", generated_at: str = "") -> tuple[Path, Path]:
-    """Write ``rma.csv`` and ``rma.json`` under ``reports_dir``; returns both paths."""
+def write(reports_dir: Path, records, inventory: str = "", generated_at: str = "",
+          not_evaluated: dict[str, str] | None = None) -> tuple[Path, Path]:
+    """Write ``rma.csv`` and ``rma.json`` under ``reports_dir``; returns both paths.
+    ``not_evaluated`` (node -> reason, FleetRun.not_evaluated()): the JSON's ``not_evaluated``
+    list (no RMA row: nothing was judged)."""
     records = list(records)
     rows = build_rows(records)
     doc = {"format": FORMAT, "generated_at": generated_at, "inventory": one_line(inventory, 1000),
-           "rows": rows, "errors": build_errors(records)}
+           "rows": rows, "errors": build_errors(records),
+           "not_evaluated": [{"node": one_line(n, 300), "reason": one_line(r, 500)}
+                             for n, r in (not_evaluated or {}).items()]}
     csv_p, json_p = Path(reports_dir) / "rma.csv", Path(reports_dir) / "rma.json"
     _atomic_write(csv_p, csv_text(rows))
     # ensure_ascii: the file stays 7-bit; json escapes every control character.

@@ -12,7 +12,11 @@ import pytest
 from .. import checks as ng_checks
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
-from .state import ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
+from .state import ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
+
+#: GPU slots collected for a node without gpu.count while only the selection is being learned
+#: (selection.preselect): stand-ins, so that -k on a GPU id can select the node
+PRESELECT_GPU_SLOTS = 8
 
 #: the node_identity check (NG-INV-003): it compares every node of the run, so its items run
 #: after every node's own items (and, while gathering, after every node is in)
@@ -73,9 +77,15 @@ def parametrize(metafunc) -> None:
     name = metafunc.function.__name__.removeprefix("test_")
     cdef = ng_checks.by_name(name)
     params, ids = [], []
+    pre = metafunc.config.stash.get(PRESELECT_KEY, False)
     if run is not None:
         for node in run.nodes:
-            if cdef.scope == "node":
+            if pre and cdef.scope != "node":
+                n = int(spec_get(run.spec[node], "gpu.count") or PRESELECT_GPU_SLOTS)
+                for i in range(n):
+                    params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
+                    ids.append(f"{node}-gpu{i}")
+            elif cdef.scope == "node":
                 params.append(VerdictParam(cdef.id, node))
                 ids.append(node)
             elif run.overlapped and spec_get(run.spec[node], "gpu.count"):

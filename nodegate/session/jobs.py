@@ -1,7 +1,7 @@
 """Which nodes a run targets and with what spec: inventory (or ``--target``) -> ``NodeJob``s.
 
-Everything here runs at pytest_configure, before any node is contacted: a bad inventory or spec
-raises ``SpecError`` (the plugin exits 2 naming file, key and reason).
+Everything here runs at pytest_configure, before any node is contacted: a bad inventory, host
+or spec raises ``SpecError`` (the plugin exits 2 naming file, host, key and reason).
 """
 
 from __future__ import annotations
@@ -9,18 +9,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import SpecError  # noqa: F401 - raised through load_inventory/load_spec
+from ..errors import SpecError
 from ..inventory import Host, load_inventory, redact_url
 from ..run import NodeJob
 from .state import spec_get
 
-#: the project's suites directory (a run that names a path under it is a nodegate run)
-SUITES = Path(__file__).resolve().parents[2] / "suites"
+def _suites_dir() -> Path:
+    """The installed ``suites`` package (the checkout's suites/ in an editable install), found
+    without importing its test modules."""
+    import importlib.util
+    spec = importlib.util.find_spec("suites")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0]).resolve()
+    return Path(__file__).resolve().parents[2] / "suites"
+
+
+#: the suites nodegate ships: a run naming a path under it is a nodegate run
+SUITES = _suites_dir()
 
 
 def is_nodegate_run(config) -> bool:
-    """A nodegate run: --inventory, --replay or --target given, or a path under suites/ named.
-    Otherwise (the project's own tests) the plugins stay passive."""
+    """A nodegate run: --inventory, --replay or --target given, or a path under the suites
+    named. Otherwise (the project's own tests) the plugins stay passive."""
     o = config.option
     if getattr(o, "inventory", None) or getattr(o, "replay", None) or getattr(o, "target", None):
         return True
@@ -42,28 +52,61 @@ def load_spec(raw: dict, source: str):
     return _load(raw, source)
 
 
-def build_jobs(config) -> list[NodeJob]:
-    """One NodeJob per selected inventory host (``--inventory`` + ``--limit``), or one for
-    ``--target`` (default ``local://``). Raises SpecError for a bad inventory or spec."""
+def selected_hosts(config) -> tuple[list[Host], list[str]]:
+    """The inventory hosts of the run (``--inventory`` + ``--limit``), resolved by ansible-core
+    (nodegate.inventory), and the warnings to show: Ansible's own, two hosts on one address and
+    port, host key checking turned off in the inventory (nodegate verifies host keys anyway)."""
+    from .state import INVENTORY_KEY
     o = config.option
-    jobs: list[NodeJob] = []
-    if o.inventory:
-        inv = load_inventory(o.inventory)
-        hosts = inv.select(o.limit)
-    else:
+    inv = load_inventory(o.inventory)
+    config.stash[INVENTORY_KEY] = inv
+    hosts = inv.select(o.limit)
+    return hosts, [f"ansible-core: {w}" for w in inv.warnings] + duplicate_addresses(hosts) + \
+        [f"{h.name}: the inventory turns host key checking off; nodegate verifies host keys all the same "
+         "(--known-hosts, --accept-new-host-keys)" for h in hosts if h.host_key_checking is False]
+
+
+def duplicate_addresses(hosts: list[Host]) -> list[str]:
+    """One warning per host that resolves to the address and port of an earlier one."""
+    seen: dict[tuple, str] = {}
+    out = []
+    for h in hosts:
+        if h.connection == "local":
+            continue
+        key = (h.address, h.port or 22)
+        if key in seen:
+            out.append(f"inventory hosts {seen[key]} and {h.name} resolve to the same address and port "
+                       f"({h.address}:{h.port or 22}): one machine gathered twice is judged twice")
+        else:
+            seen[key] = h.name
+    return out
+
+
+def build_jobs(config) -> list[NodeJob]:
+    """One NodeJob per selected inventory host, or one for ``--target`` (default
+    ``local://``). Raises SpecError for a bad inventory, host or spec. Two hosts that resolve
+    to one address and port are a warning naming both (they are probably one machine)."""
+    o = config.option
+    if not o.inventory:
         url = o.target or "local://"
-        h = Host(name=local_name(url), vars={})
-        hosts = [h]
-        h.url = lambda u=url: u  # type: ignore[method-assign]
-        h.redacted_url = lambda u=url: redact_url(u)  # type: ignore[method-assign]
-        h.sources = ["--target"]
+        name = local_name(url)
+        spec = load_spec({}, "--target (no inventory: defaults)")
+        return [_job(name, url, redact_url(url), {}, spec)]
+    jobs: list[NodeJob] = []
+    hosts, warnings = selected_hosts(config)
+    for w in warnings:
+        config.issue_config_time_warning(UserWarning(f"nodegate: {w}"), stacklevel=2)
     for h in hosts:
         raw = h.spec_raw
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
-        jobs.append(NodeJob(name=h.name, url=h.url(), shown_url=h.redacted_url(), spec_raw=raw,
-                            persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
-                            clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3)))
+        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
     return jobs
+
+
+def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:
+    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw,
+                   persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
+                   clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3))
 
 
 def local_name(url: str) -> str:
@@ -73,3 +116,7 @@ def local_name(url: str) -> str:
         return os.uname().nodename.split(".")[0] or "localhost"
     host = url.split("://", 1)[-1].split("@")[-1].split("?")[0]
     return host.split(":")[0].strip("[]") or "node"
+
+
+__all__ = ["SUITES", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name",
+           "selected_hosts"]

@@ -19,7 +19,7 @@ from ..textsafe import shown
 from ..transport import HostKeyPolicy
 from . import gcsched, signals, specfile
 from .jobs import load_spec
-from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY
+from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
 
 
@@ -56,22 +56,71 @@ def start_session(session) -> None:
         run.bundles_dir = Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
     else:
-        _start_gather(config, run, jobs)
+        config.stash[RUN_KEY] = run
+        _prepare_live(session, run, jobs)
     config.stash[RUN_KEY] = run
     gcsched.freeze_long_lived(config)
 
 
-def _start_gather(config, run: FleetRun, jobs) -> None:
+def _prepare_live(session, run: FleetRun, jobs) -> None:
+    """A live run: every node's spec now; the gathering starts once the selection is known
+    (nodegate.session.selection): after collection when the items need only the specs, else
+    right here, for the nodes a collection in a forked child selected."""
+    config = session.config
     o = config.option
     run.mode = "local" if all(j.url.startswith("local") for j in jobs) else "ssh"
+    run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
+    for j in jobs:
+        run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
+    run.targets = [j.name for j in jobs]
+    run.order = list(run.targets)
+    why_not = why_gather_first(config)
+    no_count = [j.name for j in jobs if not spec_get(run.spec[j.name], "gpu.count")]
+    if why_not is None and not no_count:
+        run.overlapped = True
+        config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
+        return
+    from .selection import COLLECTION_ERRORS, preselect
+    counts = preselect(session)
+    if counts is COLLECTION_ERRORS:
+        run.order = []   # pytest's collection reports the errors and stops the run: contact nobody
+        return
+    tw = terminal_writer(config)
+    nodes = None if counts is None else list(counts)
+    if counts is not None:
+        # what collection will select (xdist's controller never collects: this is its record)
+        run.items_selected = dict(counts)
+        run.selected = list(counts)
+    if nodes is None:
+        nodes = run.targets
+        if tw is not None:
+            tw.line("nodegate: the selection could not be learned before gathering: every node is gathered",
+                    yellow=True)
+    elif not nodes:
+        if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None)):
+            from .selection import why_nothing
+            pytest.exit(why_nothing(config, None), returncode=EXIT_SPEC_ERROR)
+        nodes = run.targets   # baseline/burn-in items are collected from gathered nodes only
+    chosen = set(nodes)
+    start_gathering(config, run, [j for j in jobs if j.name in chosen])
+
+
+def start_gathering(config, run: FleetRun, jobs) -> None:
+    """Gather ``jobs`` (the selected nodes) in the background; the tests run while they arrive
+    unless ``why_gather_first`` says every node is needed first (then wait for all)."""
+    o = config.option
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
     run.bundles_dir.mkdir(parents=True, exist_ok=True)
     opts = gather_options(config)
     source = specfile.live_source(config)
     for j in jobs:
-        run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
+        if j.name not in run.spec:
+            run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
         run.spec_raw[j.name] = j.spec_raw
         run.spec_source[j.name] = source
+    if not jobs:
+        run.order = []
+        return
     run.start_gather(jobs, opts)
     tw = terminal_writer(config)
     why_not = why_gather_first(config)
@@ -179,7 +228,13 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
-        names = select_names(limit, {n: None for n, _, _ in sources}, {})
+        try:
+            names = set(select_names(limit, [n for n, _, _ in sources]))
+        except SpecError as e:
+            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+        if not names:
+            pytest.exit(f"nodegate: --limit {limit!r} matches no bundle under {shown(root)}",
+                        returncode=EXIT_SPEC_ERROR)
     try:
         forced = specfile.override(config)
     except SpecError as e:
@@ -219,6 +274,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
             run.spec[b.node] = load_spec({}, "defaults")
     if not run.bundles:
         pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
+    run.targets = list(run.bundles)
     _say_replay(config, run, links)
 
 

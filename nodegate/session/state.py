@@ -18,6 +18,12 @@ ITEM_NODE_KEY = pytest.StashKey[dict]()
 IDENTITY_ITEMS_KEY = pytest.StashKey[set]()
 #: per-run cache of GPU identities and driver versions (verdicts.node_cache)
 IDENT_KEY = pytest.StashKey[dict]()
+#: the nodegate.inventory.Inventory of --inventory (jobs.build_jobs), for the other plugins
+INVENTORY_KEY = pytest.StashKey[object]()
+#: NodeJobs of a live run whose gathering waits for the selection (selection.after_collection)
+PENDING_JOBS_KEY = pytest.StashKey[list]()
+#: set in selection.preselect's child: its collection contacts and waits for nothing
+PRESELECT_KEY = pytest.StashKey[bool]()
 
 #: Exit codes documented for CI (README "Exit codes").
 EXIT_SPEC_ERROR = 2

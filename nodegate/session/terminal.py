@@ -79,7 +79,7 @@ def wait_ticker(config, run: FleetRun):
 def gathered_summary(terminalreporter, config) -> None:
     """pytest_terminal_summary: how the overlapped gather went, and GPUs beyond gpu.count."""
     run = config.stash.get(RUN_KEY, None)
-    if run is None or not run.overlapped or hasattr(config, "workerinput"):
+    if run is None or not run.overlapped or hasattr(config, "workerinput") or config.option.collectonly:
         return
     done, total, errors, dt = run.progress()
     terminalreporter.write_line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors in "

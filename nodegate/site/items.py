@@ -73,8 +73,18 @@ def parametrize(metafunc) -> None:
     site_check(metafunc.function, f"{metafunc.definition.path.name}::{metafunc.function.__name__}",
                m.kwargs if m is not None else None)   # ValueError: a collection error naming the marker
     st = metafunc.config.stash.get(SITE_KEY, None)
-    nodes = list(st.run.nodes) if st is not None else []
+    nodes = list(st.run.nodes) if st is not None else _preselect_nodes(metafunc.config)
     metafunc.parametrize(PARAM, [("site", n) for n in nodes], ids=nodes, indirect=True, scope="session")
+
+
+def _preselect_nodes(config) -> list[str]:
+    """The run's nodes while nodegate learns the selection in a forked collection
+    (nodegate.session.selection.preselect, before this plugin's sessionstart made its state):
+    site items count there like suite items; [] otherwise."""
+    from ..run import RUN_KEY
+    from ..session.selection import preselecting
+    run = config.stash.get(RUN_KEY, None)
+    return list(run.nodes) if run is not None and preselecting(config) else []
 
 
 def order(config, items) -> None:

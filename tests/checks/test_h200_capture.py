@@ -16,7 +16,7 @@ from nodegate.spec import load_spec
 from .fakes import covers
 
 ROOT = Path(__file__).resolve().parents[2]
-CAPTURE = ROOT.parent / "shared" / "captures" / "h200-vm-580.159.04"
+CAPTURE = ROOT / "tests" / "captures" / "h200-vm-580.159.04"   # copy of ../shared/captures
 
 P, F, S, E = Outcome.PASS, Outcome.FAIL, Outcome.SKIP, Outcome.ERROR
 EXPECTED = {

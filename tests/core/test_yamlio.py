@@ -28,6 +28,7 @@ def test_python_tags_are_refused(doc):
 def test_inventory_with_a_python_tag_is_a_spec_error(tmp_path):
     inv = tmp_path / "inv.yml"
     inv.write_text("nodes:\n  n1: !!python/object/apply:os.system ['touch " + str(tmp_path / "pwned") + "']\n")
-    with pytest.raises(SpecError, match="not valid YAML"):
+    # ansible-core reads inventories now; its YAML loader is a safe one as well
+    with pytest.raises(SpecError, match="ansible-core refused it.*Could not determine a constructor"):
         load_inventory(str(inv))
     assert not (tmp_path / "pwned").exists()

@@ -112,8 +112,11 @@ def env(tmp_path_factory):
         node = PasswordNode(f.root("pw-node"))
         kh = tmp / "known_hosts"
         kh.write_text(node.known_hosts_line())
+        # a password login is paramiko's (ansible_connection unset means OpenSSH in batch mode,
+        # which nodegate refuses with a password: tests/inventory/test_resolve.py)
         inv = {"all": {"hosts": {"pw-node": {"ansible_host": "127.0.0.1", "ansible_port": node.port,
-                                             "ansible_user": "root", "ansible_password": PASSWORD}}}}
+                                             "ansible_user": "root", "ansible_password": PASSWORD,
+                                             "ansible_connection": "paramiko"}}}}
         inv_path = tmp / "inventory.yml"
         inv_path.write_text(yaml.safe_dump(inv))
         run = H.run_suite(tmp / "inv-run", "--command-timeout", "5", "--probe-timeout", "60",

@@ -12,7 +12,8 @@ import json
 import re
 from pathlib import Path
 
-CAPTURE = Path(__file__).resolve().parents[3] / "shared" / "captures" / "h200-vm-580.159.04"
+#: the repository's copy of ../shared/captures/h200-vm-580.159.04 (tests/captures/test_capture_copy.py)
+CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "h200-vm-580.159.04"
 
 
 def capture_text(name: str) -> str:

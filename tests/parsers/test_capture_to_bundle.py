@@ -11,7 +11,7 @@ from nodegate.collect import NodeFacts
 from nodegate.errors import EvidenceError
 
 REPO = Path(__file__).resolve().parents[2]
-CAP = REPO.parent / "shared" / "captures" / "h200-vm-580.159.04"
+CAP = REPO / "tests" / "captures" / "h200-vm-580.159.04"   # copy of ../shared/captures
 SAMPLE = REPO / "inventories" / "samples" / "h200-vm"
 
 

@@ -15,8 +15,9 @@ def test_healthy_run_writes_header_and_empty_rows(tmp_path):
     csv_p, json_p = rma.write(tmp_path, [rec(outcome="pass"), rec(outcome="skip")], inventory="inv.yml",
                               generated_at="2026-01-01T00:00:00Z")
     assert csv_p.read_text() == HEADER
+    # "not_evaluated" (node -> reason, FleetRun.not_evaluated()): nodes deselected or not run
     assert json.loads(json_p.read_text()) == {"format": "nodegate-rma/1", "generated_at": "2026-01-01T00:00:00Z",
-                                              "inventory": "inv.yml", "rows": [], "errors": []}
+                                              "inventory": "inv.yml", "rows": [], "errors": [], "not_evaluated": []}
 
 
 def test_rows_group_by_gpu_and_node_level_apart():

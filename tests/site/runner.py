@@ -62,6 +62,10 @@ class Run:
 
 
 def inventory(path: Path, hosts: dict[str, dict], spec: dict | None = None) -> Path:
+    # hosts without ansible_connection get nodegate's paramiko transport, as the fleet's do (unset
+    # means OpenSSH, as for Ansible: nodegate/inventory.py)
+    hosts = {n: ({"ansible_connection": "paramiko", **v} if "ansible_connection" not in (v or {}) else v)
+             for n, v in hosts.items()}
     inv = {"all": {"hosts": hosts}}
     if spec:
         inv["all"]["vars"] = {"nodegate": spec}

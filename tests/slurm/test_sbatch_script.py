@@ -72,5 +72,5 @@ def test_script_passes_only_options_that_exist():
     assert collect == [["--out", "--node", "--spec", "--root", "--command-timeout", "--probe-timeout"],
                        ["--out", "--node", "--spec", "--missing"]]
     assert {o for c in collect for o in c} <= help_options(_parser().format_help())
-    report = invocations(text, "-m pytest suites")
+    report = invocations(text, "/bin/nodegate\"")   # the report step: the nodegate command
     assert report == [["--tb", "--replay", "--reports-dir"]]

@@ -239,8 +239,10 @@ class Fleet:
     def inventory(self) -> dict:
         hosts = {}
         for n in self.nodes.values():
+            # nodegate's paramiko transport (an Ansible inventory without ansible_connection
+            # means OpenSSH, as for Ansible)
             h = {"ansible_host": n.address, "ansible_port": n.port, "ansible_user": self.user,
-                 "ansible_ssh_private_key_file": str(self.client_key_path)}
+                 "ansible_ssh_private_key_file": str(self.client_key_path), "ansible_connection": "paramiko"}
             if n.profile is not None and n.profile.spec:
                 h["nodegate"] = n.profile.spec
             hosts[n.name] = h

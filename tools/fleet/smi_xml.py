@@ -19,7 +19,7 @@ import defusedxml.ElementTree as DET
 
 from .models import GPU_MODELS, branch
 
-TEMPLATE = Path(__file__).resolve().parents[3] / "shared" / "captures" / "h200-vm-580.159.04" / "smi_qx.out"
+TEMPLATE = Path(__file__).resolve().parents[2] / "tests" / "captures" / "h200-vm-580.159.04" / "smi_qx.out"
 _LOCAL_TEMPLATE = Path(__file__).with_name("data") / "smi_qx_h200_580.xml"
 
 

@@ -1,0 +1,84 @@
+"""Command-line behaviour of a nodegate run that is not gathering: ``--list-hosts`` and which
+paths a run collects when none is named."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..errors import SpecError
+from .state import EXIT_SPEC_ERROR
+
+
+def list_hosts(config) -> None:
+    """``--list-hosts[=json]``: every selected host with its address, port, user, key file,
+    connection, whether a password is set (never the password) and become; contacts nobody,
+    exits 0 (2 on an inventory error, like a run)."""
+    from .jobs import selected_hosts
+    o = config.option
+    if not o.inventory:
+        pytest.exit("nodegate: --list-hosts needs --inventory", returncode=EXIT_SPEC_ERROR)
+    try:
+        found, warnings = selected_hosts(config)
+    except SpecError as e:
+        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    hosts = [h.listing() for h in found]
+    for w in warnings:
+        sys.stderr.write(f"nodegate: warning: {w}\n")
+    out = sys.stdout
+    if o.list_hosts == "json":
+        out.write(json.dumps(hosts, indent=1) + "\n")
+    else:
+        out.write(render_hosts(hosts))
+    out.flush()
+    pytest.exit("nodegate: --list-hosts: no node contacted", returncode=0)
+
+
+def render_hosts(hosts: list[dict]) -> str:
+    """A table, one host a line: name, connection, address, port, user, key file, password."""
+    from ..reports.text import one_line
+    cols = ("name", "connection", "address", "port", "user", "key_file", "password_set", "become")
+    heads = ("host", "connection", "address", "port", "user", "key file", "password", "become")
+    rows = [[one_line("-" if h[c] is None else ("yes" if h[c] is True else "no" if h[c] is False else str(h[c])), 200)
+             for c in cols] for h in hosts]
+    w = [max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(len(cols))]
+    lines = ["  ".join(heads[i].ljust(w[i]) for i in range(len(cols))).rstrip()]
+    lines += ["  ".join(r[i].ljust(w[i]) for i in range(len(cols))).rstrip() for r in rows]
+    return f"  hosts ({len(hosts)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
+
+
+def anchor_conftests(early_config) -> None:
+    """pytest_load_initial_conftests: a nodegate run that names no test path loads its initial
+    conftest.py files from the installed suites, not from the working directory (pytest anchors
+    them at the working directory when no path is given: a site's unrelated conftest.py would
+    run, or fail, before anything of ours)."""
+    from .jobs import SUITES
+    ns = early_config.known_args_namespace
+    if getattr(ns, "file_or_dir", None):
+        return
+    if any(getattr(ns, k, None) for k in ("inventory", "replay", "target")):
+        ns.file_or_dir = [str(SUITES)]
+
+
+def collect_the_suites(config) -> None:
+    """A nodegate run that names no test path collects the installed suites, whatever the
+    rootdir pytest chose. pytest chooses the rootdir and ini file before plugins add their
+    options, so the value of ``--inventory /elsewhere/hosts.yml`` counts as a path there: the
+    rootdir moves to the inventory's side, the project's ``testpaths`` is lost and pytest would
+    collect the whole working directory (``config.args_source`` INVOCATION_DIR). ``nodegate``
+    (nodegate/cli.py) avoids it with ``-c``/``--rootdir``; for plain pytest, ``--inventory=PATH``
+    does, and this puts the suites back."""
+    from .jobs import SUITES
+    if getattr(config, "args_source", None) != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return
+    config.args = [str(SUITES)]
+    if config.inipath is None:
+        config.issue_config_time_warning(UserWarning(
+            f"nodegate: pytest found no ini file (rootdir {config.rootpath}): it read an option's value as a path; "
+            f"collecting the installed suites {SUITES}. Use `nodegate`, or --inventory=PATH"), stacklevel=2)
+
+
+__all__ = ["collect_the_suites", "list_hosts", "render_hosts", "Path"]

@@ -1,0 +1,227 @@
+"""Which nodes a run contacts: only those with at least one selected item.
+
+pytest selects items after collecting them (``-k`` by check id, check name or node, ``-m`` by
+severity/area marker, ``--lf``, ``--deselect``: ``pytest_collection_modifyitems``). nodegate's
+items need only each node's spec (``gpu.count``) to be collected, so a live run gathers after
+that, in ``pytest_collection_finish``, and the tests still run while the nodes are gathered
+(``after_collection``). A run whose items come from what the nodes report (``--gather-first``,
+xdist, ``--baseline``, ``--burn-in``, a node without ``gpu.count``) must gather before it
+collects: it learns the selection first from a collection of its own in a forked child
+(``preselect``: the same pytest, the same arguments and hooks, its output discarded), then
+gathers the selected nodes only.
+
+What reports need (``FleetRun``): ``targets`` (every node of the run), ``selected``,
+``items_selected``/``items_ran`` per node, ``contacted`` and ``not_evaluated()``: a node without
+a selected item, or with selected items that did not run (-x, --maxfail, an interrupt,
+--collect-only), is NOT EVALUATED, never healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections import Counter
+
+import pytest
+
+from ..run import RUN_KEY
+from .items import item_node
+from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
+
+#: markers that make an item a nodegate check even without a node parameter
+NODEGATE_MARKERS = ("nodegate", "nodegate_check", "nodegate_regression")
+
+
+def preselecting(config) -> bool:
+    """True inside ``preselect``'s child (its collection must contact nothing and wait for
+    nothing)."""
+    return bool(config.stash.get(PRESELECT_KEY, False))
+
+
+def is_nodegate_item(item) -> bool:
+    return item_node(item) is not None or any(item.get_closest_marker(m) for m in NODEGATE_MARKERS)
+
+
+def selected_counts(config, items) -> Counter:
+    """Node -> number of its items among ``items`` (the selected ones). The node_identity items
+    (NG-INV-003, run after every node's own items: they compare the whole run) do not count: a
+    node whose own items all ran is evaluated even when the run stopped before those."""
+    node_of = config.stash.get(ITEM_NODE_KEY, {})
+    fleetwide = config.stash.get(IDENTITY_ITEMS_KEY, ())
+    c: Counter = Counter()
+    for it in items:
+        if it.nodeid in fleetwide:
+            continue
+        n = node_of.get(it.nodeid) or item_node(it)
+        if n is not None:
+            c[n] += 1
+    return c
+
+
+def why_nothing(config, n_deselected: int | None) -> str:
+    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child)."""
+    o = config.option
+    sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
+    if n_deselected is None or n_deselected:
+        what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
+        return (f"nodegate: no nodegate check selected: {what} deselected"
+                f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
+    return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
+            "(run `nodegate` with no path for the installed suites); no node was contacted")
+
+
+def preselect(session) -> dict[str, int] | None:
+    """Node -> number of its selected items (nodes with none left out, run order), learned from
+    a collection in a forked child (pytest's own deselection; nothing is contacted there). None
+    when the child could not tell (no fork, or its collection failed): the caller then gathers
+    every node, as before."""
+    if not hasattr(os, "fork"):
+        return None
+    config = session.config
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # the child: collect, report the selection, never return into pytest
+        code = 0
+        try:
+            os.close(r)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            config.stash[PRESELECT_KEY] = True
+            if not hasattr(session, "_fixturemanager"):
+                # nodegate's sessionstart runs first (tryfirst: the burn-in and baseline plugins
+                # need its gathering): here, in the child only, pytest's own fixtures plugin
+                # sets up what collection needs (tests/inventory/test_cli_selection.py)
+                config.pluginmanager.get_plugin("fixtures").pytest_sessionstart(session)
+            # the child's output is discarded; pytest's terminal reporter has not seen
+            # sessionstart either and would fail on the deselection report
+            tr = config.pluginmanager.get_plugin("terminalreporter")
+            if tr is not None:
+                config.pluginmanager.unregister(tr)
+            items = session.perform_collect()
+            counts = selected_counts(config, items)
+            run = config.stash.get(RUN_KEY, None)
+            order = list(run.nodes) if run is not None else list(counts)
+            payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": len(items),
+                       "collection_errors": int(session.testsfailed),
+                       "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
+            os.write(w, json.dumps(payload).encode())
+        except BaseException:  # noqa: BLE001 - the parent falls back to every node
+            code = 1
+
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        chunks.append(b)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not chunks:
+        return None
+    try:
+        doc = json.loads(b"".join(chunks))
+        if doc.get("collection_errors") and not config.option.continue_on_collection_errors:
+            return COLLECTION_ERRORS   # pytest's collection will stop the run and say why
+        return {str(k): int(v) for k, v in doc["nodes"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+#: preselect's answer when the collection has errors: pytest stops the run at collection (exit
+#: 2, its own report of the errors), so nothing is gathered
+COLLECTION_ERRORS: dict[str, int] = {"": 0}
+
+
+def after_collection(session) -> None:
+    """pytest_collection_finish (after every deselection): record the selection on the
+    FleetRun, exit 2 when no nodegate check is selected (nothing contacted), and start gathering
+    the selected nodes of a live run (not with --collect-only)."""
+    config = session.config
+    if preselecting(config) or not config.stash.get(ACTIVE_KEY, False) or hasattr(config, "workerinput"):
+        return
+    run = config.stash.get(RUN_KEY, None)
+    if run is None:
+        return
+    items = session.items
+    if session.testsfailed and not config.option.continue_on_collection_errors:
+        return   # collection errors: pytest stops the run here and reports them
+    counts = selected_counts(config, items)
+    run.items_selected = dict(counts)
+    run.selected = [n for n in (run.targets or run.nodes) if counts.get(n)]
+    if not any(is_nodegate_item(i) for i in items):
+        run.abort()
+        pytest.exit(why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)),
+                    returncode=EXIT_SPEC_ERROR)
+    pending = config.stash.get(PENDING_JOBS_KEY, None)
+    if pending is None or config.option.collectonly:
+        return
+    del config.stash[PENDING_JOBS_KEY]
+    from .start import start_gathering
+    start_gathering(config, run, [j for j in pending if counts.get(j.name)])
+
+
+def _deselected(config) -> int:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    return len(getattr(tr, "stats", {}).get("deselected", ())) if tr is not None else 0
+
+
+def record(report) -> None:
+    """pytest_runtest_logreport: an item whose setup was reported ran (its node is evaluated
+    for it)."""
+    if report.when != "setup":
+        return
+    from .state import CONFIG
+    config = CONFIG[0]
+    run = config.stash.get(RUN_KEY, None) if config is not None else None
+    if run is None or report.nodeid in config.stash.get(IDENTITY_ITEMS_KEY, ()):
+        return
+    node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
+    if node is None and not hasattr(config, "workerinput") and run.selected is not None:
+        node = _node_from_id(report.nodeid, run)   # xdist's controller collected nothing itself
+    if node is not None:
+        run.items_ran[node] = run.items_ran.get(node, 0) + 1
+
+
+_PARAM = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
+_GPU_ID = re.compile(r"^(?P<node>.+?)-gpu\d+(?:-.*)?$")
+
+
+def _node_from_id(nodeid: str, run) -> str | None:
+    """The node of a test id (``[<node>]``, ``[<node>-gpu<i>]``, ``[<node>-gpu<i>-<test>]``) by
+    lookup among the run's nodes."""
+    m = _PARAM.search(nodeid)
+    if not m:
+        return None
+    pid = m.group("id")
+    known = set(run.targets or run.nodes)
+    if pid in known:
+        return pid
+    g = _GPU_ID.match(pid)
+    return g.group("node") if g and g.group("node") in known else None
+
+
+def junit_property(config, run) -> None:
+    """The JUnit testsuite property ``nodegate_not_evaluated``: the NOT EVALUATED nodes,
+    ", "-joined (pytest's LogXML.add_global_property; ``_pytest.junitxml.xml_key`` is pytest's
+    own stash key, tests/inventory/test_cli_selection.py fails the day it moves)."""
+    ne = run.not_evaluated()
+    if not ne:
+        return
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:   # pragma: no cover - the test above says so first
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.add_global_property("nodegate_not_evaluated", ", ".join(ne))

@@ -1,0 +1,86 @@
+"""Only nodes with a selected item are contacted, on a real sshd fleet (exec channels counted on
+the sshd side): ``-k <node>`` in the default mode (gathering after collection), with
+``--gather-first`` and with a node without gpu.count (both learn the selection in a forked
+collection first); ``-x`` leaves the nodes after the first failure NOT EVALUATED."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tools.fleet import Fleet, sshd_available
+
+ROOT = Path(__file__).resolve().parents[2]
+NEEDS = sshd_available()
+pytestmark = pytest.mark.skipif(NEEDS is not None, reason=f"simulated fleet unavailable: {NEEDS}")
+
+A, B, C = "sel-a", "sel-b", "sel-nocount"
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    if NEEDS is not None:
+        pytest.skip(f"simulated fleet unavailable: {NEEDS}")
+    f = Fleet()
+    f.add("h200-580-open-healthy", A)
+    f.add("gpu-fallen-off-bus", B)
+    f.add("h200-580-open-healthy", C)
+    with f:
+        inv = yaml.safe_load(f.inventory_path.read_text())
+        gpu = inv["all"]["hosts"][C]["nodegate"]["gpu"]
+        gpu.pop("count", None)
+        gpu.pop("bus_ids", None)
+        f.inventory_path.write_text(yaml.safe_dump(inv))
+        yield f
+
+
+def _run(fleet: Fleet, tmp: Path, *extra: str) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    before = fleet.exec_counts()
+    out = tmp / "reports"
+    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "--tb=no",
+           "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
+           "--reports-dir", str(out), "--connect-timeout", "5", *extra]
+    env = dict(os.environ, COLUMNS="160")
+    env.pop("PYTEST_ADDOPTS", None)
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    after = fleet.exec_counts()
+    execs = {n: after.get(n, 0) - before.get(n, 0) for n in (A, B, C)}
+    doc = json.loads((out / "rma.json").read_text()) if (out / "rma.json").is_file() else {}
+    return r, execs, doc
+
+
+@pytest.mark.parametrize("mode", [[], ["--gather-first"]], ids=["overlap", "gather-first"])
+def test_k_node_gathers_that_node_alone(fleet, tmp_path, mode):
+    r, execs, doc = _run(fleet, tmp_path, "-k", B, *mode)
+    assert r.returncode == 1, r.stdout[-2000:]          # sel-b lost a GPU: findings
+    assert execs == {A: 0, B: 1, C: 0}
+    assert sorted(e["node"] for e in doc["not_evaluated"]) == [A, C]
+    assert "3 node(s): 0 healthy" in r.stdout
+
+
+def test_node_without_gpu_count_is_not_contacted_when_deselected(fleet, tmp_path):
+    r, execs, _ = _run(fleet, tmp_path, "-k", A)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert execs == {A: 1, B: 0, C: 0}
+
+
+def test_exitfirst_leaves_later_nodes_not_evaluated(fleet, tmp_path):
+    r, execs, doc = _run(fleet, tmp_path, "-x", "-k", f"{B} or {A}")
+    assert r.returncode == 1
+    reasons = {e["node"]: e["reason"] for e in doc["not_evaluated"]}
+    assert "did not run" in reasons[B] and "no selected item" in reasons[C]
+    assert execs[C] == 0
+
+
+def test_xdist_controller_gathers_the_selection_and_reports_the_rest_not_evaluated(fleet, tmp_path):
+    pytest.importorskip("xdist")
+    r, execs, doc = _run(fleet, tmp_path, "-n", "2", "--dist", "loadgroup", "-k", A)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert execs == {A: 1, B: 0, C: 0}
+    assert sorted(e["node"] for e in doc["not_evaluated"]) == [B, C]

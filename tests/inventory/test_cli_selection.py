@@ -1,0 +1,227 @@
+"""The ``nodegate`` command and selection as pytest users expect, on the bundled sample fleet
+(--replay: nothing is contacted) and with --collect-only on inventories of unreachable
+addresses (nothing is contacted either: a run that did would fail these tests on the bundles
+directory it writes).
+
+- ``nodegate`` runs the installed suites from any directory, whatever its pytest.ini/conftest.py;
+- ``pytest --inventory /elsewhere/hosts.yml`` from the checkout collects only the suites;
+- ``-k NG-CLK-001`` / ``-k clocks_event_reasons`` select one check, ``-m critical`` and
+  ``-m "pcie and not minor"`` by marker (registered, listed by ``--markers``);
+- a node without a selected item is NOT EVALUATED in the summary, HTML, JUnit and rma.json;
+- no nodegate check selected: exit 2 with the reason; ``--collect-only`` writes no report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "inventories" / "samples"
+NODEGATE = Path(sys.executable).parent / "nodegate"
+NODES = sorted(p.name for p in (SAMPLES / "fleet").iterdir() if (p / "meta.json").is_file())
+
+
+def run(argv: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", COLUMNS="160")
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def elsewhere(tmp_path):
+    """A working directory with a hostile pytest.ini and conftest.py of its own."""
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers -p no:nodegate\ntestpaths = nothing\n")
+    (d / "conftest.py").write_text("raise SystemExit('the working directory conftest.py was loaded')\n")
+    return d
+
+
+def no_bundle(reports: Path) -> bool:
+    """No node's evidence was written (the output locations are checked, and so created, at start)."""
+    d = reports / "bundles"
+    return not d.exists() or not any(d.iterdir())
+
+
+def junit_cases(path: Path) -> list[ET.Element]:
+    return list(ET.parse(path).getroot().iter("testcase"))
+
+
+def test_nodegate_runs_the_installed_suites_from_any_directory(elsewhere):
+    r = run([str(NODEGATE), "--replay", str(SAMPLES / "fleet"), "-q", "--tb=no", "-p", "no:cacheprovider"], elsewhere)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]   # the samples hold findings on purpose
+    assert "conftest.py was loaded" not in r.stdout + r.stderr
+    assert (elsewhere / "reports" / "junit.xml").is_file() and (elsewhere / "reports" / "rma.json").is_file()
+    names = {c.get("classname") for c in junit_cases(elsewhere / "reports" / "junit.xml")}
+    assert names and all(n.startswith("suites.test_") for n in names)
+
+
+def test_nodegate_list_hosts_from_any_directory_contacts_nobody(elsewhere):
+    inv = ROOT / "tests" / "inventory" / "data" / "precedence" / "hosts.yml"
+    r = run([str(NODEGATE), "--inventory", str(inv), "--limit", "h200", "--list-hosts=json"], elsewhere)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [(h["name"], h["address"], h["port"], h["user"], h["connection"], h["password_set"]) for h in rows] == [
+        ("gpu004", "gpu004", 2403, "all_ssh_user", "ssh", False),
+        ("gpu002", "gpu002", 2403, "all_ssh_user", "ssh", False)]
+    assert set(rows[0]) == {"name", "address", "port", "user", "key_file", "connection", "password_set",
+                            "become", "groups"}
+    assert not (elsewhere / "reports").exists()
+    t = run([str(NODEGATE), "--inventory", str(inv), "--limit", "gpu001", "--list-hosts"], elsewhere)
+    assert t.returncode == 0 and "gpu001  paramiko    10.1.0.1  2201  all_ssh_user" in t.stdout
+    assert "from-host-vars" not in t.stdout + t.stderr   # the password itself is never shown
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--inventory", "{d}/missing.yml"], "ansible-core refused it"),
+    (["--inventory", "{inv}", "--limit", "nope"], "--limit 'nope' matches no host"),
+])
+def test_list_hosts_errors_exit_2(elsewhere, argv, why):
+    inv = ROOT / "tests" / "inventory" / "data" / "precedence" / "hosts.yml"
+    argv = [a.format(d=elsewhere, inv=inv) for a in argv]
+    r = run([str(NODEGATE), *argv, "--list-hosts"], elsewhere)
+    assert r.returncode == 2 and why in r.stdout + r.stderr
+
+
+def _unreachable_inventory(tmp_path) -> Path:
+    # loopback, a closed port: nothing may be contacted anyway, and nothing could be reached
+    p = tmp_path / "outside" / "hosts.yml"
+    p.parent.mkdir()
+    p.write_text("all:\n  vars: {nodegate: {gpu: {count: 2}}}\n  hosts:\n"
+                 "    gpu001: {ansible_host: 127.0.0.1, ansible_port: 1}\n    gpu002: {ansible_host: 127.0.0.1, ansible_port: 1}\n")
+    return p
+
+
+def test_pytest_with_an_inventory_outside_the_checkout_collects_only_the_suites(tmp_path):
+    inv = _unreachable_inventory(tmp_path)
+    r = run([sys.executable, "-m", "pytest", "--inventory", str(inv), "--collect-only", "-q",
+             "-p", "no:cacheprovider", "--reports-dir", str(tmp_path / "reports")], ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    ids = [ln for ln in r.stdout.splitlines() if "::" in ln]
+    suites = {p.name for p in (ROOT / "suites").glob("test_*.py")}
+    assert ids and all(i.split("::")[0].rsplit("/", 1)[-1] in suites for i in ids), ids[:5]
+    assert not any("tests/" in i for i in ids)
+    assert {i.split("[")[1].split("-")[0].rstrip("]") for i in ids if "[" in i} == {"gpu001", "gpu002"}
+    assert not (tmp_path / "reports").exists()   # --collect-only: no report, no bundle
+
+
+def test_collect_only_contacts_nobody_and_writes_nothing(tmp_path, elsewhere):
+    inv = _unreachable_inventory(tmp_path)
+    r = run([str(NODEGATE), "--inventory", str(inv), "--collect-only", "-q"], elsewhere)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "gathering" not in r.stdout
+    assert not (elsewhere / "reports").exists()
+
+
+def test_no_check_selected_exits_2_before_contacting(tmp_path, elsewhere):
+    inv = _unreachable_inventory(tmp_path)
+    r = run([str(NODEGATE), "--inventory", str(inv), "-k", "no_such_check", "-q"], elsewhere)
+    assert r.returncode == 2
+    assert "no nodegate check selected" in r.stdout + r.stderr and "-k 'no_such_check'" in r.stdout + r.stderr
+    assert no_bundle(elsewhere / "reports")
+
+
+def test_gather_first_learns_the_selection_before_gathering(tmp_path, elsewhere):
+    inv = _unreachable_inventory(tmp_path)
+    r = run([str(NODEGATE), "--inventory", str(inv), "--gather-first", "-k", "no_such_check", "-q"], elsewhere)
+    assert r.returncode == 2 and "no nodegate check selected" in r.stdout + r.stderr
+    assert no_bundle(elsewhere / "reports")
+
+
+def _replay(tmp_path, *extra: str) -> tuple[subprocess.CompletedProcess, Path]:
+    out = tmp_path / "reports"
+    r = run([str(NODEGATE), "--replay", str(SAMPLES / "fleet"), "--reports-dir", str(out), "-q", "--tb=no",
+             "-p", "no:cacheprovider", *extra], tmp_path)
+    return r, out
+
+
+@pytest.mark.parametrize("k", ["NG-CLK-001", "clocks_event_reasons"])
+def test_k_selects_a_check_by_id_or_name(tmp_path, k):
+    r, out = _replay(tmp_path, "-k", k)
+    assert r.returncode in (0, 1), r.stdout[-2000:]
+    cases = junit_cases(out / "junit.xml")
+    assert cases and {c.get("name").split("[")[0] for c in cases} == {"test_clocks_event_reasons"}
+    assert {c.get("name").split("[")[1].split("-gpu")[0] for c in cases} == set(NODES)   # a GPU check: every node
+
+
+def test_m_selects_by_severity_and_area(tmp_path):
+    from nodegate import checks
+    defs = checks.load_all().values()
+    crit = {f"test_{c.name}" for c in defs if c.severity == "critical"}
+    pcie = {f"test_{c.name}" for c in defs if c.func.__module__ == "nodegate.checks.pcie" and c.severity != "minor"}
+    r, out = _replay(tmp_path, "-m", "critical")
+    got = {c.get("name").split("[")[0] for c in junit_cases(out / "junit.xml")}
+    assert got == crit, r.stdout[-1500:]
+    (tmp_path / "2").mkdir()
+    r, out = _replay(tmp_path / "2", "-m", "pcie and not minor")
+    got = {c.get("name").split("[")[0] for c in junit_cases(out / "junit.xml")}
+    assert got == pcie
+
+
+def test_markers_are_registered_and_listed(tmp_path):
+    r = run([str(NODEGATE), "--markers"], tmp_path)
+    assert r.returncode == 0
+    for m in ("critical:", "major:", "minor:", "pcie:", "clocks:", "ecc:", "kernel_log:", "burnin:"):
+        assert f"@pytest.mark.{m}" in r.stdout
+
+
+def test_deselected_nodes_are_not_evaluated_never_healthy(tmp_path):
+    node = "clocks-power-brake"
+    r, out = _replay(tmp_path, "-k", node)
+    assert r.returncode == 1, r.stdout[-2000:]
+    text = r.stdout
+    others = [n for n in NODES if n != node]
+    assert f"{len(NODES)} node(s): 0 healthy" in text
+    assert "NOT EVALUATED: no selected item" in text
+    html = (out / "report.html").read_text()
+    assert html.count("NOT EVALUATED: no selected item") == len(others)
+    props = {p.get("name"): p.get("value") for p in ET.parse(out / "junit.xml").getroot().iter("property")
+             if p.get("name", "").startswith("nodegate_")}
+    assert sorted(props["nodegate_not_evaluated"].split(", ")) == sorted(others)
+    doc = json.loads((out / "rma.json").read_text())
+    assert sorted(e["node"] for e in doc["not_evaluated"]) == sorted(others)
+
+
+def test_maxfail_leaves_the_rest_not_evaluated(tmp_path):
+    r, out = _replay(tmp_path, "--maxfail", "1")
+    assert r.returncode == 1
+    doc = json.loads((out / "rma.json").read_text())
+    reasons = {e["node"]: e["reason"] for e in doc["not_evaluated"]}
+    assert len(reasons) >= len(NODES) - 1
+    assert all("did not run" in v or "no selected item" in v for v in reasons.values())
+
+
+def test_an_extracted_evidence_archive_replays_where_it_was_extracted(tmp_path):
+    """docs/reports.md: ``tar xzf n1.tar.gz && nodegate --replay n1``, in the folder of the archive."""
+    import tarfile
+    node = "clocks-power-brake"
+    r, out = _replay(tmp_path, "-k", node)
+    archive = out / "bundles" / f"{node}.tar.gz"
+    assert archive.is_file(), r.stdout[-1500:]
+    there = tmp_path / "ticket"
+    there.mkdir()
+    with tarfile.open(archive) as t:
+        t.extractall(there, filter="data")
+    r2 = run([str(NODEGATE), "--replay", node, "-q", "--tb=no", "-p", "no:cacheprovider"], there)
+    assert r2.returncode == 1, r2.stdout[-2000:] + r2.stderr[-1000:]   # the node's findings again
+    assert (there / "reports" / "junit.xml").is_file()
+    cases = junit_cases(there / "reports" / "junit.xml")
+    assert cases and all(f"[{node}" in c.get("name") for c in cases)
+
+
+def test_two_hosts_on_one_address_and_host_key_checking_off_are_warnings(tmp_path):
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    gpu001: {ansible_host: 10.0.0.1}\n    gpu002: {ansible_host: 10.0.0.1, ansible_port: 22}\n"
+                   "    gpu003: {ansible_host: 10.0.0.3, ansible_host_key_checking: false}\n")
+    r = run([str(NODEGATE), "--inventory", str(inv), "--list-hosts"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ("nodegate: warning: inventory hosts gpu001 and gpu002 resolve to the same address and port "
+            "(10.0.0.1:22)") in r.stderr
+    assert "gpu003: the inventory turns host key checking off; nodegate verifies host keys all the same" in r.stderr
