@@ -123,7 +123,16 @@ class FleetRun:
     merged so far: ``wait(node)`` blocks until that node is gathered and merges it; ``wait_all()``
     merges every node and restores inventory order. Both are called from pytest's main thread
     only, so the dicts are never mutated by another thread while pytest iterates them.
-    ``order``: every node name in inventory order, known before any node is contacted."""
+    ``order``: every node name in inventory order, known before any node is contacted.
+
+    Bounded memory (``streaming``, docs/performance.md "4,096 nodes"): a node's Bundle and
+    NodeFacts are loaded when its items need them (``wait``: from the gathering process's bundle,
+    or from its directory on ``--replay``) and dropped by ``release(node)`` once its items are
+    done; ``bundles``/``facts`` then hold the nodes being judged, and a released node is read
+    again from disk if asked for. ``wait_all()`` still waits for the whole gather but merges
+    nothing. ``on_release`` callables get ``(node, bundle, facts)`` before a node is dropped
+    (the reports keep a summary of it). ``all_nodes``: every node of the run; ``nodes``: the
+    ones whose items are being collected (a shard of them, nodegate.session.shards)."""
 
     bundles: dict[str, Bundle] = field(default_factory=dict)
     facts: dict[str, NodeFacts] = field(default_factory=dict)
@@ -145,11 +154,82 @@ class FleetRun:
     _failure: BaseException | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _proc: object = field(default=None, repr=False)
+    streaming: bool = False
+    spec_source: dict[str, str] = field(default_factory=dict)
+    on_release: list = field(default_factory=list, repr=False)
+    shard: list[str] | None = field(default=None, repr=False)     # nodes collected now (shards)
+    _paths: dict = field(default_factory=dict, repr=False)         # node -> bundle dir (lazy / released)
+    _released: set = field(default_factory=set, repr=False)
+    surplus: dict[str, int] = field(default_factory=dict, repr=False)  # node -> GPUs seen beyond gpu.count
+
+    @property
+    def all_nodes(self) -> list[str]:
+        """Every node of the run in inventory order (gathered or not yet, loaded or not)."""
+        if self.order:
+            return list(self.order)
+        return list(self.bundles) + [n for n in self._paths if n not in self.bundles]
 
     @property
     def nodes(self) -> list[str]:
-        """Every node of the run in inventory order (gathered or not yet)."""
-        return list(self.order) if self.order else list(self.bundles)
+        """The nodes whose items are collected now: every node of the run (inventory order), or
+        while collecting a shard of a large run only that shard's (nodegate.session.shards)."""
+        return list(self.shard) if self.shard is not None else self.all_nodes
+
+    def add_lazy(self, node: str, path: Path) -> None:
+        """A node whose bundle is read from ``path`` when first needed (``--replay``, streaming)."""
+        self._paths[node] = Path(path)
+        if node not in self.order:
+            self.order.append(node)
+
+    def has(self, node: str) -> bool:
+        """The node is in the run and its bundle is in memory or can be read (no waiting)."""
+        return node in self.bundles or (node in self._paths and self.ready(node))
+
+    def release(self, node: str) -> None:
+        """Drop the node's Bundle and NodeFacts (its items are done); ``on_release`` sees them
+        first. Only when ``streaming``; a released node is read again from disk when asked for."""
+        if not self.streaming or node not in self.bundles:
+            return
+        b, f = self.bundles[node], self.facts.get(node)
+        for cb in self.on_release:
+            try:
+                cb(node, b, f)
+            except Exception:  # noqa: BLE001 - a report's summary must not stop the run
+                pass
+        if b.path is not None:
+            self._paths.setdefault(node, b.path)
+            del self.bundles[node]
+            self.facts.pop(node, None)
+            self._released.add(node)
+
+    def peek(self, node: str):
+        """(Bundle, NodeFacts) of ``node`` without keeping them when they are not in memory
+        (reports of nodes whose items never ran); None when the node has no bundle."""
+        if node in self.bundles:
+            return self.bundles[node], self.facts.get(node) or NodeFacts(self.bundles[node])
+        path = self._paths.get(node)
+        entry = self._arrived.get(node)
+        if path is None and isinstance(entry, tuple) and isinstance(entry[0], Path):
+            path = entry[0]
+        if path is None:
+            if isinstance(entry, Bundle):
+                return entry, NodeFacts(entry)
+            if isinstance(entry, tuple) and isinstance(entry[0], Bundle):
+                return entry
+            return None
+        b = self._load(node, path)
+        return b, NodeFacts(b)
+
+    def _load(self, node: str, path: Path) -> Bundle:
+        try:
+            b = Bundle.load(path)
+        except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
+            return Bundle(node, {}, {"node": node, "status": "error",
+                                     "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
+        if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
+            return Bundle(node, {}, {"node": node, "status": "error",
+                                     "error": f"bundle {path} holds node {b.node!r}, not {node!r}"})
+        return b
 
     def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by
@@ -280,6 +360,10 @@ class FleetRun:
         """Block until ``node`` is gathered, merge it, return its Bundle (None: not in the run).
         ``tick()`` is called every ``every`` seconds while waiting (progress display)."""
         ev = self._events.get(node)
+        if node not in self.bundles and node in self._paths and (ev is None or ev.is_set()):
+            self.add(self._load(node, self._paths[node]))   # --replay (lazy) or released
+            self._released.discard(node)
+            return self.bundles.get(node)
         if ev is not None and node not in self.bundles:
             while not ev.wait(every):
                 if tick is not None:
@@ -296,14 +380,7 @@ class FleetRun:
 
     def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:
         import pickle
-        try:
-            b = Bundle.load(path)
-        except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
-            b = Bundle(node, {}, {"node": node, "status": "error",
-                                  "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
-        if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
-            b = Bundle(node, {}, {"node": node, "status": "error",
-                                  "error": f"bundle {path} holds node {b.node!r}, not {node!r}"})
+        b = self._load(node, path)
         f = NodeFacts(b)
         if parsed is not None and not b.gather_error:
             # the GPU facts the gathering process parsed from the same bytes (_parsed_gpus);
@@ -318,6 +395,12 @@ class FleetRun:
         """Block until every node is gathered; merge them all in inventory order. Raises what
         stopped the gather itself (not a node problem: those are in the bundles)."""
         for n in self.order:
+            if self.streaming:   # wait for the gather to finish, merge nothing (bounded memory)
+                ev = self._events.get(n)
+                while ev is not None and not ev.wait(0.25):
+                    if tick is not None:
+                        tick()
+                continue
             self.wait(n, tick)
         if self._thread is not None:
             self._thread.join()

@@ -22,7 +22,7 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
+from . import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                proc_version, smi_csv, smi_error, smi_text, smi_version, smi_xml, sysfs_lists,
                systemd)
 
@@ -58,6 +58,7 @@ PARSERS: dict[str, Callable] = {
     "peermem_registration": sysfs_lists.parse_peermem_registration,
     "gpus_information": sysfs_lists.parse_gpus_information,
     "fabricmanager_version": sysfs_lists.parse_fabricmanager_version,
+    "dmi": dmi.parse_dmi,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -73,7 +74,7 @@ FORM_BY_KEY: dict[str, str] = {
     "systemd.persistenced_show": "systemctl_show", "systemd.fabricmanager_show": "systemctl_show",
     "fabricmanager.version": "fabricmanager_version", "dkms.status": "dkms",
     "smi.version": "smi_version", "smi.qx": "smi_xml", "smi.clocks_samples": "clocks_samples",
-    "kernel.log": "kernel_log",
+    "kernel.log": "kernel_log", "dmi.id": "dmi",
 }
 
 

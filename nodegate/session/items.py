@@ -12,7 +12,14 @@ import pytest
 from .. import checks as ng_checks
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
-from .state import ACTIVE_KEY, ITEM_NODE_KEY, spec_get
+from .state import ACTIVE_KEY, COLLECTED_KEY, ITEM_NODE_KEY, spec_get
+
+
+def uses_xdist(config) -> bool:
+    """pytest-xdist distributes this run (controller or worker)."""
+    o = config.option
+    return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
+                or getattr(o, "dist", "no") not in ("no", None))
 
 
 class VerdictParam:
@@ -81,8 +88,9 @@ def parametrize(metafunc) -> None:
                     params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
                     ids.append(f"{node}-gpu{i}")
             else:
-                if run.overlapped:   # no gpu.count: its GPU items follow what it reports
-                    run.wait(node)
+                # its GPU items follow what it reports: gathered (overlapped: waited for) or, on
+                # a bounded-memory run, read now (released once its items are done)
+                run.wait(node)
                 for slot in node_slots(run, node):
                     params.append(VerdictParam(cdef.id, node, slot))
                     ids.append(f"{node}-{slot.label}")
@@ -108,8 +116,10 @@ def item_node(item) -> str | None:
 
 
 def order_items(config, items) -> None:
-    """pytest_collection_modifyitems: node by node (inventory order), each node's items in suite
-    order; one xdist group per node; each suite item prefilled (``prefill_verdict_item``)."""
+    """pytest_collection_modifyitems (before any deselection): node by node (inventory order),
+    each node's items in suite order; one xdist group per node (with xdist); each suite item
+    prefilled (``prefill_verdict_item``); every node's item count kept (``COLLECTED_KEY``: the
+    reports' "every item of the node's full suite ran")."""
     if not config.stash.get(ACTIVE_KEY, False):
         return
     run = config.stash.get(RUN_KEY, None)
@@ -117,12 +127,17 @@ def order_items(config, items) -> None:
     node_of: dict[str, str] = {}
     keyed = []
     where: dict[object, tuple] = {}
+    collected = config.stash.setdefault(COLLECTED_KEY, {})
+    # the marker only where pytest-xdist can read it: a Mark per item is ~0.3 KB at 490,000 items
+    xdist = uses_xdist(config)
     for pos, item in enumerate(items):
         node = item_node(item)
         if node is not None:
             # one xdist group per node: with --dist loadgroup a node's items stay on one worker
-            item.add_marker(pytest.mark.xdist_group(node))
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group(node))
             node_of[item.nodeid] = node
+            collected[node] = collected.get(node, 0) + 1
             prefill_verdict_item(item, where)
         keyed.append((rank.get(node, -1), pos, item))
     # a node's items can run as soon as that node is gathered, and the report lists each node's

@@ -16,6 +16,11 @@ GATHER_FAILED_KEY = pytest.StashKey[str]()
 ITEM_NODE_KEY = pytest.StashKey[dict]()
 #: per-run cache of GPU identities and driver versions (verdicts.node_cache)
 IDENT_KEY = pytest.StashKey[dict]()
+#: node -> items collected for it before any deselection (the reports' node status)
+COLLECTED_KEY = pytest.StashKey[dict]()
+#: where nodegate writes its own JUnit and HTML (it takes over --junitxml and --html):
+#: {"junit": path or None, "html": path or None}
+REPORT_PATHS_KEY = pytest.StashKey[dict]()
 
 #: Exit codes documented for CI (README "Exit codes").
 EXIT_SPEC_ERROR = 2

@@ -15,6 +15,8 @@ import pytest
 from .. import checks as ng_checks
 from ..outcomes import Outcome, Result
 from ..run import RUN_KEY, FleetRun
+from ..reports.remedy import error_remediation
+from .identity import missing_gpu_identity, xids_by_bus, xids_for
 from .items import VerdictParam, node_slots
 from .state import IDENT_KEY, RESULT_KEY, spec_get
 from .terminal import wait_ticker
@@ -45,6 +47,7 @@ def surplus_gpus(run: FleetRun, node: str, res: Result) -> Result:
         return res
     if not extra:
         return res
+    run.surplus[node] = len(run.facts[node].gpus)
     names = ", ".join(f"gpu{g.index} ({g.pci_bus_id or 'bus id unknown'})" for g in extra)
     why = (f"the node reports {len(extra)} GPU(s) beyond gpu.count {want}: {names}; their per-GPU "
            "checks were not collected (run with --gather-first, or correct gpu.count)")
@@ -69,21 +72,29 @@ def resolve_slot(run: FleetRun, node: str, slot, cache: dict):
 
 
 def gpu_identity(run: FleetRun, node: str, slot) -> dict:
-    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown)."""
+    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown).
+    A GPU nvidia-smi does not show is named by its other evidence (nodegate.session.identity):
+    the driver's Device Minor as its index, its UUID and VBIOS."""
     ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
              "board_part_number": "", "vbios_version": ""}
     if slot is None:
         return ident
     ident["gpu_index"] = str(slot.index)
     ident["pci_bus_id"] = slot.pci_bus_id or ""
+    found = False
     try:
         for g in run.facts[node].gpus:
             if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
                 ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
                              board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
+                found = True
                 break
     except Exception:  # noqa: BLE001 - identity is best effort; the check reports the error
         pass
+    if not found and not getattr(slot, "present", True):
+        other = missing_gpu_identity(run.facts[node], slot.pci_bus_id)
+        other.pop("gpu_name", None)
+        ident.update(other)
     return ident
 
 
@@ -128,12 +139,19 @@ def evaluate(item, p: VerdictParam) -> None:
     if ident is None:
         ident = cache[key] = gpu_identity(run, node, slot)
         ident["driver_version"] = cache.setdefault(("driver", node), driver_version(run, node))
+        xids = cache.get(("xids", node))
+        if xids is None:
+            xids = cache[("xids", node)] = xids_by_bus(run.facts[node]) if not b.gather_error else {}
+        ident["xids"] = xids_for(xids, None if slot is None else (ident["pci_bus_id"] or None))
+    # an ERROR proves nothing about the node: its remediation says how to obtain the evidence,
+    # never the check's FAIL text (nodegate.reports.remedy)
+    remediation = error_remediation(res.message) if res.outcome is Outcome.ERROR else cdef.remediation
     info = {"node": node, **ident, "check_id": cdef.id,
-            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity,
+            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity, "scope": cdef.scope,
             "expected": res.expected, "observed": res.observed, "message": res.message,
-            "evidence": res.evidence, "remediation": cdef.remediation, "outcome": res.outcome.value,
+            "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
             "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
-            "bundle_dir": str(b.path or "")}
+            "bundle_dir": str(b.path or ""), "spec_source": str(getattr(run, "spec_source", {}).get(node, "") or "")}
     item.stash[RESULT_KEY] = info
     # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
     # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)

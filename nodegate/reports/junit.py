@@ -1,0 +1,312 @@
+"""JUnit XML that CIs open at any fleet size, rendered from results.jsonl (docs/reports.md "JUnit").
+
+Every file validates against ``junit-10.xsd`` of Jenkins' xunit plugin (a copy is kept in
+tests/reports/data/) and stays under GitLab's limits by design: GitLab refuses a report whose XML
+holds more than 250,000 objects (every element counts, text does not: its XmlAdapter's
+``object_count``) and gitlab.com parses at most 500,000 test cases per report
+(``max_test_cases_per_report``). Nodegate's budget per file is 80 % of each (``MAX_OBJECTS``,
+``MAX_TESTCASES``; ``--junit-max-objects``).
+
+Layout of one node (compact, ``node_fragment``)::
+
+    <testsuite name=NODE hostname=NODE tests= failures= errors= skipped=>
+      <properties> node, status, system_vendor, system_model, system_serial, driver_version,
+                   spec_source </properties>
+      <testcase classname="suites.test_driver" name="test_driver_stack[NODE]"/>          a passed node check
+      <testcase classname="suites.test_pcie" name="test_pcie_link_trained[NODE-gpus]">    passed GPUs of a
+        <system-out>passed on 8 of 8 GPUs: gpu0 ... gpu7</system-out></testcase>        GPU check, counted
+      <testsuite name="NODE gpu3 NG-PCIE-002" ...>                                     a FAIL or ERROR item
+        <properties> node, check_id, severity, gpu_index, pci_bus_id, gpu_serial, gpu_uuid,
+                     expected, observed, remediation </properties>
+        <testcase name="test_pcie_link_trained[NODE-gpu3]"><failure type="NG-PCIE-002" message=.../></testcase>
+      </testsuite>
+      <testcase name="test_x[NODE-gpu5]"><skipped message=.../></testcase>               a skipped item
+    </testsuite>
+
+junit-10.xsd has no ``<properties>`` inside ``<testcase>`` (pytest's own xunit2 output put them
+there, which its own schema check warns about): a FAIL or ERROR item's properties go on a
+``<testsuite>`` of its own around its testcase (GitLab and Jenkins read nested suites). An ERROR
+carries the ERROR remediation (how to obtain the evidence: nodegate.reports.remedy), never the
+check's FAIL text.
+
+When the whole run fits one file's budget, ``<junitxml path>`` is that file. Otherwise nodes go,
+whole and in run order, into ``<dir>/junit/part-NNN.xml`` (each within the budget) and
+``<junitxml path>`` becomes the summary: one testcase per node (its status; a failure listing
+what needs action, a skip when it was not evaluated) plus the list of parts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from .records import NodeInfo, Record
+from .status import NEED_ACTION, NOT_EVALUATED
+
+#: GitLab: 250,000 XML objects per file, 500,000 test cases per report (gitlab.com); 80 % of each.
+GITLAB_MAX_OBJECTS, GITLAB_MAX_TESTCASES = 250_000, 500_000
+MAX_OBJECTS, MAX_TESTCASES = 200_000, 400_000
+
+#: per-item properties of a FAIL or ERROR testcase's suite (the order of docs/contributing.md)
+ITEM_PROPS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
+              "expected", "observed", "remediation")
+NODE_PROPS = ("node", "status", "system_vendor", "system_model", "system_serial", "driver_version",
+              "spec_source")
+#: characters XML 1.0 does not allow (records are cleaned of C0/C1 controls already)
+_XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+MESSAGE_CAP = 1000
+
+
+def _a(v) -> str:
+    return quoteattr(_XML_BAD.sub("\ufffd", "" if v is None else str(v)))
+
+
+def _t(v) -> str:
+    return escape(_XML_BAD.sub("\ufffd", "" if v is None else str(v)))
+
+
+def classname(nodeid: str) -> str:
+    """``suites/test_pcie.py::test_x[n1]`` -> ``suites.test_pcie`` (pytest's own classname)."""
+    path = nodeid.split("::", 1)[0]
+    return path[:-3].replace("/", ".") if path.endswith(".py") else path.replace("/", ".")
+
+
+def testname(nodeid: str) -> str:
+    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
+
+
+def gpu_group_name(nodeid: str, node: str) -> str:
+    """``test_x[n1-gpu3]`` -> ``test_x[n1-gpus]``: the testcase counting a check's passed GPUs."""
+    name = testname(nodeid)
+    head = name.split("[", 1)[0]
+    return f"{head}[{node}-gpus]"
+
+
+@dataclass
+class Fragment:
+    """One node's XML and what it costs: elements (GitLab's objects) and testcases."""
+
+    xml: str
+    objects: int
+    testcases: int
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
+@dataclass
+class _Counter:
+    objects: int = 0
+    testcases: int = 0
+
+    def el(self, n: int = 1) -> None:
+        self.objects += n
+
+    def case(self) -> None:
+        self.objects += 1
+        self.testcases += 1
+
+
+def _props(names, values: dict, c: _Counter) -> str:
+    c.el(1 + len(names))
+    return ("<properties>" + "".join(f"<property name={_a(n)} value={_a(values.get(n, ''))}/>" for n in names)
+            + "</properties>")
+
+
+def _item_case(rec: Record, c: _Counter) -> str:
+    """A FAIL or ERROR testcase in its own suite with the item's properties."""
+    kind = "failure" if rec.outcome == "fail" else "error"
+    what = "" if kind == "failure" else "could not evaluate: "
+    message = f"[{rec.check_id}] {what}{rec.message}" if rec.check_id else rec.message
+    body = "\n".join(x for x in (
+        message, f"severity: {rec.severity}" if rec.severity else "",
+        f"expected: {rec.expected}" if rec.expected else "", f"observed: {rec.observed}" if rec.observed else "",
+        f"action: {rec.action}" if rec.action else "",
+        f"remediation: {rec.remediation}" if rec.remediation else "") if x)
+    where = f"gpu{rec.gpu_index}" if rec.gpu_index != "" else "node"
+    c.el(1)   # the testsuite
+    props = _props(ITEM_PROPS, rec.__dict__, c)
+    c.case()
+    c.el(1)   # failure / error
+    return (f"<testsuite name={_a(f'{rec.node} {where} {rec.check_id or testname(rec.nodeid)}')} tests=\"1\" "
+            f"failures=\"{int(kind == 'failure')}\" errors=\"{int(kind == 'error')}\" skipped=\"0\">{props}"
+            f"<testcase classname={_a(classname(rec.nodeid))} name={_a(testname(rec.nodeid))}>"
+            f"<{kind} type={_a(rec.check_id or kind)} message={_a(message[:MESSAGE_CAP])}>{_t(body)}</{kind}>"
+            f"</testcase></testsuite>")
+
+
+def _plain_case(rec: Record, c: _Counter) -> str:
+    c.case()
+    head = f"<testcase classname={_a(classname(rec.nodeid))} name={_a(testname(rec.nodeid))}"
+    if rec.outcome == "skip":
+        c.el(1)
+        msg = f"[{rec.check_id}] {rec.message}" if rec.check_id else rec.message
+        return f"{head}><skipped message={_a(msg[:MESSAGE_CAP])}/></testcase>"
+    return head + "/>"
+
+
+def _gpu_pass_case(node: str, recs: list[Record], total: int, c: _Counter) -> str:
+    c.case()
+    c.el(1)
+    gpus = ", ".join(f"gpu{r.gpu_index}" for r in recs)
+    return (f"<testcase classname={_a(classname(recs[0].nodeid))} name={_a(gpu_group_name(recs[0].nodeid, node))}>"
+            f"<system-out>{_t(f'passed on {len(recs)} of {total} GPUs: {gpus}')}</system-out></testcase>")
+
+
+def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
+    """The ``<testsuite>`` of one node (layout in the module docstring)."""
+    c = _Counter()
+    parts: list[str] = []
+    by_gpu_check: dict[str, list[Record]] = {}
+    order: list[tuple[str, object]] = []
+    for r in recs:
+        if r.scope == "gpu" and r.check_id:
+            if r.check_id not in by_gpu_check:
+                by_gpu_check[r.check_id] = []
+                order.append(("gpu", r.check_id))
+            by_gpu_check[r.check_id].append(r)
+        else:
+            order.append(("one", r))
+    for kind, x in order:
+        if kind == "one":
+            parts.append(_item_case(x, c) if x.outcome in ("fail", "error") else _plain_case(x, c))
+            continue
+        group = by_gpu_check[x]
+        passed = [r for r in group if r.outcome == "pass"]
+        if passed:
+            parts.append(_gpu_pass_case(info.node, passed, len(group), c))
+        for r in group:
+            if r.outcome != "pass":
+                parts.append(_item_case(r, c) if r.outcome in ("fail", "error") else _plain_case(r, c))
+    n = {o: sum(1 for r in recs if r.outcome == o) for o in ("pass", "fail", "error", "skip")}
+    c.el(1)
+    props = _props(NODE_PROPS, {"node": info.node, "status": info.status, "system_vendor": info.system_vendor,
+                                "system_model": info.system_model, "system_serial": info.system_serial,
+                                "driver_version": info.driver_version, "spec_source": info.spec_source}, c)
+    xml = (f"<testsuite name={_a(info.node or '(no node)')} hostname={_a(info.node)} tests=\"{len(recs)}\" "
+           f"failures=\"{n['fail']}\" errors=\"{n['error']}\" skipped=\"{n['skip']}\">{props}{''.join(parts)}"
+           "</testsuite>\n")
+    return Fragment(xml, c.objects, c.testcases, len(recs), n["fail"], n["error"], n["skip"])
+
+
+@dataclass
+class _Part:
+    path: Path
+    fh: object
+    objects: int = 1          # <testsuites>
+    testcases: int = 0
+    tests: int = 0
+    failures: int = 0
+    errors: int = 0
+    nodes: list[str] = field(default_factory=list)
+
+
+class JUnitWriter:
+    """Streams node fragments into parts of at most ``max_objects`` elements / ``max_testcases``
+    testcases; ``finish()`` writes ``path`` (one file, or the summary plus parts)."""
+
+    def __init__(self, path: Path, max_objects: int = MAX_OBJECTS, max_testcases: int = MAX_TESTCASES,
+                 suite_name: str = "nodegate"):
+        self.path = Path(path)
+        self.max_objects, self.max_testcases = max_objects, max_testcases
+        self.suite_name = suite_name
+        self._tmp = Path(tempfile.mkdtemp(prefix=".junit-", dir=self.path.parent if self.path.parent.exists()
+                                          else None))
+        self.parts: list[_Part] = []
+        self.summary: list[tuple[NodeInfo, list[str]]] = []   # (node, its failed/errored check ids)
+
+    def _part(self, f: Fragment) -> _Part:
+        cur = self.parts[-1] if self.parts else None
+        if cur is None or (cur.nodes and (cur.objects + f.objects > self.max_objects
+                                          or cur.testcases + f.testcases > self.max_testcases)):
+            p = self._tmp / f"part-{len(self.parts) + 1:03d}.frag"
+            cur = _Part(p, open(p, "w", encoding="utf-8"))  # noqa: SIM115 - closed in finish()
+            self.parts.append(cur)
+        return cur
+
+    def add_node(self, info: NodeInfo, recs: list[Record]) -> None:
+        f = node_fragment(info, recs)
+        p = self._part(f)
+        p.fh.write(f.xml)
+        p.objects += f.objects
+        p.testcases += f.testcases
+        p.tests, p.failures, p.errors = p.tests + f.tests, p.failures + f.failures, p.errors + f.errors
+        p.nodes.append(info.node)
+        bad = sorted({r.check_id or testname(r.nodeid) for r in recs if r.outcome in ("fail", "error")})
+        self.summary.append((info, bad))
+
+    def _write_doc(self, dst: Path, part: _Part) -> None:
+        part.fh.close()
+        tmp = dst.with_name(f".{dst.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as out, open(part.path, encoding="utf-8") as src:
+            out.write('<?xml version="1.0" encoding="utf-8"?>\n')
+            out.write(f"<testsuites name={_a(self.suite_name)} tests=\"{part.tests}\" failures=\"{part.failures}\" "
+                      f"errors=\"{part.errors}\">\n")
+            shutil.copyfileobj(src, out, 1 << 20)
+            out.write("</testsuites>\n")
+        os.replace(tmp, dst)
+
+    def finish(self) -> list[tuple[str, str, int, int]]:
+        """Write the files; returns (what, path, XML objects, testcases) of each."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.parts:
+            self._part(Fragment("", 0, 0))
+        try:
+            if len(self.parts) == 1:
+                self._write_doc(self.path, self.parts[0])
+                p = self.parts[0]
+                return [("JUnit XML", str(self.path), p.objects, p.testcases)]
+            out = []
+            d = self.path.parent / "junit"
+            d.mkdir(parents=True, exist_ok=True)
+            for old in d.glob("part-*.xml"):
+                old.unlink()
+            for i, p in enumerate(self.parts, 1):
+                dst = d / f"part-{i:03d}.xml"
+                self._write_doc(dst, p)
+                out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))
+            objects, cases = self._write_summary(d)
+            return [("JUnit XML (summary)", str(self.path), objects, cases)] + out
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _write_summary(self, parts_dir: Path) -> tuple[int, int]:
+        """One testcase per node: passed (accepted), failure (need action) or skipped (not
+        evaluated), in a single suite; the parts listed as its properties."""
+        cases, objects = [], 3 + len(self.parts)   # testsuites, testsuite, properties, a property per part
+        failures = skipped = 0
+        for info, bad in self.summary:
+            objects += 1
+            head = f"<testcase classname=\"nodegate.nodes\" name={_a(info.node or '(no node)')}"
+            if info.status == NEED_ACTION:
+                failures += 1
+                objects += 1
+                msg = f"{info.node}: need action: {', '.join(bad)}"
+                cases.append(f"{head}><failure type=\"need action\" message={_a(msg[:MESSAGE_CAP])}>"
+                             f"{_t(msg)}</failure></testcase>")
+            elif info.status == NOT_EVALUATED:
+                skipped += 1
+                objects += 1
+                cases.append(f"{head}><skipped message={_a(info.node + ': not evaluated')}/></testcase>")
+            else:
+                cases.append(head + "/>")
+        props = "".join(f"<property name=\"part\" value={_a((parts_dir / f'part-{i:03d}.xml').name)}/>"
+                        for i in range(1, len(self.parts) + 1))
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            out.write('<?xml version="1.0" encoding="utf-8"?>\n')
+            out.write(f"<testsuites name={_a(self.suite_name + ' summary')} tests=\"{len(cases)}\" "
+                      f"failures=\"{failures}\" errors=\"0\">\n")
+            out.write(f"<testsuite name=\"nodegate nodes\" tests=\"{len(cases)}\" failures=\"{failures}\" "
+                      f"errors=\"0\" skipped=\"{skipped}\"><properties>{props}</properties>\n")
+            for c in cases:
+                out.write(c + "\n")
+            out.write("</testsuite>\n</testsuites>\n")
+        os.replace(tmp, self.path)
+        return objects, len(cases)
