@@ -22,16 +22,17 @@ import pytest
 
 from nodegate.reports import junit, terminal
 from nodegate.reports import metadata as ng_metadata
-from nodegate.reports.live import RunReports, compact, sanitize_properties  # noqa: F401 (re-exported)
+from nodegate.reports.live import RunReports, compact, forget_passed_phase, sanitize_properties  # noqa: F401
 from nodegate.reports.text import one_line
 
 try:
     from nodegate.run import RUN_KEY
-    from nodegate.session.state import COLLECTED_KEY, REPORT_PATHS_KEY
+    from nodegate.session.state import ACTIVE_KEY, COLLECTED_KEY, REPORT_PATHS_KEY
 except Exception:  # pragma: no cover - the reports still work from report.nodegate alone
-    RUN_KEY = COLLECTED_KEY = REPORT_PATHS_KEY = None
+    RUN_KEY = ACTIVE_KEY = COLLECTED_KEY = REPORT_PATHS_KEY = None
 
 _PLUGIN_NAME = "nodegate-reports"
+_CONFIG: list = [None]   # the session's config (pytest_runtest_logreport is not given one)
 
 
 def _is_worker(config) -> bool:
@@ -64,10 +65,26 @@ def pytest_metadata(metadata, config):  # noqa: ARG001 - pytest-metadata's hook 
 
 
 def pytest_configure(config):
+    _CONFIG[0] = config
     config.pluginmanager.register(NodegateReports(config), _PLUGIN_NAME)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    """After every plugin saw the report (terminal, xdist, site plugins): compacted, and a passed
+    setup/teardown report not kept by the terminal reporter (only nodegate's items: those
+    carrying ``report.nodegate``; nodegate.reports.live)."""
+    if getattr(report, "nodegate", None) is None:
+        return
+    compact(report)
+    config = _CONFIG[0]
+    if config is not None and config.stash.get(ACTIVE_KEY, False):
+        forget_passed_phase(config, report)
+
+
 def pytest_unconfigure(config):
+    if _CONFIG[0] is config:
+        _CONFIG[0] = None
     p = config.pluginmanager.get_plugin(_PLUGIN_NAME)
     if p is not None:
         config.pluginmanager.unregister(p)
@@ -115,11 +132,6 @@ class NodegateReports:
             self._seen_nodegate = True
         if self.active():
             self.state.record(report)
-
-    @pytest.hookimpl(trylast=True, specname="pytest_runtest_logreport")
-    def compact_report(self, report):
-        """After every plugin saw it (terminal, xdist, site plugins)."""
-        compact(report)
 
     def pytest_sessionfinish(self, session, exitstatus):  # noqa: ARG002
         if _is_worker(self.config) or not self.active():
