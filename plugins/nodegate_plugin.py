@@ -28,6 +28,11 @@ node_of_test_id = scheduling.node_of_test_id
 _JOBS_KEY = JOBS_KEY
 
 
+def pytest_addhooks(pluginmanager):
+    from nodegate.session import hookspecs
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser):
     g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
     g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")

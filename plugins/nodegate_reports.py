@@ -144,7 +144,14 @@ class NodegateReports:
             env = dict(self.config.stash.get(metadata_key, {}) or {})
         except Exception:  # noqa: BLE001 - pytest-metadata is optional here
             env = {}
+        sections = []
+        try:
+            for got in self.config.hook.pytest_nodegate_report_sections(config=self.config) or ():
+                sections.extend(got or ())
+        except AttributeError:   # the suite plugin (and its hook specs) not loaded
+            pass
         self.state.render(run=run, expected=expected, title=self._title(), inventory=self._inventory(),
+                          sections=sections,
                           started=str(getattr(run, "started_at", "") or "") if run is not None else "",
                           environment=env,
                           junit_max_objects=int(getattr(self.config.option, "junit_max_objects", None)

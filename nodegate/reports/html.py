@@ -181,7 +181,8 @@ def environment_table(env: dict) -> str:
 
 def page(*, title: str, statuses: Counter, totals: Counter, findings: list[FleetFinding],
          rows: list[MatrixRow], checks: list[tuple[str, str]], infos: list[NodeInfo], per_check: dict,
-         hrefs: dict[str, str], env: dict, files: list[tuple[str, str]], other: str = "") -> str:
+         hrefs: dict[str, str], env: dict, files: list[tuple[str, str]], other: str = "",
+         sections: list[tuple[str, str]] = ()) -> str:
     """The whole report.html."""
     n_nodes = sum(statuses.values())
     verdict = verdict_line(statuses)
@@ -202,6 +203,8 @@ def page(*, title: str, statuses: Counter, totals: Counter, findings: list[Fleet
              "page: every check, per GPU, with evidence.</p>",
              '<div class="mx">', matrix_html(rows, checks), "</div>",
              "<h2>Findings</h2>", findings_html(findings, hrefs)]
+    for title_, fragment in sections:   # other plugins' (pytest_nodegate_report_sections): markup already escaped
+        parts += [f"<h2>{esc(title_, 300, keep_newlines=False)}</h2>", fragment]
     if other:
         parts += ["<h2>Other tests</h2>", other]
     parts += ["<h2>Drift</h2>", drift_table(infos),

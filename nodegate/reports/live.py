@@ -158,7 +158,7 @@ class RunReports:
 
     # ------------------------------------------------------------------ end of the session
     def render(self, *, run, expected: dict, title: str, inventory: str, started: str, environment: dict,
-               junit_max_objects: int) -> None:
+               junit_max_objects: int, sections: list | None = None) -> None:
         if self.writer is None:
             self.open()
         for nodeid in list(self.book.records):   # interrupted: a test without teardown report
@@ -181,7 +181,7 @@ class RunReports:
             reports_dir=self.reports_dir, results_path=self.writer.path, interleaved=self.writer.interleaved,
             nodes=nodes, infos=self.infos, expected=expected, extras=self.extras, title=title,
             inventory=inventory, started_at=started, junit_path=self.junit_path, html_path=self.html_path,
-            junit_max_objects=junit_max_objects,
+            junit_max_objects=junit_max_objects, sections=list(sections or []),
             environment=ng_html.escape_environment(ng_metadata.redact(dict(environment))) if environment else {},
             info_for=info_for)
         self.rendered = render_all(ctx)

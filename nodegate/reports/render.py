@@ -52,6 +52,7 @@ class RenderContext:
     html_path: Path | None = None
     environment: dict = field(default_factory=dict)
     write_rma: bool = True
+    sections: list = field(default_factory=list)   # (title, html) from pytest_nodegate_report_sections
     info_for: object = None    # callable(node) -> NodeInfo for a node without captured info
 
 
@@ -172,7 +173,8 @@ def render_all(ctx: RenderContext) -> Rendered:
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
                          rows=rows, checks=list(checks.items()), infos=out.infos, per_check=per_check,
-                         hrefs=hrefs, env=ctx.environment, files=_files(ctx, html_dir, out), other=other_html)
+                         hrefs=hrefs, env=ctx.environment, files=_files(ctx, html_dir, out), other=other_html,
+                         sections=ctx.sections)
         tmp = html_path.with_name(f".{html_path.name}.tmp")
         html_path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text, encoding="utf-8")
