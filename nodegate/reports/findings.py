@@ -47,7 +47,7 @@ class Finding:
     @property
     def gpus(self) -> list[str]:
         """``gpu<i>`` of the GPUs the finding covers, index order ("node" for node checks)."""
-        idx = sorted({r.gpu_index for r in self.items}, key=lambda s: (s == "", int(s) if s.isdigit() else 0, s))
+        idx = sorted({r.gpu_index for r in self.items}, key=lambda s: (s != "", int(s) if s.isdigit() else 0, s))
         return ["node" if i == "" else f"gpu{i}" for i in idx]
 
 
