@@ -88,7 +88,8 @@ class MatrixRow:
 def matrix_html(rows: list[MatrixRow], checks: list[tuple[str, str]]) -> str:
     """``checks``: (check id, title) columns in suite order; ``rows`` already sorted. A passed cell
     is a bare ``<td>`` (the table's default colour) and the optional end tags are left out (HTML
-    allows it): at 4,096 nodes x 30 checks the cells are most of the page and of its parse time."""
+    allows it; a row's ``</tr>`` stays, so the line break after it is no cell's text): at 4,096
+    nodes x 30 checks the cells are most of the page and of its parse time."""
     head = "".join(f'<th class="c" title="{esc(t)}"><div>{esc(cid)}</div></th>' for cid, t in checks)
     out = ['<table id="ng-matrix"><thead><tr><th>Node</th><th>Status</th><th>Action</th>', head,
            "</tr></thead>"]
@@ -107,7 +108,7 @@ def matrix_html(rows: list[MatrixRow], checks: list[tuple[str, str]]) -> str:
         out.append(f'<tr id="n-{esc(r.node, 300)}" data-status="{r.status}"><td class="nm"><a href="{esc(r.href, 1000)}">'
                    f'{esc(r.node, 300, keep_newlines=False)}</a></td>'
                    f'<td class="st {STATUS_CLASS.get(r.status, "")}">{esc(r.status)}</td>'
-                   f'<td class="ac">{esc(r.action)}</td>{"".join(cells)}\n')
+                   f'<td class="ac">{esc(r.action)}</td>{"".join(cells)}</tr>\n')
     if rows:
         out.append("</tbody>")
     out.append("</table>")
