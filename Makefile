@@ -28,8 +28,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q
 
+## bench: simulated SSH fleets of 16, 64, 256 nodes; BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py

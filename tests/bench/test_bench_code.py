@@ -103,3 +103,31 @@ def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():
     assert node_of_test_id("suites/test_x.py::test_y[b]", nodes) is None
     assert node_of_test_id("suites/test_x.py::test_y[a-gpux]", nodes) is None
     assert node_of_test_id("tests/test_plain.py::test_plain", nodes) is None
+
+
+def test_scale_copies_are_replayable_bundles_of_their_own_node(tmp_path):
+    from bench import scale
+    from nodegate.bundle import Bundle
+    names = scale.make_copies(tmp_path / "fleet", 3)
+    assert names == ["s00000", "s00001", "s00002"]
+    b = Bundle.load(tmp_path / "fleet" / "s00002")
+    assert b.node == "s00002" and b.has("smi.qx") and not b.gather_error
+    assert (tmp_path / "fleet" / "s00001" / "smi.qx.out").stat().st_nlink == 1   # copies, not links
+
+
+def test_scale_counts_xml_objects_as_gitlab_does(tmp_path):
+    from bench import scale
+    f = tmp_path / "j.xml"
+    f.write_text('<?xml version="1.0"?>\n<testsuites><testsuite name="a" tests="2" failures="1" errors="0">'
+                 '<testcase name="x"/><testcase name="y"><failure message="m">text</failure></testcase>'
+                 "</testsuite></testsuites>\n")
+    assert scale.xml_objects(f) == (5, 2)
+
+
+def test_scale_run_at_two_sizes_writes_its_table(tmp_path):
+    from bench import scale
+    out = tmp_path / "scale.json"
+    assert scale.main((2, 4), out) == 0
+    rows = json.loads(out.read_text())
+    assert [(r["nodes"], r["items"], r["junit_files"], r["rc"]) for r in rows] == [(2, 240, 1, 0), (4, 480, 1, 0)]
+    assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * 44   # 44 objects a healthy node
