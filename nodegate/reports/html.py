@@ -49,14 +49,17 @@ table.ng th,table.ng td{border:1px solid #ccc;padding:2px 5px;text-align:left;ve
 table.ng td.bad{background:#fdd}table.ng td.outlier{background:#ffe08a;font-weight:bold}
 table.ng tr.mode td{background:#eef}
 #ng-matrix{table-layout:fixed;border-collapse:collapse;font-size:11px}
-#ng-matrix th.c{width:14px;padding:2px 0;vertical-align:bottom}
+#ng-matrix th{padding:2px 4px;text-align:left}
+#ng-matrix th.nm{width:180px}#ng-matrix th.st{width:82px}#ng-matrix th.ac{width:130px}
+#ng-matrix th.c{width:16px;padding:2px 0;vertical-align:bottom}
 #ng-matrix th.c div{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;margin:0 auto;
 font-weight:normal}
-#ng-matrix td{border:1px solid #fff;padding:0 4px;height:14px;white-space:nowrap;overflow:hidden;background:#4caf50}
-#ng-matrix td.nm,#ng-matrix td.ac{background:#fff}#ng-matrix td.st-ok{background:#d7f5d7}
-#ng-matrix td.st-bad{background:#ffd6d6}#ng-matrix td.st-ne{background:#e8e8e8}#ng-matrix td.s{background:#bdbdbd}#ng-matrix td.f{background:#e53935}
+#ng-matrix td{border:0;padding:0;height:15px;background:#4caf50;box-shadow:inset -1px -1px 0 #fff}
+#ng-matrix td.nm,#ng-matrix td.st,#ng-matrix td.ac{padding:0 4px;white-space:nowrap;overflow:hidden;
+box-shadow:inset 0 -1px 0 #eee;background:#fff}
+#ng-matrix td.st-ok{background:#d7f5d7}#ng-matrix td.st-bad{background:#ffd6d6}#ng-matrix td.st-ne{background:#e8e8e8}
+#ng-matrix td.s{background:#bdbdbd}#ng-matrix td.f{background:#e53935}
 #ng-matrix td.e{background:#fb8c00}#ng-matrix td.n{background:#f5f5f5}
-#ng-matrix td.nm{width:180px;max-width:180px}#ng-matrix td.st{width:82px}#ng-matrix td.ac{width:130px}
 #ng-matrix tbody{content-visibility:auto;contain-intrinsic-size:auto 1920px}
 div.mx{max-height:62vh;overflow:auto;border:1px solid #ddd;display:inline-block;max-width:100%}
 #ng-matrix thead th{position:sticky;top:0;background:#fff;z-index:1}
@@ -85,30 +88,62 @@ class MatrixRow:
             node, status, severity, action, href, cells)
 
 
+COLOURS = {"p": "#4caf50", "s": "#bdbdbd", "f": "#e53935", "e": "#fb8c00", "n": "#f5f5f5"}
+CELL_PX = 16
+
+
+def pattern(r: MatrixRow, checks: list[tuple[str, str]]) -> str:
+    """One letter per check column (``CELL``): the row's cells as the ``data-cells`` attribute."""
+    return "".join(CELL.get(r.cells.get(cid, ("", 0))[0], "n") for cid, _ in checks)
+
+
+def same_pattern_css(pat: str) -> str:
+    """The background that draws a whole row of ``pat`` in one cell: each check column a
+    ``CELL_PX`` stripe of its colour with the 1 px white gap the single cells have."""
+    stops = []
+    for i, ch in enumerate(pat):
+        x = i * CELL_PX
+        stops.append(f"{COLOURS[ch]} {x}px {x + CELL_PX - 1}px,#fff {x + CELL_PX - 1}px {x + CELL_PX}px")
+    return ("<style>#ng-matrix td.same{background:linear-gradient(to right," + ",".join(stops)
+            + ");box-shadow:inset 0 -1px 0 #fff}</style>")
+
+
 def matrix_html(rows: list[MatrixRow], checks: list[tuple[str, str]]) -> str:
-    """``checks``: (check id, title) columns in suite order; ``rows`` already sorted. A passed cell
-    is a bare ``<td>`` (the table's default colour) and the optional end tags are left out (HTML
-    allows it; a row's ``</tr>`` stays, so the line break after it is no cell's text): at 4,096
-    nodes x 30 checks the cells are most of the page and of its parse time."""
+    """``checks``: (check id, title) columns in suite order; ``rows`` already sorted.
+
+    Each row has ``data-cells``: one letter per check (p pass, s skip, f fail, e error, n not run).
+    The cells are most of the page at 4,096 nodes, so: a passed cell is a bare ``<td>`` (the
+    table's colour), the optional end tags are left out (HTML allows it; a row's ``</tr>`` stays,
+    so the line break after it is no cell's text), and a row equal to the fleet's most common
+    pattern (when that has no FAIL or ERROR: the accepted nodes) is one cell spanning the checks,
+    drawn by a gradient in the same colours: 4 elements instead of 33 per healthy node."""
+    pats = [pattern(r, checks) for r in rows]
+    common = Counter(pats).most_common(1)
+    same = common[0][0] if common and common[0][1] > 1 and not set(common[0][0]) & {"f", "e"} else None
     head = "".join(f'<th class="c" title="{esc(t)}"><div>{esc(cid)}</div></th>' for cid, t in checks)
-    out = ['<table id="ng-matrix"><thead><tr><th>Node</th><th>Status</th><th>Action</th>', head,
-           "</tr></thead>"]
-    for i, r in enumerate(rows):
+    out = [same_pattern_css(same) if same else "",
+           '<table id="ng-matrix"><thead><tr><th class="nm">Node</th><th class="st">Status</th>'
+           '<th class="ac">Action</th>', head, "</tr></thead>"]
+    for i, (r, pat) in enumerate(zip(rows, pats)):
         if i % ROWS_PER_BLOCK == 0:
             out.append("</tbody><tbody>" if i else "<tbody>")
-        cells = []
-        for cid, _ in checks:
-            o, n = r.cells.get(cid, ("", 0))
-            if o == "pass":
-                cells.append("<td>")
-            elif o in ("fail", "error", "skip"):
-                cells.append(f'<td class={CELL[o]} title="{esc(cid)}: {o} ({n})">')
-            else:
-                cells.append("<td class=n>")
-        out.append(f'<tr id="n-{esc(r.node, 300)}" data-status="{r.status}"><td class="nm"><a href="{esc(r.href, 1000)}">'
-                   f'{esc(r.node, 300, keep_newlines=False)}</a></td>'
+        if pat == same:
+            cells = f"<td class=same colspan={len(checks)}>"
+        else:
+            parts = []
+            for cid, _ in checks:
+                o, n = r.cells.get(cid, ("", 0))
+                if o == "pass":
+                    parts.append("<td>")
+                elif o in ("fail", "error", "skip"):
+                    parts.append(f'<td class={CELL[o]} title="{esc(cid)}: {o} ({n})">')
+                else:
+                    parts.append("<td class=n>")
+            cells = "".join(parts)
+        out.append(f'<tr id="n-{esc(r.node, 300)}" data-status="{r.status}" data-cells="{pat}">'
+                   f'<td class="nm"><a href="{esc(r.href, 1000)}">{esc(r.node, 300, keep_newlines=False)}</a></td>'
                    f'<td class="st {STATUS_CLASS.get(r.status, "")}">{esc(r.status)}</td>'
-                   f'<td class="ac">{esc(r.action)}</td>{"".join(cells)}</tr>\n')
+                   f'<td class="ac">{esc(r.action)}</td>{cells}</tr>\n')
     if rows:
         out.append("</tbody>")
     out.append("</table>")

@@ -76,7 +76,7 @@ def test_first_screen_at_4096_nodes(report4096, tmp_path):
     dom = chromium(tmp_path, (d / "report.html").as_uri(), "--dump-dom")
     assert ('<b class="st-ok">4028 accepted</b>, <b class="st-bad">68 need action</b>, '
             '<b class="st-ne">0 not evaluated</b>') in dom
-    rows = re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)"><td class="nm"><a href="([^"]*)">', dom)
+    rows = re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)" data-cells="[^"]*"><td class="nm"><a href="([^"]*)">', dom)
     assert len(rows) == 4096
     # need action first, the erroring nodes (critical ERRORs) before the major FAILs; accepted last
     assert [s for _, s, _ in rows[:68]] == ["need action"] * 68 and rows[68][1] == "accepted"
@@ -85,6 +85,10 @@ def test_first_screen_at_4096_nodes(report4096, tmp_path):
     failing = re.search(r'<tr id="n-n00001".*?</tr>', dom, re.S).group(0)   # the DOM has every end tag
     assert failing.count('class="f"') == 1 and 'title="NG-PCIE-002: fail (8)"' in failing
     assert failing.count("<td></td>") == 27 and failing.count('class="s"') == 1   # 29 checks
+    # an accepted node: the fleet's most common pattern, one cell drawn in the same colours
+    ok = re.search(r'<tr id="n-n00000".*?</tr>', dom, re.S).group(0)
+    assert 'data-status="accepted"' in ok and '<td class="same" colspan="29"></td>' in ok
+    assert re.search(r'data-cells="p{23}sp{5}"', ok)   # NG-MEM-002 (the 24th check) skipped
     # findings: one row per root cause, its remediation once
     assert dom.count("nvidia-smi cannot talk to the loaded driver") == 1
     assert re.search(r"<b>NG-PCIE-002</b>[^<]*: FAIL</td><td>major</td><td>reseat/replace riser</td><td>64: ", dom)

@@ -67,6 +67,19 @@ def test_matrix_comes_in_blocks_for_the_browser():
     assert out.count("<tbody>") == 3   # ROWS_PER_BLOCK 128: content-visibility lays out the visible ones
 
 
+def test_rows_of_the_most_common_healthy_pattern_are_one_cell():
+    ok = {"NG-A": ("pass", 8), "NG-B": ("skip", 8)}
+    rows = [html.MatrixRow(f"n{i}", "accepted", "", "", f"nodes/n{i}.html", dict(ok)) for i in range(3)]
+    rows.append(html.MatrixRow("bad", "need action", "major", "RMA", "nodes/bad.html",
+                               {"NG-A": ("fail", 1), "NG-B": ("skip", 8)}))
+    out = html.matrix_html(rows, [("NG-A", "A"), ("NG-B", "B")])
+    assert out.count('data-cells="ps"><td class="nm">') == 3 and out.count("<td class=same colspan=2>") == 3
+    assert 'data-cells="fs"' in out and '<td class=f title="NG-A: fail (1)"><td class=s title="NG-B: skip (8)">' in out
+    # the gradient draws the pattern: pass then skip, 16 px a column with a 1 px gap
+    assert ("linear-gradient(to right,#4caf50 0px 15px,#fff 15px 16px,#bdbdbd 16px 31px,#fff 31px 32px)"
+            in out)
+
+
 def test_fleet_findings_group_nodes_and_link_them():
     ff = findings.FleetFindings()
     for n in ("a", "b", HOSTILE_NODE):

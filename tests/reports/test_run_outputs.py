@@ -167,7 +167,7 @@ def test_html_structure(fleet_run):
             '<b class="st-bad">3 need action</b>, <b class="st-ne">0 not evaluated</b></p>') in text
     assert "nodegate acceptance: replay" in text
     # matrix: one row per node, worst first; the node links to its page
-    rows = re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)"><td class="nm"><a href="([^"]*)">', text)
+    rows = re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)" data-cells="[^"]*"><td class="nm"><a href="([^"]*)">', text)
     assert [(n, s) for n, s, _ in rows] == [
         ("b2", "need action"), ("evil&lt;img src=x onerror=document.documentElement.dataset.pwned=1&gt;",
                                 "need action"), ("down", "need action"), ("a1", "accepted")]

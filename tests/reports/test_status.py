@@ -38,7 +38,7 @@ def fleet(tmp_path_factory):
 def _statuses(run) -> dict[str, str]:
     html = run.html.read_text()
     return {n.replace("&lt;", "<").replace("&gt;", ">"): s
-            for n, s in re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)">', html)}
+            for n, s in re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)" data-cells="[^"]*">', html)}
 
 
 def test_deselected_nodes_are_not_evaluated(fleet, tmp_path):

@@ -88,7 +88,7 @@ def test_every_report_agrees_with_results_jsonl(suite_run):
     assert len(rows) == len(doc["rows"])
     # the HTML matrix: one row per node with its status
     html = suite_run.html.read_text()
-    statuses = dict(re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)">', html))
+    statuses = dict(re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)" data-cells="[^"]*">', html))
     assert statuses == {"h200-vm": "need action", HOSTILE_NODE.replace("<", "&lt;").replace(">", "&gt;"):
                         "need action", "down": "need action"}
 
