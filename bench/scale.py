@@ -36,18 +36,47 @@ COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "items", "junit_mb", "juni
            "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s")
 
 
+def _ids_of(src: Path) -> dict[str, str]:
+    """The sample's identifiers that must differ per node (boot id, machine id, GPU serials and
+    UUIDs): value -> a format string of the same length for copy ``i``."""
+    import re
+    text = "".join(p.read_text(errors="replace") for p in src.iterdir() if p.suffix == ".out")
+    out: dict[str, str] = {}
+    for v in set(re.findall(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text)):
+        out[v] = v[:-6] + "{i:06x}"
+    for v in set(re.findall(r"<serial>(\d{10,})</serial>", (src / "smi.qx.out").read_text())):
+        out[v] = v[:-11] + "{i:06d}" + v[-5:]   # the last digits tell the GPUs apart
+    for f in ("meta.boot_id.out", "meta.machine_id.out"):
+        p = src / f
+        if p.is_file():
+            v = p.read_text().strip()
+            if len(v) >= 8:
+                out[v] = v[:-6] + "{i:06x}"
+    return out
+
+
 def make_copies(dst: Path, n: int, src: Path = SAMPLE) -> list[str]:
     """``n`` copies of the sample bundle as nodes ``s00000``...; files copied (not linked: a
-    bundle reader may refuse hard links). Returns the node names."""
+    bundle reader may refuse hard links). Each copy is a machine of its own: its boot id, machine
+    id and GPU serials and UUIDs get a node number in their last digits (same length, so meta.json's
+    item sizes still hold), else the run's identity checks see one machine answering for all.
+    Returns the node names."""
     meta = json.loads((src / "meta.json").read_text())
-    files = [p for p in sorted(src.iterdir()) if p.is_file() and p.name != "meta.json"]
+    ids = _ids_of(src)
+    files = [(p, p.read_bytes()) for p in sorted(src.iterdir()) if p.is_file() and p.name != "meta.json"]
     names = []
     for i in range(n):
         name = f"s{i:05d}"
         d = dst / name
         d.mkdir(parents=True, exist_ok=True)
-        for f in files:
-            shutil.copyfile(f, d / f.name)
+        for f, data in files:
+            if f.suffix == ".out" and ids:
+                text = data.decode("utf-8", "surrogateescape")
+                for old, fmt in ids.items():
+                    if old in text:
+                        text = text.replace(old, fmt.format(i=i))
+                data = text.encode("utf-8", "surrogateescape")
+            (d / f.name).write_bytes(data)
         (d / "meta.json").write_text(json.dumps(dict(meta, node=name), indent=1))
         names.append(name)
     return names

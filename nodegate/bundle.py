@@ -12,18 +12,23 @@ A bundle is never rewritten by evaluation; reports only read it.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import EvidenceError
 from .probe import PROBE_VERSION, RawItem
+from .textsafe import shown
 
 _KEY_RE = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)*$")
 _NODE_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,253}$")
+#: the names of a bundle's item files
+_FILE_RE = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)*\.(?:out|err|rc)$")
 
 #: Largest evidence file read back from a bundle, bytes (hand-built or hostile bundles).
 READ_CAP = 64 * 1024 * 1024
@@ -41,7 +46,10 @@ class Evidence:
     """One evidence item read from a bundle.
 
     ``text`` is stdout decoded as UTF-8 with invalid bytes replaced (U+FFFD); ``rc`` is None
-    when the item never finished; ``status`` is ok | timeout | truncated | malformed.
+    when the item never finished; ``status`` is ok | timeout | truncated | malformed, or, read
+    back from a bundle (``Bundle.load``), refused (a file that is not a regular file inside the
+    bundle directory: never read) | inconsistent (the files contradict meta.json); ``why`` says
+    which file and how (then stdout and stderr are empty and rc is None).
     """
 
     key: str
@@ -50,6 +58,7 @@ class Evidence:
     rc: int | None
     status: str = "ok"
     duration_s: float | None = None
+    why: str = ""
 
     @property
     def text(self) -> str:
@@ -63,8 +72,10 @@ class Evidence:
         """Why this item cannot be used, or None. Used to build ERROR messages."""
         if self.status == "timeout":
             return "command timed out (deadline reached before it finished)"
+        if self.status in ("refused", "inconsistent"):
+            return self.why or f"bundle item {self.status}"
         if self.status == "truncated":
-            return "output exceeded the per-item cap; not evaluated"
+            return "output exceeded the per-item cap; not evaluated" + (f" ({self.why})" if self.why else "")
         if self.status == "malformed":
             return "probe output for this item was malformed (framed twice or without exit code)"
         if self.rc == 127:
@@ -109,6 +120,9 @@ class Bundle:
         except KeyError:
             cut = self.meta.get("cut_at")
             why = f"evidence not collected: {key}"
+            if self.meta.get("origin") == "nvidia-bug-report":   # nodegate/bugreport: the log lacks it
+                absent = self.meta.get("absent") if isinstance(self.meta.get("absent"), dict) else {}
+                why = f"evidence not in the bug report: {key}" + (f" ({absent[key]})" if key in absent else "")
             if cut:
                 why += f" (probe stopped at {cut}: {self.meta.get('cut_reason') or 'deadline'})"
             raise EvidenceError(key, why) from None
@@ -174,48 +188,305 @@ class Bundle:
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def load(cls, d: Path) -> "Bundle":
-        """Read a bundle directory (ours or hand-built). Unknown files are ignored."""
+    def load(cls, d: Path, root: Path | None = None, only=None) -> "Bundle":
+        """Read a bundle directory (ours or hand-built, trusted or not). Never raises for what
+        the directory holds; unknown files are ignored.
+
+        The directory is untrusted (``--replay`` of a vendor's tarball, docs/security.md): it is
+        opened without following a symbolic link, and so is every directory between ``root``
+        (the ``--replay`` argument, the operator's own path) and it; every file is read through
+        ``read_regular`` (regular files only, never a link, a FIFO, a device). A file of another
+        type makes its item ERROR naming the key and the type. Files are sized before anything is
+        read: an item over ``READ_CAP`` is ``truncated`` unread, and a bundle whose files hold
+        more than ``BUNDLE_BUDGET`` bytes (hard links counted once) is not read at all (its
+        node is ERROR). When meta.json lists the items, each item's files must agree with it
+        (exit code, status, size) or the item is ERROR (``inconsistent``). ``only``: read meta.json
+        and just these item keys (a bounded-memory ``--replay`` reads a node's identity first and
+        the rest when its items run: FleetRun.add_lazy)."""
         d = Path(d)
-        meta: dict = {}
-        mp = d / "meta.json"
-        if mp.is_file():
-            try:
-                meta = json.loads(mp.read_text(errors="replace"))
-                if not isinstance(meta, dict):
-                    meta = {"status": "malformed", "error": "meta.json is not an object"}
-            except ValueError as e:
-                meta = {"status": "malformed", "error": f"meta.json unreadable: {e}"}
-        node = str(meta.get("node") or d.name)
-        item_meta = meta.get("items") if isinstance(meta.get("items"), dict) else {}
-        items: dict[str, Evidence] = {}
-        listed = item_meta if meta.get("items") is not None and isinstance(meta.get("items"), dict) else None
-        for f in sorted(d.glob("*.out")):
-            key = f.name[:-4]
-            if not _KEY_RE.match(key):
-                continue
-            if listed is not None and key not in listed:
-                continue   # not this run's: meta.json lists every item the run gathered
-            out = _read_capped(f)
-            errp = d / f"{key}.err"
-            err = _read_capped(errp) if errp.is_file() else b""
-            rcp = d / f"{key}.rc"
-            im = item_meta.get(key) if isinstance(item_meta.get(key), dict) else {}
-            status = str(im.get("status", "ok"))
-            rc: int | None = 0
-            if rcp.is_file():
-                t = rcp.read_text(errors="replace").strip()
-                if t in ("timeout", "truncated", "malformed"):
-                    rc, status = None, t
-                else:
+        try:
+            dfd = _open_dir(d, root)
+        except OSError as e:
+            return cls(node=_node_name(None, d), meta={
+                "status": REFUSED, "error": f"bundle directory not opened: {_os_why(e)}"}, path=d)
+        try:
+            return _load_fd(cls, dfd, d, only)
+        finally:
+            os.close(dfd)
+
+
+#: ``meta.json`` status of a bundle that is not read (its directory or meta.json is no regular
+#: one, or its files are over BUNDLE_BUDGET): every check of its node is ERROR with ``error``
+REFUSED = "bundle-refused"
+
+#: Largest meta.json read back, bytes (ours: a few KiB plus the node's spec).
+META_CAP = 4 * 1024 * 1024
+
+#: Most bytes one bundle's evidence files may hold, hard links counted once: a live run writes
+#: at most the controller's stream caps (transport.STREAM_CAP 64 MiB of stdout + STDERR_CAP
+#: 4 MiB) plus meta.json. A larger bundle was not written by a probe run: its node is ERROR and
+#: nothing of it is read (40 hard links to one sparse file made 2.7 GB of memory before).
+BUNDLE_BUDGET = 96 * 1024 * 1024
+
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+_DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+              | getattr(os, "O_CLOEXEC", 0))
+
+
+class UnsafeFile(Exception):
+    """A bundle file that is not read: ``why`` names its type or the problem."""
+
+    def __init__(self, name: str, why: str):
+        self.name, self.why = name, why
+        super().__init__(f"{name}: {why}")
+
+
+def file_type(mode: int) -> str:
+    """The file type of ``st_mode`` in words (``ls -l``'s first column, spelled out)."""
+    for test, what in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISLNK, "symbolic link"), (stat.S_ISFIFO, "FIFO"),
+                       (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return what
+    return f"file of type {stat.S_IFMT(mode):o}"
+
+
+def _os_why(e: OSError) -> str:
+    if e.errno in (errno.ELOOP, errno.EMLINK):
+        return "a symbolic link (not followed)"
+    if e.errno == errno.ENOTDIR:
+        return "not a directory (or a symbolic link to one)"
+    return e.strerror or type(e).__name__
+
+
+def _open_dir(d: Path, root: Path | None) -> int:
+    """An fd of ``d``, opened component by component from ``root`` without following a
+    symbolic link (``root`` itself is the operator's path and is followed); without ``root``
+    (or ``d`` outside it) only ``d``'s last component is refused as a link."""
+    rel = None
+    if root is not None:
+        try:
+            rel = Path(os.path.abspath(d)).relative_to(os.path.abspath(root))
+        except ValueError:
+            rel = None
+    if rel is None:
+        return os.open(d, _DIR_FLAGS)
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        for part in rel.parts:
+            nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def lstat_entry(dir_fd: int, name: str) -> os.stat_result:
+    """``lstat`` of ``name`` inside the directory ``dir_fd`` (a link is the link)."""
+    return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def read_regular(dir_fd: int, name: str, cap: int, st: os.stat_result | None = None) -> bytes:
+    """The bytes of ``name`` in the directory ``dir_fd`` when it is a regular file of at most
+    ``cap`` bytes; raises UnsafeFile naming the file type (or the size, or a change while
+    reading) otherwise. Never follows a symbolic link (``O_NOFOLLOW``), never blocks on a FIFO
+    (``O_NONBLOCK``; a FIFO or device is refused by its ``lstat`` before any open), checks with
+    ``fstat`` that the file opened is the one sized (same device and inode, still regular), and
+    reads at most its size: a file that grows while read is refused, not followed."""
+    try:
+        st = st or lstat_entry(dir_fd, name)
+    except FileNotFoundError:
+        raise UnsafeFile(name, "missing") from None
+    except OSError as e:
+        raise UnsafeFile(name, f"not readable: {_os_why(e)}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFile(name, f"is a {file_type(st.st_mode)}, not a regular file; not read")
+    if st.st_size > cap:
+        raise UnsafeFile(name, f"holds {st.st_size} bytes, over the cap of {cap}; not read")
+    try:
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError as e:
+        raise UnsafeFile(name, f"not opened: {_os_why(e)}") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
+            raise UnsafeFile(name, f"replaced while being read (now a {file_type(fst.st_mode)}); not read")
+        want = fst.st_size
+        chunks, got = [], 0
+        while got <= want:
+            b = os.read(fd, want + 1 - got)
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        if got > want:
+            raise UnsafeFile(name, f"grew while being read (more than its {want} bytes); not read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _node_name(meta_node, d: Path) -> str:
+    """The node a bundle is of: meta.json's ``node``, else its directory name; a name with
+    control characters is kept with them shown escaped (``\\x1b``), the one form every report
+    and the terminal then print (a raw one split a node into two summary rows)."""
+    name = meta_node if isinstance(meta_node, str) and meta_node else d.name
+    return shown(name, newlines=False)
+
+
+def _load_meta(dfd: int, entries: dict) -> dict:
+    st = entries.get("meta.json")
+    if st is None:
+        return {}
+    try:
+        raw = read_regular(dfd, "meta.json", META_CAP, st)
+    except UnsafeFile as e:
+        return {"status": REFUSED, "error": f"meta.json {e.why}"}
+    try:
+        meta = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError as e:
+        return {"status": "malformed", "error": f"meta.json unreadable: {e}"}
+    if not isinstance(meta, dict):
+        return {"status": "malformed", "error": "meta.json is not an object"}
+    return meta
+
+
+def _load_fd(cls, dfd: int, d: Path, only=None) -> "Bundle":
+    entries: dict[str, os.stat_result] = {}
+    try:
+        with os.scandir(dfd) as it:
+            for de in it:
+                if de.name == "meta.json" or _FILE_RE.match(de.name):
                     try:
-                        rc = int(t)
-                    except ValueError:
-                        rc, status = None, "malformed"
-            if len(out) >= READ_CAP:
-                status = "truncated"
-            items[key] = Evidence(key, out, err, rc, status, im.get("duration_s"))
-        return cls(node=node, items=items, meta=meta, path=d)
+                        entries[de.name] = lstat_entry(dfd, de.name)
+                    except OSError:
+                        continue   # vanished while listed
+    except OSError as e:
+        return cls(node=_node_name(None, d), meta={"status": REFUSED,
+                                                   "error": f"bundle directory not listed: {_os_why(e)}"}, path=d)
+    meta = _load_meta(dfd, entries)
+    node = _node_name(meta.get("node"), d)
+    listed = meta.get("items") if isinstance(meta.get("items"), dict) else None
+    keys = sorted({n[:-4] for n in entries if n.endswith(".out") and _KEY_RE.match(n[:-4])}
+                  | ({k for k in listed if isinstance(k, str) and _KEY_RE.match(k)} if listed is not None else set()))
+    if listed is not None:
+        keys = [k for k in keys if k in listed]   # not this run's: meta.json lists every item it gathered
+    if only is not None:
+        keys = [k for k in keys if k in only]
+    over = _over_budget(entries, keys)
+    if over:
+        meta = dict(meta, status=REFUSED, error=over)
+        return cls(node=node, items={}, meta=meta, path=d)
+    cache: dict = {}
+    items = {k: _load_item(dfd, entries, k, listed, cache) for k in keys}
+    return cls(node=node, items=items, meta=meta, path=d)
+
+
+def _over_budget(entries: dict, keys: list[str]) -> str | None:
+    """Why the bundle is not read (its files over BUNDLE_BUDGET), or None. Regular files only
+    (the rest is never read), hard links once, an item over READ_CAP not at all (it stays
+    unread and ``truncated``)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    names = ["meta.json"] + [f"{k}.{s}" for k in keys for s in ("out", "err", "rc")]
+    for n in names:
+        st = entries.get(n)
+        if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > READ_CAP:
+            continue
+        ident = (st.st_dev, st.st_ino)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        total += st.st_size
+    if total > BUNDLE_BUDGET:
+        return (f"bundle files hold {total} bytes, over the per-bundle budget of {BUNDLE_BUDGET} bytes "
+                "(a probe run writes at most ~68 MiB): nothing of it read")
+    return None
+
+
+def _read_once(dfd: int, name: str, cap: int, st: os.stat_result, cache: dict) -> bytes:
+    """``read_regular``, once per inode: hard links to one file share one bytes object (what
+    the budget counted once is held once)."""
+    ident = (st.st_dev, st.st_ino)
+    got = cache.get(ident)
+    if got is None:
+        got = cache[ident] = read_regular(dfd, name, cap, st)
+    return got
+
+
+def _load_item(dfd: int, entries: dict, key: str, listed: dict | None, cache: dict) -> Evidence:
+    """One item from its files, checked against meta.json's record of it when there is one."""
+    im = listed.get(key) if listed is not None else None
+    im = im if isinstance(im, dict) else None
+    dur = im.get("duration_s") if im is not None else None
+    dur = dur if isinstance(dur, (int, float)) and not isinstance(dur, bool) else None
+
+    def unusable(status: str, why: str) -> Evidence:
+        return Evidence(key, b"", b"", None, status, dur, why=why)
+
+    outn = f"{key}.out"
+    if outn not in entries:
+        return unusable("inconsistent", f"meta.json lists {key} but {outn} is missing")
+    try:
+        out = _read_once(dfd, outn, READ_CAP, entries[outn], cache)
+    except UnsafeFile as e:
+        if e.why.startswith("holds ") and stat.S_ISREG(entries[outn].st_mode):
+            return Evidence(key, b"", b"", None, "truncated", dur,
+                            why=f"{outn} {e.why} (bundle.READ_CAP)")
+        return unusable("refused", f"bundle file {outn} {e.why}")
+    err = b""
+    if f"{key}.err" in entries:
+        try:
+            err = _read_once(dfd, f"{key}.err", READ_CAP, entries[f"{key}.err"], cache)
+        except UnsafeFile as e:
+            return unusable("refused", f"bundle file {key}.err {e.why}")
+    status = str(im.get("status", "ok")) if im is not None else "ok"
+    rc: int | None = 0
+    word = None
+    if f"{key}.rc" in entries:
+        try:
+            t = read_regular(dfd, f"{key}.rc", 4096, entries[f"{key}.rc"]).decode("utf-8", "replace").strip()
+        except UnsafeFile as e:
+            return unusable("refused", f"bundle file {key}.rc {e.why}")
+        if t in ("timeout", "truncated", "malformed"):
+            rc, status, word = None, t, t
+        else:
+            try:
+                rc = int(t)
+            except ValueError:
+                rc, status = None, "malformed"
+    if im is not None:
+        why = _disagreement(key, im, rc, word, len(out))
+        if why:
+            return unusable("inconsistent", why)
+    if len(out) >= READ_CAP:
+        status = "truncated"
+    return Evidence(key, out, err, rc, status, dur)
+
+
+def _disagreement(key: str, im: dict, rc: int | None, word: str | None, size: int) -> str | None:
+    """How ``key``'s files contradict meta.json's record (``Bundle.write``: rc, status, bytes),
+    or None. ``.rc`` absent is exit code 0; an item without exit code has its status there. A
+    record without one of the fields makes no claim about it."""
+    mrc = im.get("rc", rc)
+    if "rc" in im and not (mrc is None or (isinstance(mrc, int) and not isinstance(mrc, bool))):
+        return f"meta.json gives {key} the exit code {mrc!r}, not a number"
+    if mrc != rc:
+        have = (f"{key}.rc says {word or rc}" if rc != 0 or word else f"{key}.rc is absent (exit code 0)")
+        return f"meta.json says {key} ended with exit code {mrc}, but {have}"
+    mst = im.get("status", "ok")
+    if rc is None and word is not None and "status" in im:
+        want_word = mst if mst in ("truncated", "malformed") else "timeout"
+        if word != want_word:
+            return f"meta.json says {key} is {mst}, but {key}.rc says {word}"
+    mb = im.get("bytes")
+    if mb is not None and mb != size:
+        return f"meta.json says {key}.out holds {mb!r} bytes, but it holds {size}"
+    return None
 
 
 def _put(path: str, data: bytes) -> None:
@@ -230,19 +501,15 @@ def _put(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _read_capped(p: Path) -> bytes:
-    with open(p, "rb") as fh:
-        return fh.read(READ_CAP)
-
-
 def _is_bundle(p: Path) -> bool:
     return (p / "meta.json").is_file() or any(p.glob("*.out"))
 
 
-def discover(root: Path, max_depth: int = 4) -> list[Path]:
+def discover(root: Path, max_depth: int = 4, skipped: list[Path] | None = None) -> list[Path]:
     """Bundle directories under ``root`` (``root`` itself if it is one), searched up to
     ``max_depth`` levels deep so a tree of fleets (``samples/h200-vm``, ``samples/fleet/<node>``)
-    replays as one. Symlinked directories are not followed. Sorted by path."""
+    replays as one. Symlinked directories are not followed (each one is appended to
+    ``skipped``, for the caller to name). Sorted by path."""
     root = Path(root)
     if _is_bundle(root):
         return [root]
@@ -252,10 +519,16 @@ def discover(root: Path, max_depth: int = 4) -> list[Path]:
         if depth > max_depth:
             return
         try:
-            children = sorted(c for c in d.iterdir() if c.is_dir() and not c.is_symlink())
+            entries = sorted(d.iterdir())
         except OSError:
             return
-        for c in children:
+        for c in entries:
+            if c.is_symlink():
+                if skipped is not None and c.is_dir():
+                    skipped.append(c)
+                continue
+            if not c.is_dir():
+                continue
             if _is_bundle(c):
                 found.append(c)
             else:

@@ -40,27 +40,31 @@ class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
         instance.__dict__[self.attrname] = val
         return val
 
+from . import altkeys
 from .bundle import Bundle, Evidence
 from .errors import EvidenceError, NodegateError, ParseError
-from .facts import (DkmsStatus, DmiFacts, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, LibNvml,
+from .facts import (DkmsStatus, DmiFacts, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, KernelLogCut, LibNvml,
                     ModinfoFacts, ModuleState, PasswdEntry, PersistencedFacts, SmiError,
                     SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
 from .parsers import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                       proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
+from .collect_fabric import FabricFacts  # noqa: E402  (imports cached_property from this module)
 
 
-class NodeFacts:
+class NodeFacts(FabricFacts):
     """Facts of one node, derived from its bundle on first access.
 
     Attributes (each a cached property; see the docstring of each for its source):
-    kernel_release, boot_id, modules, nvidia_module_version, modinfo_nvidia,
+    kernel_release, boot_id, machine_id, modules, nvidia_module_version, modinfo_nvidia,
     modinfo_peermem, modinfo_nv_peer_mem, installed_kernels, modules_load_d, dkms,
     driver_banner, libnvml, smi_version, smi_error, gpus, gpu_source, persistenced_unit,
     persistenced_unit_files, persistenced, persistenced_user, firmware, pci_links,
-    ib_devices, peermem_registered, kernel_events, kernel_log_source, fabricmanager_version,
-    fabricmanager_unit, clocks_samples, dmi.
+    ib_devices, peermem_registered, kernel_events, kernel_log_cut, kernel_log_source, fabricmanager_version,
+    fabricmanager_unit, clocks_samples, dmi; and (nodegate/collect_fabric.py, issue 19) uptime_s,
+    nvlink_status, nvlink_errors, nvml_nvlinks, nvswitches, pci_aer, ib_ports, ibstat_ports,
+    fabricmanager_log.
     Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
-    peermem_clients.
+    peermem_clients, smi_key and lspci_links (alternative evidence keys, nodegate/altkeys.py).
     """
 
     def __init__(self, bundle: Bundle):
@@ -101,6 +105,15 @@ class NodeFacts:
         if not t:
             raise EvidenceError("meta.boot_id", "empty output")
         return t
+
+    @cached_property
+    def machine_id(self) -> str | None:
+        """``meta.machine_id``: /etc/machine-id (else /var/lib/dbus/machine-id), stripped and
+        lower-cased. None when the node has neither file (rc 1), or the file is empty or holds
+        ``uninitialized`` (machine-id(5): the id is not committed yet, first boot)."""
+        ev = self._item("meta.machine_id", (0, 1))
+        t = ev.text.strip().lower() if ev.rc == 0 else ""
+        return None if t in ("", "uninitialized") else t
 
     @cached_property
     def hostname(self) -> str:
@@ -211,15 +224,22 @@ class NodeFacts:
         return self._parse("smi.version", smi_version.parse_smi_version, self._text("smi.version"))
 
     @cached_property
+    def smi_key(self) -> str:
+        """The nvidia-smi evidence key GPU facts come from: ``smi.qx`` (the probe's), else the
+        alternative ``smi.q`` (-q text) or ``smi.query_csv`` (nodegate.altkeys)."""
+        return altkeys.smi_key(self.bundle)
+
+    @cached_property
     def smi_error(self) -> SmiError | None:
-        """The error nvidia-smi printed for ``smi.qx`` (driver/library mismatch, no driver, no
-        devices, device handle), or None when it reported normally. EvidenceError when
-        nvidia-smi is missing or timed out."""
-        ev = self.bundle.get("smi.qx")
+        """The error nvidia-smi printed for ``smi.qx`` (or its alternative ``smi_key``): driver/library
+        mismatch, no driver, no devices, device handle; None when it reported normally.
+        EvidenceError when nvidia-smi is missing or timed out."""
+        key = self.smi_key
+        ev = self.bundle.get(key)
         prob = ev.problem(tuple(range(256)))  # 124/127/timeout are reported before ok_rcs
         if prob:
-            raise EvidenceError("smi.qx", prob)
-        if ev.rc == 0 and ev.text.lstrip().startswith("<"):
+            raise EvidenceError(key, prob)
+        if ev.rc == 0 and key == "smi.qx" and ev.text.lstrip().startswith("<"):
             return None
         err = smi_error.parse_smi_error(ev.text + "\n" + ev.err_text)
         if err is None and ev.rc != 0:
@@ -229,17 +249,25 @@ class NodeFacts:
 
     @cached_property
     def smi_report(self) -> SmiReport:
-        """``smi.qx`` parsed (nvidia-smi -q -x). EvidenceError naming ``smi_error`` when
-        nvidia-smi failed."""
+        """``smi.qx`` parsed (nvidia-smi -q -x), or the alternative ``smi_key`` with its parser.
+        EvidenceError naming ``smi_error`` when nvidia-smi failed."""
+        key = self.smi_key
         err = self.smi_error
         if err is not None:
-            raise EvidenceError("smi.qx", f"nvidia-smi failed ({err.kind}): {err.message}")
-        text = self._text("smi.qx")
-        try:  # nvidia-smi writes UTF-8 XML: invalid bytes are corruption, not text to repair
-            self.bundle.get("smi.qx").stdout.decode("utf-8")
+            raise EvidenceError(key, f"nvidia-smi failed ({err.kind}): {err.message}")
+        text = self._text(key)
+        try:  # nvidia-smi writes UTF-8: invalid bytes are corruption, not text to repair
+            self.bundle.get(key).stdout.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise EvidenceError("smi.qx", f"output unparsable: not valid UTF-8 (byte {e.start})") from None
-        return self._parse("smi.qx", smi_xml.parse_smi_xml, text)
+            raise EvidenceError(key, f"output unparsable: not valid UTF-8 (byte {e.start})") from None
+        return self._parse(key, lambda t: altkeys.parse_smi(key, t), text)
+
+    @cached_property
+    def lspci_links(self):
+        """``pci.lspci_vvv`` (alternative key: lspci -vvv): LspciLink per function; [] without it."""
+        if not self.bundle.has("pci.lspci_vvv"):
+            return []
+        return self._parse("pci.lspci_vvv", altkeys.parse_lspci, self._text("pci.lspci_vvv"))
 
     @cached_property
     def smi_driver_version(self) -> str | None:
@@ -252,7 +280,13 @@ class NodeFacts:
         nv = self._gpus_from_nvml(forced)
         if nv is not None:
             return nv, "nvml"
-        return self.smi_report.gpus, "smi_xml"
+        key = self.smi_key
+        if not self.bundle.has(key) and self.bundle.has("pci.lspci_vvv") and not self.bundle.gather_error:
+            return altkeys.gpus_from_lspci(self.lspci_links), "lspci"   # no nvidia-smi output at all
+        gpus = self.smi_report.gpus
+        if self.bundle.has("pci.lspci_vvv"):
+            gpus = altkeys.fill_links(gpus, self.lspci_links)
+        return gpus, altkeys.SOURCE_OF_KEY[key]
 
     @cached_property
     def nvml_status(self):
@@ -306,7 +340,8 @@ class NodeFacts:
 
     @cached_property
     def gpu_source(self) -> str:
-        """``nvml`` or ``smi_xml``: where ``gpus`` came from."""
+        """``nvml``, ``smi_xml``, or for an alternative key ``smi_text``, ``smi_csv``, ``lspci``:
+        where ``gpus`` came from."""
         return self._gpus_and_source[1]
 
     @cached_property
@@ -324,9 +359,13 @@ class NodeFacts:
     @cached_property
     def persistenced_unit(self) -> SystemdUnit:
         """``systemd.persistenced_show`` (systemctl show). A missing unit is a SystemdUnit with
-        load_state ``not-found``; systemctl missing -> EvidenceError."""
-        return self._parse("systemd.persistenced_show", systemd.parse_systemctl_show,
-                           self._text("systemd.persistenced_show"))
+        load_state ``not-found``; systemctl missing -> EvidenceError. Without it, the alternative
+        ``systemd.persistenced_status`` (systemctl status: states only, no ExecStart)."""
+        key = "systemd.persistenced_show"
+        if not self.bundle.has(key) and self.bundle.has("systemd.persistenced_status"):
+            return self._parse("systemd.persistenced_status", systemd.parse_systemctl_status,
+                               self._text("systemd.persistenced_status"))
+        return self._parse(key, systemd.parse_systemctl_show, self._text(key))
 
     @cached_property
     def persistenced_unit_files(self) -> list[UnitFile]:
@@ -390,8 +429,41 @@ class NodeFacts:
     @cached_property
     def kernel_events(self) -> list[KernelEvent]:
         """``kernel.log``: NVRM/Xid records since boot. EvidenceError (with the dmesg/journal
-        error, e.g. permission) when neither could be read."""
-        return self._parse("kernel.log", kernel_log.parse_kernel_log, self._text("kernel.log"))
+        error, e.g. permission) when neither could be read; when the item is empty without the
+        probe's ``# source:`` line (an empty file is no evidence of a clean log); and when the
+        probe's cut may have lost a line that decides a verdict (``kernel_log_cut``), or, for a
+        log without a cut record, it holds exactly the old probe's ``tail -n 5000``."""
+        text = self._text("kernel.log")
+        events = self._parse("kernel.log", kernel_log.parse_kernel_log, text)
+        cut = self.kernel_log_cut
+        if not events and cut is None and kernel_log.kernel_log_source(text) is None:
+            raise EvidenceError("kernel.log", "empty, without the probe's '# source:' line: not the output of "
+                                "dmesg or journalctl (an empty file is no evidence of a clean log)")
+        if cut is not None and cut.lost_severe:
+            lost = (f"{cut.dropped_severe} line(s) of records that can decide a verdict were" if cut.dropped_severe
+                    else "lines that can decide a verdict may have been")
+            raise EvidenceError("kernel.log", f"the node's log was cut: the probe kept {cut.kept} of {cut.seen} NVRM "
+                                f"lines and {lost} cut away (node without awk, or over the probe's keep cap)")
+        if cut is None:
+            n = self._parse("kernel.log", kernel_log.record_lines, text)
+            if n == kernel_log.LEGACY_TAIL:
+                raise EvidenceError("kernel.log", f"{n} lines without a record of the cut: exactly the 'tail -n "
+                                    f"{n}' of the probe that wrote it (v3 or earlier), so earlier events may be lost")
+        return events
+
+    @cached_property
+    def kernel_log_cut(self) -> KernelLogCut | None:
+        """``kernel.log`` last line ``# lines: seen=S kept=K dropped_severe=D``: how the probe cut
+        the log (None: no record, probe v3 or a hand-built item)."""
+        return self._parse("kernel.log", kernel_log.kernel_log_cut, self._text("kernel.log"))
+
+    @cached_property
+    def kernel_history(self) -> list[KernelEvent]:
+        """``kernel.history`` (a converted nvidia-bug-report, nodegate/bugreport): records of earlier
+        boots, each event once; shown by the kernel-log checks, not judged. [] without the item."""
+        if not self.bundle.has("kernel.history"):
+            return []
+        return self._parse("kernel.history", kernel_log.parse_kernel_log, self._text("kernel.history"))
 
     @cached_property
     def kernel_log_source(self) -> str | None:

@@ -170,6 +170,24 @@ class GpuFacts:
     mig_mode_current: BoolV = None
     temperature_c: IntV = None
     power_draw_w: float | _Unsupported | None = None
+    utilization_gpu: IntV = None           # percent of the last sample period a kernel ran (XML utilization/gpu_util)
+    graphics_clock_mhz: IntV = None        # current graphics clock, MHz (XML clocks/graphics_clock)
+    max_graphics_clock_mhz: IntV = None    # max graphics clock, MHz (XML max_clocks/graphics_clock)
+    mig_ecc_volatile: EccCounters | None = None  # sum of the MIG instances' volatile counts (mig_devices)
+    # issue 19 (firmware, configuration, fabric, PCIe errors); same None/NA conventions
+    mig_mode_pending: BoolV = None         # mig_mode/pending_mig: a MIG change waiting for a GPU reset
+    inforom_image: StrV = None             # inforom_version/img_version, e.g. "G520.0282.02.02"
+    compute_mode: StrV = None              # compute_mode: Default | Exclusive_Process | Prohibited
+    power_limit_w: float | _Unsupported | None = None          # enforced power limit (W)
+    power_limit_default_w: float | _Unsupported | None = None  # default_power_limit (W)
+    pcie_replay_counter: IntV = None       # pci/replay_counter (since driver load / GPU reset)
+    pcie_replay_rollover: IntV = None      # pci/replay_rollover_counter
+    fabric_state: StrV = None              # fabric/state: Not Started | In Progress | Completed (Hopper+)
+    fabric_status: StrV = None             # fabric/status: Success, or the NVML error of registration
+    fabric_health: StrV = None             # fabric/health/summary (550+): Healthy | ...
+    # GpuFacts attribute -> why the driver's value for it could not be read (one bad field makes
+    # only the facts that need it ERROR: checks._util.gpu_for raises on access to these)
+    field_errors: dict[str, str] = field(default_factory=dict)
     source: str = ""
 
 
@@ -391,6 +409,8 @@ class LspciLink:
     sta_width: int | None = None
     downgraded: bool = False
     driver: str | None = None
+    vendor_device: str | None = None   # "10de:2330" from -nn's [10de:2330] or "NVIDIA Corporation Device 2330"
+    display: bool = False              # an NVIDIA VGA/3D/display-class function (a GPU)
 
 
 @dataclass
@@ -440,3 +460,115 @@ class DmiFacts:
         if attr in self.absent:
             return "not provided by the firmware"
         return "not reported"
+
+
+@dataclass
+class KernelLogCut:
+    """How the probe cut the kernel log (its last line ``# lines: seen=S kept=K dropped_severe=D``).
+
+    seen: NVRM lines the node's log held; kept: lines in the item; dropped_severe: lines that can
+    decide a verdict (Xid, off the bus, RmInitAdapter, GSP, ...) cut beyond the probe's keep cap,
+    None when unknown (a node without awk cuts the last lines only)."""
+
+    seen: int
+    kept: int
+    dropped_severe: int | None = 0
+
+    @property
+    def lost_severe(self) -> bool:
+        """True when lines that could decide a verdict may be missing from the item."""
+        if self.dropped_severe is None:
+            return self.seen > self.kept
+        return self.dropped_severe > 0
+
+
+
+# --------------------------------------------------------------------------- fabric (issue 19)
+@dataclass
+class NvLink:
+    """One NVLink of one GPU. ``active``: True (a speed is printed / NVML_NVLINK_STATE_ACTIVE),
+    False (``<inactive>`` / inactive), NA (unsupported). ``speed_gbps``: GB/s per link as
+    nvidia-smi prints it (``26.562 GB/s``; NVML field MBps / 1000). ``errors``: counter name ->
+    count: ``replay``, ``recovery``, ``crc_flit``, ``crc_data``, ``crc`` (nvidia-smi's one
+    "CRC Errors" line), or the tool's own name snake-cased for any other counter."""
+
+    link: int
+    active: BoolV = None
+    speed_gbps: float | None = None
+    errors: dict[str, IntV] = field(default_factory=dict)
+
+
+@dataclass
+class GpuNvLinks:
+    """NVLink state of one GPU as one source reports it.
+
+    ``status``: ``ok`` (links listed), ``none`` (the GPU block lists no link: the driver reports no
+    NVLink for it, e.g. a VM or a PCIe board), ``mig`` ("Nvlink queries are not supported for
+    Devices in MIG mode"), ``unsupported`` (NVML NotSupported / the tool's own refusal), with the
+    tool's ``message``. ``index``/``name``/``uuid`` as the header prints them; ``bus_id`` from NVML."""
+
+    index: int | None = None
+    name: str | None = None
+    uuid: str | None = None
+    bus_id: str | None = None
+    links: list[NvLink] = field(default_factory=list)
+    status: str = "ok"
+    message: str = ""
+    source: str = ""
+
+
+@dataclass
+class PciFunction:
+    """One PCI function from sysfs (``pci.nvswitch``): bdf, device and class as 0x-hex strings."""
+
+    bdf: str
+    device: str | None = None
+    pci_class: str | None = None
+
+
+@dataclass
+class AerCounters:
+    """PCIe AER counters of one function (sysfs ``aer_dev_correctable``/``_nonfatal``/``_fatal``,
+    drivers/pci/pcie/aer.c): each dict maps the kernel's error names (``RxErr``, ``BadTLP``,
+    ``DLP``, ...) to counts; ``*_total`` are the ``TOTAL_ERR_COR``/``_NONFATAL``/``_FATAL`` lines
+    (None when the file was absent). ``role``: ``gpu`` or ``upstream`` (``upstream_of`` = GPU bdf)."""
+
+    bdf: str
+    role: str
+    upstream_of: str | None = None
+    correctable: dict[str, int] = field(default_factory=dict)
+    nonfatal: dict[str, int] = field(default_factory=dict)
+    fatal: dict[str, int] = field(default_factory=dict)
+    correctable_total: int | None = None
+    nonfatal_total: int | None = None
+    fatal_total: int | None = None
+    files: int = 0                 # aer_dev_* files the probe found readable
+
+
+@dataclass
+class IbPort:
+    """One InfiniBand/RDMA port (``/sys/class/infiniband/<device>/ports/<n>``, or ``ibstat``).
+    ``state``/``phys_state`` are the words (``ACTIVE``, ``LinkUp``; sysfs prints ``4: ACTIVE``);
+    ``rate_gbps`` the port rate in Gb/s (sysfs ``400 Gb/sec (4X NDR)``, ibstat ``Rate: 400``);
+    ``link_layer`` ``InfiniBand`` or ``Ethernet`` (RoCE)."""
+
+    device: str
+    port: int
+    state: str | None = None
+    phys_state: str | None = None
+    rate_gbps: float | None = None
+    link_layer: str | None = None
+    fw_ver: str | None = None
+    hca_type: str | None = None
+    source: str = ""
+
+
+@dataclass
+class FmLogEvent:
+    """One nvidia-fabricmanager log line. kind: ``version_mismatch`` (details ``fm_version``,
+    ``driver_version``), ``configured`` ("Successfully configured all the available NVSwitches"),
+    ``pre_nvl5`` ("Detected Pre-NVL5 system"), ``error`` (a line with error/failed), ``other``."""
+
+    kind: str
+    text: str
+    details: dict[str, str] = field(default_factory=dict)

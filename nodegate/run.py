@@ -17,7 +17,7 @@ from typing import Callable
 from . import probe
 from .bundle import Bundle, now_iso
 from .collect import NodeFacts
-from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError
+from .transport import STDERR_CAP, STREAM_CAP, HostKeyPolicy, Target, TransportError, stop_reason
 
 try:  # pytest's stash key; the run is usable without pytest too
     import pytest
@@ -63,18 +63,28 @@ def _extra_probe_items(opts: GatherOptions, url: str) -> str:
     return probe_shell_snippet()
 
 
-def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
-    """Run the probe on one node and return its Bundle (never raises for node problems)."""
+def gather_node(job: NodeJob, opts: GatherOptions, stop: threading.Event | None = None) -> Bundle:
+    """Run the probe on one node and return its Bundle (never raises for node problems).
+    ``stop`` set (SIGINT, SIGTERM, SIGHUP: ``stop.reason``) before the node is contacted: an
+    ``interrupted`` bundle, nothing sent; while the probe runs: the exec is cut like a deadline
+    cuts it and the evidence read so far is kept, marked cut (``meta.interrupted``)."""
     meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(), "gpu_source": opts.gpu_source,
                   "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "status": "ok"}
     t0 = time.monotonic()
+    if stop is not None and stop.is_set():
+        meta.update(status="interrupted", interrupted=stop_reason(stop), finished_at=now_iso(), gather_s=0.0,
+                    error=f"not gathered: the run was interrupted ({stop_reason(stop)}) before this node was contacted")
+        return Bundle(job.name, {}, meta)
     try:
         script, marker = probe.render_script(user=job.persistence_user, samples=job.clocks_samples,
                                              timeout_s=int(opts.command_timeout), extra=_extra_probe_items(opts, job.url))
         target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
-        r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10)
+        r = target.run_probe(script, opts.probe_timeout, marker=marker, item_timeout_s=opts.command_timeout + 10,
+                             stop=stop)
     except TransportError as e:
         meta.update(status=e.kind, error=e.message, gather_s=round(time.monotonic() - t0, 3), finished_at=now_iso())
+        if e.stage:
+            meta["stage"] = e.stage
         return Bundle(job.name, {}, meta)
     except (ValueError, OSError) as e:
         meta.update(status="error", error=f"{type(e).__name__}: {e}", gather_s=round(time.monotonic() - t0, 3),
@@ -89,20 +99,42 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
     if len(r.stderr) >= STDERR_CAP:
         meta["stderr_capped"] = (f"the probe's stderr reached the controller's cap ({STDERR_CAP} bytes): "
                                  "items after that point have no stderr")
+    _mark_cut(meta, items, complete, r, opts)
+    return Bundle.from_raw(job.name, items, meta)
+
+
+def _mark_cut(meta: dict, items: dict, complete: bool, r, opts: GatherOptions) -> None:
+    """Record in ``meta`` where and why a probe's evidence ends early (``cut_at``,
+    ``cut_reason``; ``interrupted`` for SIGINT/SIGTERM/SIGHUP), or the node's gather error
+    when the exec produced no evidence at all."""
+    open_items = [k for k, v in items.items() if v.status == "timeout"]
+    cut_at = open_items[-1] if open_items else (list(items)[-1] if items else "start")
     if r.stdout_capped:
         # the controller stopped reading (transport.STREAM_CAP): the item being read is cut
-        open_items = [k for k, v in items.items() if v.status == "timeout"]
         for k in open_items:
             items[k].status = "truncated"
-        meta["stream_capped"] = True
-        meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["cut_reason"] = (f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
-                            "later items not collected")
+        meta.update(stream_capped=True, cut_at=cut_at,
+                    cut_reason=f"probe output exceeded the controller's cap ({STREAM_CAP} bytes): exec stopped, "
+                               "later items not collected")
+    elif r.timed_out and r.interrupted:
+        meta["interrupted"] = r.interrupted
+        if not items:
+            meta.update(status="interrupted", stage=r.stage,
+                        error=f"not gathered: the run was interrupted ({r.interrupted}) during {r.stage or 'the exec'}")
+            return
+        meta.update(cut_at=cut_at, cut_reason=f"run interrupted ({r.interrupted}) while the probe ran: the evidence "
+                                              "read until then is kept, later items were not collected")
     elif r.timed_out:
-        open_items = [k for k, v in items.items() if v.status == "timeout"]
-        meta["cut_at"] = open_items[-1] if open_items else (list(items)[-1] if items else "start")
-        meta["cut_reason"] = (f"probe stopped by the controller's deadline "
-                            f"(item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s)")
+        deadline = (f"item {opts.command_timeout + 10:.0f}s / probe {opts.probe_timeout:.0f}s / "
+                    f"connect {opts.connect_timeout:g}s")
+        stage = (r.stage or "reading the output") + (f" ({r.note})" if r.note else "")
+        if not items:
+            meta.update(status="timeout", stage=r.stage or "reading the output",
+                        error=f"the probe produced no output within the controller's deadline ({deadline}): "
+                              f"stalled in stage {stage}")
+            return
+        meta.update(cut_at=cut_at,
+                    cut_reason=f"probe stopped by the controller's deadline ({deadline}) in stage {stage}")
     elif not complete:
         if not items:
             meta.update(status="probe-failed",
@@ -111,7 +143,6 @@ def gather_node(job: NodeJob, opts: GatherOptions) -> Bundle:
         else:
             meta["cut_at"] = list(items)[-1]
             meta["cut_reason"] = "probe output ended early (connection dropped or shell died)"
-    return Bundle.from_raw(job.name, items, meta)
 
 
 @dataclass
@@ -138,6 +169,18 @@ class FleetRun:
     facts: dict[str, NodeFacts] = field(default_factory=dict)
     spec: dict = field(default_factory=dict)
     spec_errors: dict[str, str] = field(default_factory=dict)
+    #: node -> where its spec came from ("inventory <file>", "--spec <file>", "bundle meta.json",
+    #: "built-in defaults (...)"), shown in every report (nodegate.session.specfile)
+    spec_source: dict[str, str] = field(default_factory=dict)
+    #: node -> the raw spec mapping behind ``spec`` (handed to xdist workers)
+    spec_raw: dict[str, dict] = field(default_factory=dict)
+    #: node -> the other nodes of the run at the same address (host and port of the target URL):
+    #: one machine answers for all of them (their items wait for each other: ``identity_clashes``)
+    address_twins: dict[str, list[str]] = field(default_factory=dict)
+    #: node -> (boot id, machine id) of nodes of the run not loaded here (an xdist worker's others)
+    peer_ids: dict[str, tuple] = field(default_factory=dict)
+    _id_index: tuple = field(default=(), repr=False)
+    _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
     inventory_path: Path | None = None
@@ -154,12 +197,15 @@ class FleetRun:
     _failure: BaseException | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _proc: object = field(default=None, repr=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)   # the thread pool's
+    _reason_box: object = field(default=None, repr=False)      # the gathering process's (interrupt.ReasonBox)
     streaming: bool = False
-    spec_source: dict[str, str] = field(default_factory=dict)
     on_release: list = field(default_factory=list, repr=False)
     shard: list[str] | None = field(default=None, repr=False)     # nodes collected now (shards)
     _paths: dict = field(default_factory=dict, repr=False)         # node -> bundle dir (lazy / released)
     _released: set = field(default_factory=set, repr=False)
+    _roots: dict = field(default_factory=dict, repr=False)         # node -> its --replay root
+    _gpu_ids: dict = field(default_factory=dict, repr=False)       # released node -> [(index, serial, uuid)]
     surplus: dict[str, int] = field(default_factory=dict, repr=False)  # node -> GPUs seen beyond gpu.count
 
     @property
@@ -175,9 +221,15 @@ class FleetRun:
         while collecting a shard of a large run only that shard's (nodegate.session.shards)."""
         return list(self.shard) if self.shard is not None else self.all_nodes
 
-    def add_lazy(self, node: str, path: Path) -> None:
-        """A node whose bundle is read from ``path`` when first needed (``--replay``, streaming)."""
+    def add_lazy(self, node: str, path: Path, root: Path | None = None, ids: tuple | None = None) -> None:
+        """A node whose bundle is read from ``path`` (below the --replay ``root``) when first
+        needed (``--replay``, streaming); ``ids``: its (boot id, machine id), read now, so the node
+        identity check sees every node of the run (``peer_ids``) before all are loaded."""
         self._paths[node] = Path(path)
+        if root is not None:
+            self._roots[node] = Path(root)
+        if ids is not None:
+            self.peer_ids[node] = ids
         if node not in self.order:
             self.order.append(node)
 
@@ -197,10 +249,29 @@ class FleetRun:
             except Exception:  # noqa: BLE001 - a report's summary must not stop the run
                 pass
         if b.path is not None:
+            # what the run-wide identity checks compare stays known (a few strings a node)
+            if not b.gather_error:
+                self._keep_ids(node, self.node_ids(node))
+                try:
+                    self._gpu_ids[node] = [(g.index, g.serial, g.uuid) for g in f.gpus] if f is not None else []
+                except Exception:  # noqa: BLE001 - unreadable GPUs identify nothing
+                    self._gpu_ids[node] = []
             self._paths.setdefault(node, b.path)
             del self.bundles[node]
             self.facts.pop(node, None)
             self._released.add(node)
+
+    def _keep_ids(self, node: str, ids: tuple) -> None:
+        """Record a released node's (boot id, machine id) in ``peer_ids`` and in the identity
+        index in place (a live streaming run learns one node at a time: no rebuild a node)."""
+        before = self._index() if self._id_index else None
+        self.peer_ids[node] = ids
+        if before is not None:
+            extra = tuple(n for n in self.bundles if n not in self.peer_ids and n != node)
+            for what, v in (("boot id", ids[0]), ("machine id", ids[1])):
+                if v and node not in before.get((what, v), ()):
+                    before.setdefault((what, v), []).append(node)
+            self._id_index = (("streaming", len(self.peer_ids), extra), before)
 
     def peek(self, node: str):
         """(Bundle, NodeFacts) of ``node`` without keeping them when they are not in memory
@@ -222,7 +293,7 @@ class FleetRun:
 
     def _load(self, node: str, path: Path) -> Bundle:
         try:
-            b = Bundle.load(path)
+            b = Bundle.load(path, root=self._roots.get(node))
         except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
             return Bundle(node, {}, {"node": node, "status": "error",
                                      "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
@@ -235,7 +306,90 @@ class FleetRun:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by
         ``gather_fleet``'s ``prepare`` while other nodes were still being gathered."""
         self.bundles[b.node] = b
-        self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
+        f = self.facts[b.node] = facts if facts is not None and facts.bundle is b else NodeFacts(b)
+        f.run_identity = lambda node=b.node: self.identity_view(node)
+
+    # ------------------------------------------------------------------ node identity
+    def node_ids(self, node: str) -> tuple[str | None, str | None]:
+        """(boot id, machine id) of a merged node, None for each one that cannot be read."""
+        if node not in self.facts:
+            ids = self.peer_ids.get(node) or (None, None)
+            return ids[0], ids[1]
+        f = self.facts[node]
+        out = []
+        for name in ("boot_id", "machine_id"):
+            try:
+                out.append(getattr(f, name) or None)
+            except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
+                out.append(None)
+        return out[0], out[1]
+
+    def _index(self) -> dict:
+        """{("boot id" | "machine id", value): [nodes]} over every node known here, rebuilt when
+        a node was merged since (once per node arrival, not once per item). On a streaming run
+        the nodes in memory change with every node judged: there the ids of every node seen so
+        far are kept in ``peer_ids`` (replay: all of them from the start) and the index is
+        rebuilt only when a node whose ids are not there yet is in memory (O(1) a node)."""
+        if self.streaming:
+            extra = tuple(n for n in self.bundles if n not in self.peer_ids)
+            key = ("streaming", len(self.peer_ids), extra)
+        else:
+            key = (len(self.bundles), len(self.peer_ids))
+        if self._id_index and self._id_index[0] == key:
+            return self._id_index[1]
+        idx: dict = {}
+        for n in list(self.bundles) + [n for n in self.peer_ids if n not in self.bundles]:
+            if n in self.bundles and self.bundles[n].gather_error:
+                continue
+            boot, mid = self.node_ids(n)
+            for what, v in (("boot id", boot), ("machine id", mid)):
+                if v:
+                    idx.setdefault((what, v), []).append(n)
+        self._id_index = (key, idx)
+        return idx
+
+    def identity_clashes(self, node: str, among=None) -> list[tuple[str, str, str]]:
+        """``[(other node, "boot id" | "machine id", value)]``: the nodes known here that report
+        the same boot id (/proc/sys/kernel/random/boot_id: one running kernel) or machine id
+        (/etc/machine-id, machine-id(5): one installation, or a cloned image) as ``node``. Only
+        nodes in ``among`` when given."""
+        boot, mid = self.node_ids(node)
+        idx = self._index()
+        out = []
+        for what, v in (("boot id", boot), ("machine id", mid)):
+            for other in idx.get((what, v), ()) if v else ():
+                if other != node and (among is None or other in among):
+                    out.append((other, what, v))
+        return out
+
+    def shared_gpus(self) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
+        """GPUs of different nodes that report one serial or UUID: ``[("serial" | "UUID", value,
+        [(node, GPU index), ...])]``, for the summaries (a board cannot be in two nodes: a cloned
+        or swapped bundle, or one machine gathered under two names). Unreadable GPUs are left out
+        (their checks say why); N/A and all-zero serials identify nothing."""
+        from .checks.slots import _ident_value
+        seen: dict[tuple[str, str], list[tuple[str, int | None]]] = {}
+        ids = {n: g for n, g in self._gpu_ids.items() if n not in self.facts}   # released (streaming)
+        for node, f in self.facts.items():
+            try:
+                ids[node] = [(g.index, g.serial, g.uuid) for g in f.gpus]
+            except Exception:  # noqa: BLE001
+                continue
+        for node, gpus in ids.items():
+            for index, serial, uuid in gpus:
+                for field, label, value in (("serial", "serial", serial), ("uuid", "UUID", uuid)):
+                    v = _ident_value(field, value)
+                    if v is not None:
+                        seen.setdefault((label, v), []).append((node, index))
+        return [(label, v, where) for (label, v), where in seen.items() if len({n for n, _ in where}) > 1]
+
+    def identity_view(self, node: str) -> "IdentityView":
+        """What the node_identity check (NG-INV-003) judges: how many other nodes the run has and
+        which of them report this node's boot id or machine id."""
+        key = (len(self.order), len(self.bundles), len(self.peer_ids))
+        if self._n_nodes[0] != key:   # once per node merged, not once per node judged (4096 nodes)
+            self._n_nodes = (key, len(set(self.nodes) | set(self.bundles) | set(self.peer_ids)))
+        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
 
     # ------------------------------------------------------------------ background gather
     def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
@@ -250,6 +404,7 @@ class FleetRun:
         interpreter lock, not the one pytest's items run under (docs/performance.md). Otherwise
         a thread of this process runs the pool and parses each node's GPU facts as it arrives."""
         self.order = [j.name for j in jobs]
+        self.address_twins = address_twins(jobs)
         self._events = {j.name: threading.Event() for j in jobs}
         self._t0 = time.monotonic()
         ctx = None
@@ -272,12 +427,15 @@ class FleetRun:
         self._events[node].set()
 
     def _finish(self, jobs: list[NodeJob], why: str | None) -> None:
+        stopped = stop_reason(self._stop) if self._stop.is_set() else ""
         for j in jobs:  # a node the pool never finished: ERROR, never a silent hole
             if j.name not in self._arrived:
-                b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
-                                        "error": f"internal error while gathering: {why or 'not run'}",
-                                        "spec": j.spec_raw})
-                self._arrive(j.name, b, True)
+                meta = {"node": j.name, "target": j.shown_url, "status": "error", "spec": j.spec_raw,
+                        "error": f"internal error while gathering: {why or 'not run'}"}
+                if stopped:
+                    meta.update(status="interrupted", interrupted=stopped,
+                                error=f"not gathered: the run was interrupted ({stopped})")
+                self._arrive(j.name, Bundle(j.name, {}, meta), True)
         self.gather_s = round(time.monotonic() - self._t0, 3)
 
     def _start_thread(self, jobs: list[NodeJob], opts: GatherOptions) -> None:
@@ -288,7 +446,7 @@ class FleetRun:
         def body() -> None:
             why = None
             try:
-                gather_fleet(jobs, opts, self.bundles_dir, prepare=prepare, prepare_errors=True)
+                gather_fleet(jobs, opts, self.bundles_dir, prepare=prepare, prepare_errors=True, stop=self._stop)
             except BaseException as e:  # noqa: BLE001 - e.g. the bundles directory is not writable
                 self._failure = e
                 why = f"{type(e).__name__}: {e}"
@@ -306,7 +464,12 @@ class FleetRun:
                 stream.flush()
             except Exception:  # noqa: BLE001
                 pass
-        proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send),
+        import os
+
+        from .interrupt import ReasonBox
+        self._reason_box = ReasonBox(ctx)
+        proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send, self._reason_box,
+                                                       os.getpid()),
                            name="nodegate-gather", daemon=True)
         proc.start()
         send.close()
@@ -329,7 +492,7 @@ class FleetRun:
                 why = f"{type(e).__name__}: {e}"
             finally:
                 if why is not None and proc.is_alive():
-                    proc.terminate()   # nothing reads it any more: it must not go on writing bundles
+                    proc.kill()   # nothing reads it any more: it must not go on writing bundles
                 proc.join(timeout=30)
                 if len(self._arrived) < len(self.order) and why is None:
                     why = f"the gathering process ended (exit code {proc.exitcode})"
@@ -341,11 +504,29 @@ class FleetRun:
         self._thread = threading.Thread(target=reader, name="nodegate-gather-reader", daemon=True)
         self._thread.start()
 
-    def abort(self) -> None:
-        """Stop a gathering process (Ctrl-C): nodes not gathered yet come out ERROR."""
+    def abort(self, reason: str = "Ctrl-C") -> None:
+        """Stop the gather (Ctrl-C, SIGTERM, SIGHUP: ``reason``; nodegate.interrupt): every SSH
+        session and local process of it ends at once; a probe in flight keeps what it read,
+        marked cut; a node not contacted yet comes out ``interrupted`` (ERROR). The gathering
+        process gets ``interrupt.ABORT_GRACE_S`` to write those bundles, then is killed.
+        Returns at once; ``wait_all`` collects the nodes."""
+        from .interrupt import ABORT_GRACE_S
+        from .transport import set_stop
+        set_stop(self._stop, reason)   # a pool in this process: its deadlines end within POLL_S
         proc = self._proc
-        if proc is not None and proc.is_alive():
-            proc.terminate()
+        if proc is None:
+            return
+        if not proc.is_alive():
+            return
+        if self._reason_box is not None:
+            self._reason_box.put(reason)
+        proc.terminate()
+
+        def reap():
+            proc.join(ABORT_GRACE_S)
+            if proc.is_alive():
+                proc.kill()
+        threading.Thread(target=reap, name="nodegate-gather-reap", daemon=True).start()
 
     def progress(self) -> tuple[int, int, int, float]:
         """(nodes gathered, nodes in the run, unreachable/errors, seconds since the gather began)."""
@@ -413,6 +594,40 @@ class FleetRun:
             raise e
 
 
+@dataclass
+class IdentityView:
+    """The run as one node's node_identity check sees it: ``others`` nodes besides it, and
+    ``clashes``: (other node, "boot id" | "machine id", value) for each that reports its id."""
+
+    others: int
+    clashes: list[tuple[str, str, str]]
+
+
+def address_of(url: str) -> str | None:
+    """``host:port`` of a testinfra URL (``paramiko://u@10.0.0.7:2222`` -> ``10.0.0.7:2222``; no
+    port: 22), lower-cased; None for local:// (not an address)."""
+    import urllib.parse
+    if url.startswith("local"):
+        return None
+    try:
+        p = urllib.parse.urlsplit(url)
+        host, port = p.hostname, p.port or 22
+    except ValueError:
+        return None
+    return f"{host.lower()}:{port}" if host else None
+
+
+def address_twins(jobs: list[NodeJob]) -> dict[str, list[str]]:
+    """node -> the other jobs that target the same host and port (two inventory names for one
+    address gather one machine twice)."""
+    by: dict[str, list[str]] = {}
+    for j in jobs:
+        a = address_of(j.url)
+        if a is not None:
+            by.setdefault(a, []).append(j.name)
+    return {n: [o for o in ns if o != n] for ns in by.values() if len(ns) > 1 for n in ns}
+
+
 #: niceness added to the gathering process (FleetRun.start_gather)
 GATHER_NICE = 19
 
@@ -445,13 +660,17 @@ def _parsed_gpus(b: Bundle) -> bytes | None:
         return None
 
 
-def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn) -> None:
+def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, conn, reason_box=None,
+                  parent_pid: int = 0) -> None:
     """Body of the gathering process (``FleetRun.start_gather``): gather every node, writing
     its bundle, and report ``("path", node, dir, is_error)`` (or ``("bundle", node, meta,
-    True)`` when the bundle could not be written) as each one is done."""
+    True)`` when the bundle could not be written) as each one is done. SIGTERM/SIGHUP (from
+    ``FleetRun.abort``, a CI cancel, or the parent's death) stop it: nodegate.interrupt."""
     import os
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is pytest's: it ends this run from there
+
+    from .interrupt import setup_gathering_child
+    stop = threading.Event()
+    setup_gathering_child(stop, reason_box, parent_pid or os.getppid())
     try:
         # The pool's 32+ threads would otherwise each get the scheduler's share that pytest's one
         # thread gets: on a busy controller the items then wait in the run queue (measured: 4.6 s
@@ -473,10 +692,13 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
         else:
             msg = ("path", b.node, str(b.path), bool(b.gather_error), _parsed_gpus(b))
         with lock:
-            conn.send(msg)
+            try:
+                conn.send(msg)
+            except (BrokenPipeError, OSError):   # the pytest process is gone: nobody reads
+                pass
 
     try:
-        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True, keep=False)
+        gather_fleet(jobs, opts, bundles_dir, prepare=prepare, prepare_errors=True, keep=False, stop=stop)
     finally:
         conn.close()
 
@@ -484,7 +706,7 @@ def _gather_child(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path, c
 def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | None,
                  progress: Callable[[int, int, int], None] | None = None,
                  prepare: Callable[[Bundle], None] | None = None, prepare_errors: bool = False,
-                 keep: bool = True) -> list[Bundle]:
+                 keep: bool = True, stop: threading.Event | None = None) -> list[Bundle]:
     """Gather all nodes concurrently (``opts.forks`` at a time); write each bundle as soon as
     it is complete. Returns bundles in job order (``keep=False``: none, each bundle is dropped
     once written and prepared; the gathering process keeps nothing per node, docs/performance.md).
@@ -494,7 +716,9 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
     of running one node after the other once the fleet is in (docs/performance.md). An exception
     from ``prepare`` is ignored (evaluation meets the same problem and reports it); one from
     writing the bundle propagates, as before. ``prepare_errors``: ``prepare`` is also called for
-    a node whose bundle could not be written (the bundle then records that error)."""
+    a node whose bundle could not be written (the bundle then records that error). ``stop``
+    set (``transport.set_stop``): the probes in flight are cut and keep what they read, the
+    nodes not started are not contacted (``gather_node``)."""
     out: dict[str, Bundle] = {}
     errors = 0
     lock = threading.Lock()
@@ -503,7 +727,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
 
     def one(j: NodeJob) -> Bundle:
         try:
-            b = gather_node(j, opts)
+            b = gather_node(j, opts, stop)
         except Exception as e:  # noqa: BLE001 - one bad node never stops the others
             b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                     "error": f"internal error while gathering: {type(e).__name__}: {e}",

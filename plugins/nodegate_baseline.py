@@ -29,6 +29,7 @@ from nodegate.bundle import discover
 from nodegate.outcomes import Outcome
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
+from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
 
 BASELINE_KEY = pytest.StashKey[BaselineRun]()
 _INFO_KEY = pytest.StashKey[dict]()
@@ -193,8 +194,8 @@ class BaselineSession:
         terminalreporter.write_line(f"compared with {self.run().dir}: {s['nodes']} node(s), {s['regressions']} "
                                     f"regression(s) on {s['nodes_with_regressions']} node(s), {s['changes']} change(s)")
         if s["new_nodes"] or s["missing_nodes"]:
-            terminalreporter.write_line(f"new: {', '.join(s['new_nodes']) or '-'}; missing: "
-                                        f"{', '.join(s['missing_nodes']) or '-'}")
+            terminalreporter.write_line(shown(f"new: {', '.join(s['new_nodes']) or '-'}; missing: "
+                                              f"{', '.join(s['missing_nodes']) or '-'}", newlines=False))
         terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
         if self.regression_failures and not self.other_failures:
             terminalreporter.write_line("only regression items failed: exit code 3")
@@ -246,7 +247,7 @@ def regression(request):
     for k in _PROPS:
         request.node.user_properties.append((k, info[k]))
     if res.outcome is Outcome.ERROR:
-        pytest.fail(f"[{info['check_id']}] could not evaluate: {res.message}", pytrace=False)
+        pytest.fail(shown(f"[{info['check_id']}] could not evaluate: {res.message}"), pytrace=False)
     if res.outcome is Outcome.SKIP:
-        pytest.skip(f"[{info['check_id']}] {res.message}")
+        pytest.skip(shown(f"[{info['check_id']}] {res.message}"))
     return res

@@ -29,6 +29,7 @@ from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Outcome, Result
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY, GatherOptions
+from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
 from nodegate.transport import HostKeyPolicy
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -60,7 +61,7 @@ def _replay_has_burnin(config) -> bool:
     d = config.getoption("replay", None)
     if not d:
         return False
-    root = Path(d)
+    root = Path(d)   # the first --replay PATH (nodegate.session.start.ReplayAction)
     return root.is_dir() and (any(root.glob("burnin.run.out")) or any(root.glob("*/burnin.run.out")))
 
 
@@ -298,9 +299,9 @@ def burnin_verdict(request) -> Result:
               "expected", "observed", "remediation"):
         request.node.user_properties.append((k, info[k]))
     if res.outcome is Outcome.ERROR:
-        pytest.fail(f"[{rd.check_id}] could not evaluate: {res.message}", pytrace=False)
+        pytest.fail(shown(f"[{rd.check_id}] could not evaluate: {res.message}"), pytrace=False)
     if res.outcome is Outcome.SKIP:
-        pytest.skip(f"[{rd.check_id}] {res.message}")
+        pytest.skip(shown(f"[{rd.check_id}] {res.message}"))
     return res
 
 

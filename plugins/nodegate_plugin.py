@@ -16,11 +16,13 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import gcsched, release, scheduling, shards, start, terminal, verdicts
+from nodegate.session import (finish, gcsched, outputs, release, scheduling, shards, signals, specfile, start,
+                              terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
-from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, GATHER_FAILED_KEY, ITEM_NODE_KEY,
-                                    JOBS_KEY, REPORT_PATHS_KEY, RESULT_KEY)
+from nodegate.session.start import ReplayAction
+from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, REPORT_PATHS_KEY,
+                                    RESULT_KEY)
 
 # re-exported for callers of the plugin module (tests, other plugins)
 VerdictParam = ng_items.VerdictParam
@@ -38,7 +40,14 @@ def pytest_addoption(parser):
     g.addoption("--inventory", help="Ansible YAML inventory (hosts, groups, group_vars/, host_vars/)")
     g.addoption("--limit", help="limit to hosts/groups (Ansible --limit pattern)")
     g.addoption("--target", help="single target URL when no inventory (default local://)")
-    g.addoption("--replay", help="evaluate the bundles under DIR; no network")
+    g.addoption("--replay", action=ReplayAction, metavar="PATH",
+                help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
+                     "logs (FILE.log, FILE.log.gz, or a folder of them); repeat for several")
+    g.addoption("--save-bundles", metavar="DIR",
+                help="with --replay of nvidia-bug-report logs: write each converted bundle to DIR/<node>/")
+    g.addoption("--spec", metavar="FILE",
+                help="judge every node by this spec (YAML: the nodegate: variable's keys, or a vars file with "
+                     "nodegate:), instead of the inventory's or a replayed bundle's own (docs/security.md)")
     g.addoption("--bundles-dir", help="where raw evidence is written (default <reports-dir>/bundles)")
     g.addoption("--reports-dir", default="reports", help="output directory (default reports/)")
     g.addoption("--known-hosts", action="append", default=None,
@@ -46,9 +55,13 @@ def pytest_addoption(parser):
     g.addoption("--accept-new-host-keys", action="store_true",
                 help="accept unknown host keys and record them in the first --known-hosts file "
                      "(a CHANGED key is always refused)")
-    g.addoption("--connect-timeout", type=float, default=10.0, help="SSH connect deadline, seconds")
+    g.addoption("--connect-timeout", type=float, default=10.0,
+                help="per node: name resolution, TCP, banner, key exchange and auth together, then each of "
+                     "channel open and exec request, seconds (docs/security.md, Deadlines)")
     g.addoption("--command-timeout", type=float, default=30.0, help="per probe command deadline, seconds")
-    g.addoption("--probe-timeout", type=float, default=180.0, help="whole-probe deadline per node, seconds")
+    g.addoption("--probe-timeout", type=float, default=180.0,
+                help="whole-probe deadline per node from the exec, seconds; a node is never held longer than "
+                     "--connect-timeout + --probe-timeout")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
                 help="gather every node before collecting (per-GPU items from what each node reports) "
@@ -74,9 +87,11 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):
         return
     try:
-        config.stash[JOBS_KEY] = build_jobs(config)
+        config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    outputs.check_outputs(config)   # exit 2 before any node is contacted
+    outputs.install(config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -141,6 +156,8 @@ def pytest_runtest_logfinish(nodeid, location):  # noqa: ARG001
 def pytest_unconfigure(config):
     if CONFIG[0] is config:
         CONFIG[0] = None
+    finish.stop_gathering(config)   # a run that never reached its session finish leaves nothing running
+    signals.uninstall(config)
     gcsched.freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
     gcsched.resume(config)
 
@@ -173,23 +190,7 @@ def pytest_runtest_makereport(item, call):  # noqa: ARG001
 def pytest_sessionfinish(session, exitstatus):
     """Every node gathered and merged (inventory order) before any report is written, even when
     no item needed some node (deselected with -k) or the run was interrupted."""
-    config = session.config
-    run = config.stash.get(RUN_KEY, None)
-    if run is None or not config.stash.get(ACTIVE_KEY, False):
-        return
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-    if interrupted:
-        run.abort()
-    why = config.stash.get(GATHER_FAILED_KEY, None)
-    try:
-        run.wait_all()
-    except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed
-        why = why or f"{type(e).__name__}: {e}"
-    if why and not interrupted:   # Ctrl-C stopped it: the exit status stays INTERRUPTED
-        tw = terminal.terminal_writer(config)
-        if tw is not None:
-            tw.line(f"nodegate: gathering stopped: {why}", red=True)
-        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    finish.finish_session(session, exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001

@@ -90,6 +90,27 @@ def pytest_unconfigure(config):
         config.pluginmanager.unregister(p)
 
 
+def _shared_gpus(run) -> list:
+    try:
+        return run.shared_gpus()
+    except Exception:  # noqa: BLE001 - untrusted facts: the summary line is best effort
+        return []
+
+
+def run_environment(run, env: dict) -> dict:
+    """The environment table of the HTML report: pytest-metadata's, plus where the nodes' specs
+    came from and GPUs that two nodes report (docs/security.md "Contradictory evidence")."""
+    env = dict(env)
+    if run is not None and getattr(run, "spec_source", None):
+        from nodegate.session.specfile import summary
+        env["nodegate spec source"] = "; ".join(summary(run.spec_source, list(run.all_nodes)))
+    shared = _shared_gpus(run) if run is not None else []
+    if shared:   # one board cannot be in two nodes
+        env["nodegate GPUs on more than one node"] = "; ".join(
+            f"{what} {v}: " + ", ".join(f"{n} (gpu{i})" for n, i in where[:8]) for what, v, where in shared[:20])
+    return env
+
+
 class NodegateReports:
     """Per-session hooks; the state is a nodegate.reports.live.RunReports."""
 
@@ -153,7 +174,7 @@ class NodegateReports:
         self.state.render(run=run, expected=expected, title=self._title(), inventory=self._inventory(),
                           sections=sections,
                           started=str(getattr(run, "started_at", "") or "") if run is not None else "",
-                          environment=env,
+                          environment=run_environment(run, env),
                           junit_max_objects=int(getattr(self.config.option, "junit_max_objects", None)
                                                 or junit.MAX_OBJECTS))
 
@@ -177,3 +198,8 @@ class NodegateReports:
         r = self.state.rendered
         for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
             terminalreporter.write_line(line)
+        run = _fleet(config)
+        if run is not None:
+            for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),
+                                           _shared_gpus(run)):
+                terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)

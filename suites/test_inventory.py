@@ -14,3 +14,8 @@ def test_gpu_count(verdict):
 def test_gpu_model(verdict):
     """NG-INV-002 (gpu, critical): GPU model as specified."""
     assert verdict.ok, verdict.message
+
+
+def test_node_identity(verdict):
+    """NG-INV-003 (node, critical): One machine per node of the run."""
+    assert verdict.ok, verdict.message

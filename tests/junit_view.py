@@ -1,9 +1,8 @@
 """Per-item view of nodegate's compact JUnit (nodegate/reports/junit.py), for the tests that
 compare item outcomes through junit.xml.
 
-nodegate's JUnit counts a GPU check's passed GPUs on one testcase ``test_x[<node>-gpus]`` (its
-``<system-out>``: "passed on K of M GPUs: gpu0, gpu2, ...", or "skipped on ..." when every GPU
-was skipped with one reason) and puts a FAIL or ERROR item's
+nodegate's JUnit counts a GPU check's passed GPUs on one testcase named by them,
+``test_x[<node>-gpu0..2,4..7]`` (or every GPU skipped: one skipped testcase named so), and puts a FAIL or ERROR item's
 properties on a ``<testsuite>`` of its own around its testcase (junit-10.xsd has no properties in
 a testcase). ``cases(path)`` expands that back to one entry per item, as pytest's own JUnit
 listed them, so the outcome comparisons keep testing what the file says.
@@ -16,7 +15,15 @@ from pathlib import Path
 
 import defusedxml.ElementTree as DET
 
-_GROUP = re.compile(r"(?P<kind>passed|skipped) on \d+ of \d+ GPUs: (?P<gpus>.*)$")
+_GROUP = re.compile(r"^(?P<head>.*)-gpu(?P<ranges>\d+(?:\.\.\d+)?(?:,\d+(?:\.\.\d+)?)*)\]$")
+
+
+def _indices(ranges: str) -> list[int]:
+    out = []
+    for part in ranges.split(","):
+        a, _, b = part.partition("..")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
 KINDS = {"failure": "fail", "error": "error", "skipped": "skip"}
 
 
@@ -34,13 +41,10 @@ def cases(path: Path):
         props: list[tuple[str, str]] = []
         if suite is not None and suite.tag == "testsuite" and len(suite.findall("testcase")) == 1:
             props = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
-        out = tc.find("system-out")
-        m = _GROUP.match((out.text or "").strip()) if (kind in ("pass", "skip") and out is not None
-                                                      and name.endswith("-gpus]")) else None
-        if m:
-            head = name[: -len("-gpus]")]
-            for g in (x.strip() for x in m.group("gpus").split(",")):
-                yield cls, f"{head}-{g}]", kind, (el.get("message") if el is not None else None), []
+        m = _GROUP.match(name) if kind in ("pass", "skip") else None
+        if m and ("," in m.group("ranges") or ".." in m.group("ranges")):
+            for g in _indices(m.group("ranges")):
+                yield cls, f"{m.group('head')}-gpu{g}]", kind, (el.get("message") if el is not None else None), []
             continue
         yield cls, name, kind, (el.get("message") if el is not None else None), props
 

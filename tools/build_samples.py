@@ -22,8 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from tools.fleet import Fleet, load_profiles
-from tools.fleet.local import VOLATILE_META, probe_chroot
+# `python tools/build_samples.py` (make samples) runs with tools/ first on sys.path, not the repo root
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tools.fleet import Fleet, load_profiles  # noqa: E402
+from tools.fleet.local import VOLATILE_META, probe_chroot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "inventories" / "samples" / "fleet"

@@ -97,6 +97,14 @@ def pci_sysfs(sys_pci: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def pci_nvswitch(sys_pci: str) -> str:
+    """sys_pci.out -> the probe's NVSwitch listing: NVIDIA functions of class 0x0680 (none in this VM)."""
+    hdr = re.compile(r"^== /sys/bus/pci/devices/(\S+) vendor=(\S+) device=(\S+) class=(\S+)")
+    out = [f"== {m.group(1)} device {m.group(3)} class {m.group(4)}" for m in map(hdr.match, sys_pci.splitlines())
+           if m and m.group(2) == "0x10de" and m.group(4).startswith("0x0680")]
+    return "".join(x + "\n" for x in out) + f"nvswitches: {len(out)}\n"
+
+
 def libnvml(ldconfig: str, libnvml_ls: str) -> str:
     """ldconfig.out + the ls -la of the symlink chain -> 'ldconfig <path> -> <target>' lines.
     Only paths whose link chain the capture shows are resolved."""
@@ -171,7 +179,9 @@ def build(cap: Path) -> Bundle:
         _ev("driver.libnvml", libnvml(r("ldconfig.out"), r("libnvml.out"))),
         _ev("dev.nvidia", dev_names(r("dev_nvidia.out"))),
         _ev("pci.sysfs", pci_sysfs(r("sys_pci.out"))),
+        _ev("pci.nvswitch", pci_nvswitch(r("sys_pci.out"))),
         _ev("ib.devices", ""),
+        _ev("ib.ports", ""),
         _ev("peermem.registration", ""),
         _ev("firmware.gsp", firmware_gsp(r("firmware_class.out"), r("find_gsp.out"), version)),
         _ev("persistenced.process", "processes: 0\n"),
@@ -186,6 +196,8 @@ def build(cap: Path) -> Bundle:
         _missing("dkms.status", "dkms"),
         _ev("smi.version", r("smi_version.out")),
         _ev("smi.qx", r("smi_qx.out")),
+        # index.tsv: smi_nvlink rc=0 with no output file: nvidia-smi nvlink -s printed nothing
+        _ev("smi.nvlink_status", r("smi_nvlink.out")),
         _ev("smi.clocks_samples", clocks_samples(r("smi_query_wide.out"), r("smi_query_seed.out"))),
         _ev("kernel.log", "# source: dmesg\n" + r("dmesg.out")),
     ]
@@ -199,8 +211,12 @@ def build(cap: Path) -> Bundle:
             "smi.clocks_samples": "one sample from smi_query_wide (mask, bus id) + smi_query_seed (pstate)",
             "dev.nvidia": "only the nvidia* names of /dev",
             "kernel.log": "dmesg.out was captured with grep -iE 'nvrm|nvidia|xid'",
+            "pci.nvswitch": "from sys_pci.out (vendor/class of every PCI function)",
+            "ib.ports": "like ib.devices: the capture lists no /sys/class/infiniband device",
+            "smi.nvlink_status": "smi_nvlink (nvidia-smi nvlink -s) rc 0, empty output",
         },
-        "not_collected": ["meta.boot_id", "nvml.json"],
+        "not_collected": ["meta.boot_id", "nvml.json", "meta.uptime", "pci.aer", "smi.nvlink_errors", "ib.ibstat",
+                          "fabricmanager.log"],
         # the expected state an operator writes for this node (--replay uses it without an inventory)
         "spec": {"driver": {"version": "580.159.04", "flavor": "open"},
                  "gpu": {"count": 1, "model": "H200"}},

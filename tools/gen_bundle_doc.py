@@ -8,6 +8,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from nodegate.altkeys import ALTERNATIVE_KEYS  # noqa: E402
+from nodegate.bugreport import SOURCES, VERSIONS  # noqa: E402
 from nodegate.probe import DEFAULT_ITEM_CAP, ITEMS  # noqa: E402
 
 HEAD = """# Bundle format
@@ -21,8 +23,8 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 ```
 <bundles>/<node>/meta.json      node, target (password redacted), probe_version, started_at, finished_at,
-                                gather_s, connect_s, exec_s, complete, status, error, cut_at, cut_reason,
-                                stream_capped, spec, items{}
+                                gather_s, connect_s, exec_s, complete, status, error, stage, cut_at,
+                                cut_reason, interrupted, stream_capped, spec, items{}
 <bundles>/<node>/<key>.out      stdout of the item, byte-exact (capped at CAP_MIB MiB per item)
 <bundles>/<node>/<key>.err      stderr of the item (only when not empty)
 <bundles>/<node>/<key>.rc       exit code when not 0 (no file: 0); without one: `timeout` (the controller's deadline cut the item), `truncated` (output past the per-item cap) or `malformed`
@@ -30,8 +32,24 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 - `meta.json` `status` is `ok` when the probe ran. Otherwise it names the gather failure
   (`hostkey-unknown`, `hostkey-changed`, `auth`, `refused`, `dns`, `timeout`, `unreachable`, `ssh`,
-  `probe-failed`) and `error` carries the message; every check of that node is ERROR with it.
-- `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when no inventory is given.
+  `probe-failed`, `interrupted`, or `missing`: written by `nodegate-collect --missing REASON` for a
+  node whose scheduler task never ran; read back from a bundle directory: `bundle-refused`, see below)
+  and `error` carries the message; every check of that node is ERROR with it. `stage` names the
+  connection stage a deadline or an interruption ended (`TCP connect`, `SSH banner`, `key exchange`,
+  `authentication`, `channel open`, `exec request`, `sending the probe`, `reading the output`:
+  docs/security.md, Deadlines).
+- `cut_at`/`cut_reason`: the probe's evidence ends early (a deadline, the stream cap, a dropped
+  connection); `interrupted` (`Ctrl-C`, `SIGTERM`, `SIGHUP`): the run was stopped while this node
+  was probed, and the evidence read until then is kept.
+- `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when neither `--spec FILE`
+  nor `--inventory` is given, and every report then says so: a bundle's spec is only as trusted as
+  the bundle (docs/security.md "Whose spec").
+- `items` records each item's `rc`, `status` and `bytes`: when present, the item's files must agree
+  with it (a missing `.rc` is exit code 0) or the item is ERROR ("inconsistent").
+- A bundle is read only through regular files inside its directory (no symbolic link, FIFO, socket,
+  device or directory where a file is expected: that item is ERROR naming the key and the type),
+  each at most 64 MiB and 96 MiB per bundle (hard links counted once); docs/security.md "Replayed
+  bundles".
 - A hand-built bundle needs only `<key>.out` files (rc defaults to 0). Any item may be missing: the
   checks that need it report ERROR "evidence not collected: KEY"; nothing passes on missing evidence.
 - Exit code 127 means the tool is missing on the node (ERROR "tool missing"), 124 a node-side timeout.
@@ -41,6 +59,46 @@ under DIR with no network, and a person can build one by hand from command outpu
 
 | key | command on the node | what it is |
 |---|---|---|
+"""
+
+ALT_HEAD = """
+## Alternative evidence keys
+
+Evidence a person has in place of the probe's own forms: a bundle may carry these keys instead (the
+probe's key wins when both are present; nodegate/altkeys.py). Facts from `smi.q` equal those from
+`smi.qx` for the same node (tested on the real H200 capture, which has both).
+
+| key | command that produced it | in place of | can serve | cannot serve |
+|---|---|---|---|---|
+"""
+
+BR_HEAD = """
+## nvidia-bug-report logs
+
+`pytest suites --replay nvidia-bug-report.log.gz` (plain or gzip; `--replay` repeated for several,
+or a folder of `*.log` / `*.log.gz`) converts each log into a bundle (nodegate/bugreport) and judges
+it with the same checks; `--save-bundles DIR` writes the converted bundles to `DIR/<node>/`
+(`meta.json` `origin: nvidia-bug-report`, `bug_report_version`, `source_file`, `derived`). The node
+is named after the log's `uname -a` host, else the file name (a second log of one host:
+`<host>--<file stem>`). A key no section fills is absent: its checks ERROR "evidence not in the bug
+report: KEY", never PASS. Items inferred rather than copied are listed in `meta.json` `derived`.
+
+Sections are separated by a line of 44 underscores; the next line names the section: `*** <path>`
+(a file, then `*** ls: ...`), `*** <path> does not exist`, a bare `*** ls: ...`, a command line
+(bare or with its full path), or a fixed text (`Start of NVIDIA bug report log file.`, `Scanning
+kernel log files for NVIDIA kernel messages:`, `Skipping ...`, `End of ...`). The kernel-log checks
+judge the current boot (dmesg, plus the `journalctl -b -0` lines dmesg lacks); earlier boots
+(`/var/log/kern.log`, `messages`, `journalctl -b -1/-2`) are shown as history, each event once.
+
+| evidence key | section header forms | note |
+|---|---|---|
+"""
+
+BR_VERSIONS = """
+Bug-report versions (`nvidia-bug-report.sh Version:`) whose header forms were read:
+
+| version | source and header changes |
+|---|---|
 """
 
 TAIL = """
@@ -63,7 +121,17 @@ def render() -> str:
     for key, (cmd, what) in ITEMS.items():
         cmd = cmd.replace("|", "\\|")
         rows.append(f"| `{key}` | `{cmd}` | {what} |")
-    return HEAD.replace("CAP_MIB", str(DEFAULT_ITEM_CAP // (1024 * 1024))) + "\n".join(rows) + "\n" + TAIL
+    esc = lambda t: t.replace("|", "\\|")  # noqa: E731
+    alt = [f"| `{a.key}` | `{esc(a.command)}` | `{a.stands_for}` | {esc(a.serves)} | {esc(a.cannot)} |"
+           if a.stands_for.count(" ") == 0 else
+           f"| `{a.key}` | `{esc(a.command)}` | {esc(a.stands_for)} | {esc(a.serves)} | {esc(a.cannot)} |"
+           for a in ALTERNATIVE_KEYS.values()]
+    br = [f"| `{src.key}` | " + "<br>".join(f"`{esc(f)}`" for f in src.forms) + f" | {esc(src.note)} |"
+          for src in SOURCES]
+    ver = [f"| {v} | {esc(t)} |" for v, t in VERSIONS.items()]
+    return (HEAD.replace("CAP_MIB", str(DEFAULT_ITEM_CAP // (1024 * 1024))) + "\n".join(rows) + "\n"
+            + ALT_HEAD + "\n".join(alt) + "\n" + BR_HEAD + "\n".join(br) + "\n" + BR_VERSIONS + "\n".join(ver)
+            + "\n" + TAIL)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ class BaselineRun:
             raise BaselineError(f"--baseline {d}: not a directory")
         run = cls(dir=d, inventory=inventory)
         for p in discover(d):
-            b = Bundle.load(p)
+            b = Bundle.load(p, root=d)   # untrusted like any replayed bundle (docs/security.md)
             if keep is not None and not keep(b.node):
                 continue
             run.bundles[b.node] = b

@@ -49,7 +49,9 @@ REGISTRY: dict[str, CheckDef] = {}
 
 # Modules holding check declarations (one per area); imported by load_all().
 CHECK_MODULES: tuple[str, ...] = ("driver", "persistence", "modules", "dkms", "flavor", "gsp", "pcie", "clocks",
-                                  "ecc", "kernel_log", "inventory")
+                                  "ecc", "kernel_log", "inventory",
+                                  # issue 19: fabric, InfiniBand, PCIe errors, configuration, CUDA
+                                  "nvlink", "fabric", "infiniband", "pcie_errors", "config", "cuda")
 
 
 def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],
@@ -101,6 +103,12 @@ def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
         return Result.skipped(f"checks.skip lists {c.id if c.id in skip else c.name}: not applicable to this node",
                               expected="checks.skip")
     try:
+        clash = slot_conflict(facts, gpu) if c.scope == "gpu" else None
+        if clash:
+            # two GPUs with one bus id, serial or UUID: a rule matching by bus id would judge one
+            # GPU's facts for both (NG-INV-001 FAILs naming them)
+            return Result.errored(f"{clash}: this GPU's evidence cannot be told apart from the other's; "
+                                  "see NG-INV-001", evidence_keys=("smi.qx",))
         res = c.func(facts, spec, gpu) if c.scope == "gpu" else c.func(facts, spec)
     except EvidenceError as e:
         res = Result.errored(str(e), evidence_keys=(e.key,))
@@ -115,4 +123,4 @@ def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
     return res
 
 
-from .slots import gpu_slots  # noqa: E402,F401  (re-exported; needs GpuSlot defined above)
+from .slots import gpu_slots, slot_conflict  # noqa: E402,F401  (re-exported; needs GpuSlot defined above)

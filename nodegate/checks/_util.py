@@ -14,7 +14,7 @@ from ..facts import NA, GpuFacts
 from ..outcomes import Result
 from ..spec import spec_or_default
 
-__all__ = ["NA", "gpu_for", "gpu_label", "optional", "version_matches", "loaded_driver_version",
+__all__ = ["NA", "gpu_for", "gpu_label", "raw_gpu", "CheckedGpu", "SOURCE_KEYS", "optional", "version_matches", "loaded_driver_version",
            "fmt", "same_bus", "spec_or_default", "skip_by_spec", "lines"]
 
 
@@ -26,8 +26,48 @@ def optional(facts, name: str) -> tuple[Any, EvidenceError | None]:
         return None, e
 
 
+#: GpuFacts.source -> the evidence key it was read from (for ERROR messages)
+SOURCE_KEYS = {"smi_xml": "smi.qx", "smi_text": "smi.q", "smi_csv": "smi.query_csv", "nvml": "nvml.json",
+               "lspci": "pci.lspci_vvv"}
+
+
+class CheckedGpu:
+    """A GpuFacts whose unreadable attributes (``field_errors``, set by the parser for a malformed
+    value) raise EvidenceError("output unparsable: <attribute>: <why>") when a check reads them:
+    one bad field makes only the checks that need it ERROR. Every other attribute reads through."""
+
+    __slots__ = ("_gpu",)
+
+    def __init__(self, gpu: GpuFacts):
+        object.__setattr__(self, "_gpu", gpu)
+
+    def __getattr__(self, name):
+        g = object.__getattribute__(self, "_gpu")
+        why = g.field_errors.get(name)
+        if why is not None:
+            raise EvidenceError(SOURCE_KEYS.get(g.source, "smi.qx"), f"output unparsable: {name}: {why}")
+        return getattr(g, name)
+
+    def __setattr__(self, name, value):
+        setattr(object.__getattribute__(self, "_gpu"), name, value)
+
+    @property
+    def unchecked(self) -> GpuFacts:
+        return object.__getattribute__(self, "_gpu")
+
+
+def _checked(g: GpuFacts):
+    return CheckedGpu(g) if getattr(g, "field_errors", None) else g
+
+
+def raw_gpu(g) -> GpuFacts:
+    """The GpuFacts behind a CheckedGpu (labels and identities never raise)."""
+    return g.unchecked if isinstance(g, CheckedGpu) else g
+
+
 def gpu_for(facts, slot) -> GpuFacts:
-    """The GpuFacts of ``slot`` (matched by bus id, else index).
+    """The GpuFacts of ``slot`` (matched by bus id, else index); a CheckedGpu when the parser
+    could not read some of its values (see CheckedGpu).
 
     Raises EvidenceError when the GPUs cannot be read or the slot's GPU is not there (a
     missing GPU is the inventory check's FAIL; other per-GPU checks report ERROR)."""
@@ -37,16 +77,17 @@ def gpu_for(facts, slot) -> GpuFacts:
     if getattr(slot, "present", True):
         for i, g in enumerate(gpus):
             if slot.pci_bus_id and g.pci_bus_id and same_bus(g.pci_bus_id, slot.pci_bus_id, function=True):
-                return g
+                return _checked(g)
         for i, g in enumerate(gpus):
             if (g.index if g.index is not None else i) == slot.index:
-                return g
+                return _checked(g)
     where = f" (expected at {slot.pci_bus_id})" if slot.pci_bus_id else ""
     raise EvidenceError("smi.qx", f"GPU slot {slot.index}{where} not present on the node; see NG-INV-001")
 
 
 def gpu_label(g: GpuFacts | None, slot=None) -> str:
     """``GPU 0 (0000:19:00.0, serial 1650000000001)``: index, PCI bus id, serial."""
+    g = raw_gpu(g)
     idx = g.index if g is not None and g.index is not None else getattr(slot, "index", "?")
     bus = (g.pci_bus_id if g is not None else None) or getattr(slot, "pci_bus_id", None) or "bus id unknown"
     serial = g.serial if g is not None else None

@@ -22,6 +22,13 @@ def _nvml_version(facts) -> tuple[str | None, str]:
     if sv is not None and (sv.driver_version or sv.nvml_version):
         # "DRIVER version" (later "KMD version") is the full version; "NVML version" is branch.minor
         return (sv.driver_version or sv.nvml_version), "nvidia-smi --version"
+    key, _ = optional(facts, "smi_key")
+    if key not in (None, "smi.qx"):
+        # no --version (an nvidia-bug-report, a pasted -q): nvidia-smi -q printed its report, so NVML
+        # initialised against this module (it refuses on "Driver/library version mismatch")
+        rep, _ = optional(facts, "smi_report")
+        if rep is not None and rep.driver_version:
+            return rep.driver_version, "nvidia-smi -q header (NVML initialised)"
     return None, "unreadable"
 
 
@@ -87,12 +94,14 @@ def driver_stack(facts, spec) -> Result:
 
 
 @check(id="NG-DRV-002", name="fabricmanager", title="Fabric manager running at the driver version",
-       scope="node", severity="critical", evidence=("fabricmanager.version", "systemd.fabricmanager_show"),
+       scope="node", severity="critical", evidence=("fabricmanager.version", "systemd.fabricmanager_show",
+                                                    "fabricmanager.log"),
        remediation="Install nvidia-fabricmanager matching the driver version and enable/start "
                    "nvidia-fabricmanager.service.",
        rule="fabricmanager.required true: nv-fabricmanager installed, unit active. auto: checked when "
             "nv-fabricmanager is installed (NVSwitch systems); not installed -> SKIP naming the key. "
-            "Version equality is part of NG-DRV-001.")
+            "Version equality is part of NG-DRV-001. A FAIL quotes the fabric manager log's version-mismatch "
+            "and error lines (journal, else /var/log/fabricmanager.log).")
 def fabricmanager(facts, spec) -> Result:
     spec = spec_or_default(spec)
     req = spec.fabricmanager.required
@@ -117,6 +126,11 @@ def fabricmanager(facts, spec) -> Result:
     obs = f"version {version}, unit {state}"
     ok = unit is not None and unit.active_state == "active" and unit.unit_file_state in ("enabled", "static")
     res = Result.passed if ok else Result.failed
-    return res("installed, active, enabled", obs, "" if ok else f"fabric manager not running/enabled: {obs}",
-               evidence=lines(*(f"{k}={v}" for k, v in (unit.raw.items() if unit else []))),
-               evidence_keys=("fabricmanager.version", "systemd.fabricmanager_show"))
+    # issue 19: the fabric manager's own log says why it did not start (corpus 113: its driver interface
+    # version does not match the kernel module's)
+    log, _ = optional(facts, "fabricmanager_log")
+    why = [e for e in (log or []) if e.kind in ("version_mismatch", "error")][-3:]
+    reason = "; log: " + " | ".join(e.text[:200] for e in why) if why and not ok else ""
+    return res("installed, active, enabled", obs, "" if ok else f"fabric manager not running/enabled: {obs}{reason}",
+               evidence=lines(*(f"{k}={v}" for k, v in (unit.raw.items() if unit else [])), *(e.text for e in why)),
+               evidence_keys=("fabricmanager.version", "systemd.fabricmanager_show", "fabricmanager.log"))

@@ -9,16 +9,42 @@ from ..spec import expectations
 from . import check
 from ._util import loaded_driver_version, fmt, gpu_for, gpu_label, lines, spec_or_default
 
+
+def _shown(v) -> str:
+    return "reported" if isinstance(v, (RemappedRows, RetiredPages)) else fmt(v)
+
 _ONOFF = {True: "Enabled", False: "Disabled"}
 
 
 def _unsupported_ecc(spec, name, what, expected, observed, keys, ev="") -> Result:
-    """ECC unsupported on this board (N/A): SKIP when ecc.required=false, else FAIL."""
+    """ECC mode unsupported on this board (N/A): SKIP when ecc.required=false, else FAIL (NG-ECC-001
+    only: the one check whose subject is whether the board has ECC)."""
     if not spec.ecc.required:
         return Result.skipped(f"ecc.required=false: {what} not supported on this board", expected, observed,
                               evidence=ev, evidence_keys=keys)
     return Result.failed(expected, observed, f"{name}: {what} not supported (N/A) but ecc.required=true",
                          evidence=ev, evidence_keys=keys)
+
+
+def _ecc_off_or_absent(spec, g, name, what, expected, observed, keys, ev="") -> Result | None:
+    """A memory-health value the driver reports N/A because ECC is off or the board has none: name
+    that cause once (NG-ECC-001 judges it) and never FAIL a second time with a wrong reason (issue
+    21 items 4-5: one rule for every memory check). SKIP where the spec does not require ECC (or
+    wants it disabled), else ERROR. None when ECC is on: the N/A has another cause."""
+    mode = g.ecc_mode_current
+    if mode is False:
+        cause = "ECC disabled: see NG-ECC-001"
+        if spec.ecc.mode == "disabled":
+            return Result.skipped(f"ecc.mode=disabled: {what} N/A, {cause}", expected, observed, evidence=ev,
+                                  evidence_keys=keys)
+    elif mode is NA:
+        cause = "ECC not supported on this board: see NG-ECC-001"
+    else:
+        return None
+    if not spec.ecc.required:
+        return Result.skipped(f"ecc.required=false: {what} N/A, {cause}", expected, observed, evidence=ev,
+                              evidence_keys=keys)
+    return Result.errored(f"{name}: {what} N/A: {cause}", expected, observed, evidence=ev, evidence_keys=keys)
 
 
 @check(id="NG-ECC-001", name="ecc_mode", title="ECC mode current and pending as specified",
@@ -68,8 +94,10 @@ _REPAIR_FLAGS = ("channel_repair_pending", "tpc_repair_pending", "unrepairable_m
                    "unrepairable memory, make the GPU an RMA candidate (run field diagnostics).",
        rule="Volatile (since driver load) and aggregate (lifetime) uncorrectable totals <= ecc.max_uncorrectable_* "
             "(default 0); correctable totals <= ecc.max_correctable_* when set. SRAM threshold exceeded, "
-            "channel/TPC repair pending, unrepairable memory (580+) FAIL. Counters N/A: SKIP naming ecc.required "
-            "when false, else FAIL.")
+            "channel/TPC repair pending, unrepairable memory (580+) FAIL. MIG on with the GPU-level volatile "
+            "counters N/A: the sum of the MIG instances' counts. Counters N/A because ECC is off or the board has "
+            "none: the cause named ('ECC disabled: see NG-ECC-001'), SKIP where ecc.required=false or "
+            "ecc.mode=disabled, else ERROR (never a second FAIL next to NG-ECC-001's).")
 def ecc_counters(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
@@ -83,16 +111,24 @@ def ecc_counters(facts, spec, gpu) -> Result:
     expected = ", ".join(f"{s} {k} <= {v}" for (s, k), v in limits.items() if v is not None) + \
         "; sram_threshold_exceeded No"
     values = {}
-    for scope in ("volatile", "aggregate"):
-        c = getattr(g, f"ecc_{scope}")
+    counters = {"volatile": g.ecc_volatile, "aggregate": g.ecc_aggregate}
+    mig_note = ""
+    mig = g.mig_ecc_volatile
+    if g.mig_mode_current is True and mig is not None and not isinstance(g.ecc_volatile.uncorrectable_total, int):
+        # MIG on: the GPU-level volatile counters read N/A and each instance keeps its own
+        # (mig_devices/ecc_error_count); their sum is the GPU's volatile count
+        counters["volatile"] = mig
+        mig_note = " (volatile = sum of the MIG instances' counts)"
+    for scope, c in counters.items():
         values[(scope, "uncorrectable")] = c.uncorrectable_total
         values[(scope, "correctable")] = c.correctable_total
     obs = ", ".join(f"{s} {k} {fmt(v)}" for (s, k), v in values.items()) + \
-        f"; sram_threshold_exceeded {fmt(g.sram_threshold_exceeded)}"
-    ev = lines(*(f"{s}.{loc}: {fmt(v)}" for s in ("volatile", "aggregate")
-                 for loc, v in getattr(g, f"ecc_{s}").by_location.items()), obs)
-    if all(v is NA for v in values.values()) or (g.ecc_mode_current is NA and all(v in (NA, None) for v in values.values())):
-        return _unsupported_ecc(spec, name, "ECC counters", expected, obs, keys, ev)
+        f"; sram_threshold_exceeded {fmt(g.sram_threshold_exceeded)}" + mig_note
+    ev = lines(*(f"{s}.{loc}: {fmt(v)}" for s, c in counters.items() for loc, v in c.by_location.items()), obs)
+    if all(v in (NA, None) for v in values.values()) and any(v is NA for v in values.values()):
+        why = _ecc_off_or_absent(spec, g, name, "ECC counters", expected, obs, keys, ev)
+        if why is not None:
+            return why
     bad, missing = [], []
     for key, lim in limits.items():
         v = values[key]
@@ -135,49 +171,81 @@ def ecc_counters(facts, spec, gpu) -> Result:
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)
 
 
-def _repair(spec, g) -> tuple[str | None, str]:
-    ex = expectations(spec, g)
-    if ex.memory_repair:
-        return ex.memory_repair, ex.memory_repair_source
-    if isinstance(g.remapped_rows, RemappedRows):
-        return "row_remap", "remapped rows reported"
-    if isinstance(g.retired_pages, RetiredPages) and any(
-            isinstance(v, (int, bool)) for v in (g.retired_pages.sbe, g.retired_pages.dbe, g.retired_pages.pending)):
-        return "page_retirement", "retired pages reported"
-    return None, "unknown"
+def _memory_na(spec, g, ex, name, what, feature, expected, observed, ev, keys, seen="N/A") -> Result:
+    """The one rule for a memory-health block the driver reports N/A or not at all (issue 21 items
+    2 and 5), for row remapping (``feature`` row_remapping) and page retirement:
+    ecc.required=false -> SKIP naming it; a board without the feature (SKU profile) -> SKIP naming
+    memory.repair; ECC off -> the cause named once (see NG-ECC-001); a board not in the SKU
+    profiles -> ERROR "unknown board"; a board that has the feature -> ERROR."""
+    kw = dict(evidence=ev, evidence_keys=keys)
+    if not spec.ecc.required:
+        return Result.skipped(f"ecc.required=false: {what} {seen} on this board", expected, observed, **kw)
+    has = getattr(ex, feature)
+    if has is False:
+        return Result.skipped(f"memory.repair={spec.memory.repair}: {name} {_without(ex, feature)}",
+                              "not applicable", observed, **kw)
+    if has is None:
+        mode = g.ecc_mode_current
+        hint = (" (ECC disabled on it: see NG-ECC-001)" if mode is False else
+                " (it reports no ECC: see NG-ECC-001)" if mode is NA else "")
+        return Result.errored(f"{name}: {what} {seen} on an unknown board ({ex.memory_repair_source}){hint}: "
+                              "unknown board: add it to the SKU profiles (nodegate/data/skus.yaml memory_repair) "
+                              "or set memory.repair", expected, observed, **kw)
+    off = _ecc_off_or_absent(spec, g, name, what, expected, observed, keys, ev)
+    if off is not None:
+        return off
+    return Result.errored(f"{name}: {what} {seen} on a board that has it ({ex.memory_repair_source})",
+                          expected, observed, **kw)
+
+
+def _without(ex, feature: str) -> str:
+    src = ex.memory_repair_source
+    if feature == "row_remapping":
+        return (f"uses page retirement ({src}), not row remapping" if ex.page_retirement
+                else f"has no row remapper ({src})")
+    return (f"uses row remapping ({src}); retired pages do not apply" if ex.row_remapping
+            else f"does not retire pages ({src})")
+
+
+def _spec_excludes(spec, feature: str) -> bool:
+    want = {"row_remapping": "row_remap", "page_retirement": "page_retirement"}[feature]
+    return spec.memory.repair not in ("auto", want)
 
 
 @check(id="NG-MEM-001", name="row_remapping", title="Row remapping: no failure, nothing pending, spare rows left",
        scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
        remediation="Pending: drain and reset the GPU (or reboot) to activate the remap before acceptance. Failure "
                    "occurred, no spare rows, or >= 512 uncorrectable remaps: RMA the GPU.",
-       rule="Ampere and later (memory.repair, SKU profile, architecture): remapping failure occurred FAIL (RMA); "
-            "pending FAIL (reset); bank histogram 'None' > memory.max_banks_no_spare FAIL; uncorrectable remaps "
-            ">= memory.max_uncorrectable_remaps (512) FAIL. 'N/A' scalar under MIG: ERROR unless "
-            "memory.allow_mig_unsupported_remap (SKIP). Page-retirement GPUs: SKIP naming memory.repair.")
+       rule="Boards with a row remapper (memory.repair, else the SKU profile by PCI device id): remapping "
+            "failure occurred FAIL (RMA); pending FAIL (reset); bank histogram 'None' > memory.max_banks_no_spare "
+            "FAIL; uncorrectable remaps >= memory.max_uncorrectable_remaps (512) FAIL. N/A or not reported: "
+            "ecc.required=false -> SKIP; a board without a remapper (page retirement, GeForce without ECC) -> "
+            "SKIP naming memory.repair; under MIG -> ERROR unless memory.allow_mig_unsupported_remap (SKIP); ECC "
+            "off -> 'ECC disabled: see NG-ECC-001' (ERROR, SKIP with ecc.mode=disabled); a board not in the SKU "
+            "profiles -> ERROR 'unknown board: add it to the SKU profiles'.")
 def row_remapping(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
     keys = ("smi.qx",)
     rr = g.remapped_rows
-    repair, src = _repair(spec, g)
+    ex = expectations(spec, g)
     expected = f"no failure, not pending, uncorrectable < {spec.memory.max_uncorrectable_remaps}, " \
                f"banks without spare rows <= {spec.memory.max_banks_no_spare}"
-    if repair == "page_retirement":
-        return Result.skipped(f"memory.repair={spec.memory.repair}: {name} uses page retirement ({src}), not row "
-                              "remapping", expected="not applicable", observed=f"remapped_rows {fmt(rr) if not isinstance(rr, RemappedRows) else 'reported'}")
-    if rr is NA or (isinstance(rr, RemappedRows) and rr.pending is NA and rr.failure is NA):
-        if g.mig_mode_current is True:
+    if _spec_excludes(spec, "row_remapping"):
+        return Result.skipped(f"memory.repair={spec.memory.repair}: {name} {_without(ex, 'row_remapping')}",
+                              expected="not applicable", observed=f"remapped_rows {_shown(rr)}")
+    if rr is None or rr is NA or (isinstance(rr, RemappedRows) and rr.pending is NA and rr.failure is NA):
+        seen = "not reported" if rr is None else "N/A"
+        ev = f"remapped_rows: {seen}"
+        if g.mig_mode_current is True and rr is not None and ex.row_remapping is not False and spec.ecc.required:
             if spec.memory.allow_mig_unsupported_remap:
                 return Result.skipped("memory.allow_mig_unsupported_remap=true: remapped rows N/A while MIG is "
-                                      "enabled", expected, "N/A (MIG enabled)", evidence="remapped_rows: N/A",
-                                      evidence_keys=keys)
+                                      "enabled", expected, "N/A (MIG enabled)", evidence=ev, evidence_keys=keys)
             return Result.errored(f"{name}: remapped rows N/A while MIG is enabled (unsupported under MIG); set "
                                   "memory.allow_mig_unsupported_remap to accept", expected, "N/A (MIG enabled)",
-                                  evidence="remapped_rows: N/A", evidence_keys=keys)
-        return Result.errored(f"{name}: remapped rows N/A on a row-remapping GPU ({src})", expected, "N/A",
-                              evidence="remapped_rows: N/A", evidence_keys=keys)
+                                  evidence=ev, evidence_keys=keys)
+        return _memory_na(spec, g, ex, name, "remapped rows", "row_remapping", expected, seen, ev, keys, seen)
     if not isinstance(rr, RemappedRows):
         return Result.errored(f"{name}: remapped rows not reported", expected, "not reported", evidence_keys=keys)
     h = rr.histogram
@@ -212,26 +280,30 @@ def row_remapping(facts, spec, gpu) -> Result:
 @check(id="NG-MEM-002", name="retired_pages", title="Retired pages below DCGM limits, none pending",
        scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
        remediation="Pending: drain and reboot/reset to retire the pages. Over the limits: RMA the GPU.",
-       rule="Pre-Ampere (page retirement): pending FAIL; sbe+dbe retired >= memory.retired_pages_max_total (63) or "
-            "dbe > memory.retired_pages_max_dbe (15) FAIL (DCGM limits). N/A: SKIP naming ecc.required when "
-            "false, else FAIL. Row-remapping GPUs (N/A there): SKIP naming memory.repair.")
+       rule="Boards that retire pages (memory.repair, else the SKU profile by PCI device id): pending FAIL; "
+            "sbe+dbe retired >= memory.retired_pages_max_total (63) or dbe > memory.retired_pages_max_dbe (15) "
+            "FAIL (DCGM limits). N/A or not reported: the one memory rule of NG-MEM-001 (ecc.required=false -> "
+            "SKIP; a board that does not retire pages, e.g. row-remapping boards -> SKIP naming memory.repair; "
+            "ECC off -> 'see NG-ECC-001'; unknown board -> ERROR 'unknown board: add it to the SKU profiles').")
 def retired_pages(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
     keys = ("smi.qx",)
     rp = g.retired_pages
-    repair, src = _repair(spec, g)
+    ex = expectations(spec, g)
     m = spec.memory
     expected = f"not pending, total < {m.retired_pages_max_total}, dbe <= {m.retired_pages_max_dbe}"
     obs = (f"sbe {fmt(rp.sbe)}, dbe {fmt(rp.dbe)}, pending {fmt(rp.pending)}" if isinstance(rp, RetiredPages)
            else f"retired pages {fmt(rp)}")
-    if repair == "row_remap":
-        return Result.skipped(f"memory.repair={m.repair}: {name} uses row remapping ({src}); retired pages do not "
-                              "apply", expected="not applicable", observed=obs)
+    if _spec_excludes(spec, "page_retirement"):
+        return Result.skipped(f"memory.repair={m.repair}: {name} {_without(ex, 'page_retirement')}",
+                              expected="not applicable", observed=obs)
     vals = (rp.sbe, rp.dbe, rp.pending) if isinstance(rp, RetiredPages) else ()
-    if rp is NA or (vals and all(v is NA for v in vals)):
-        return _unsupported_ecc(spec, name, "page retirement", expected, obs, keys, f"retired_pages: {obs}")
+    if rp is None or rp is NA or (vals and all(v is NA for v in vals)):
+        seen = "not reported" if rp is None else "N/A"
+        return _memory_na(spec, g, ex, name, "retired pages", "page_retirement", expected, obs,
+                          f"retired_pages: {obs}", keys, seen)
     if not isinstance(rp, RetiredPages) or not isinstance(rp.pending, bool) or \
             not isinstance(rp.sbe, int) or not isinstance(rp.dbe, int):
         return Result.errored(f"{name}: retired pages not fully reported ({obs})", expected, obs, evidence_keys=keys)

@@ -8,17 +8,49 @@ from ..errors import EvidenceError
 from ..facts import NA
 from ..outcomes import Result
 from ..spec import expectations
+from ..spec.skus import gsp_support
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, loaded_driver_version, optional, spec_or_default
 
 
+def _driver_version(facts) -> str | None:
+    """The loaded driver's version (module, else /proc banner, else nvidia-smi's header); None."""
+    v, _ = optional(facts, "nvidia_module_version")
+    if v:
+        return v
+    banner, _ = optional(facts, "driver_banner")
+    if banner is not None and banner.version:
+        return banner.version
+    v, _ = optional(facts, "smi_driver_version")
+    return v or None
+
+
+def _no_gsp_board(spec, g) -> bool:
+    """The GPU's architecture cannot run GSP firmware (skus.yaml gsp.architectures: Turing and later)."""
+    return gsp_support().architecture_can_run(expectations(spec, g).architecture) is False
+
+
+def _predates_gsp(facts) -> str | None:
+    """'driver 418.43 predates GSP firmware (first shipped with the 465 branch)', or None."""
+    ver = _driver_version(facts)
+    support = gsp_support()
+    if support.driver_predates_gsp(ver):
+        return f"driver {ver} predates GSP firmware (first shipped with the {support.first_driver_branch} branch)"
+    return None
+
+
 def _gsp_required(facts, spec) -> tuple[bool, str]:
-    """(required, why). auto: the open module always uses GSP; a GPU reporting a GSP version uses it."""
+    """(required, why). auto: the open module always uses GSP; a GPU reporting a GSP version uses it;
+    a driver older than the first branch with GSP firmware settles it (issue 21 item 6: such XML has
+    no gsp_firmware_version at all)."""
     req = spec.gsp.required
     if req is True:
         return True, "gsp.required=true"
     if req is False:
         return False, "gsp.required=false"
+    old = _predates_gsp(facts)
+    if old is not None:
+        return False, f"gsp.required=auto and the {old}"
     banner, berr = optional(facts, "driver_banner")
     if berr is not None:
         # flavor unknown: neither "GSP in use" nor "not applicable" can be claimed (fail closed)
@@ -40,7 +72,7 @@ def _gsp_required(facts, spec) -> tuple[bool, str]:
         raise EvidenceError("smi.qx", "gsp.required=auto: no GPU listed, cannot tell whether GSP is in use")
     # None = not reported (unknown), NA = GSP off; a known pre-Turing GPU has no GSP either way
     unreported = [gpu_label(g) for g in gpus
-                  if g.gsp_firmware_version is None and not expectations(spec, g).pre_turing]
+                  if g.gsp_firmware_version is None and not _no_gsp_board(spec, g)]
     if unreported:
         raise EvidenceError("smi.qx", "gsp.required=auto: gsp_firmware_version not reported for "
                             + ", ".join(unreported) + ", cannot tell whether GSP is in use")
@@ -78,7 +110,8 @@ def _needed_files(facts, spec) -> tuple[list[str], str]:
        rule="For the loaded driver version, each needed file (gsp_tu10x.bin for Turing/GA100, gsp_ga10x.bin for "
             "GA10x/Ada/Hopper/Blackwell) is found, non-empty, first in kernel search order: firmware_class.path, "
             "/lib/firmware/updates/<kver>, /lib/firmware/updates, /lib/firmware/<kver>, /lib/firmware. "
-            "gsp.required=false or auto without GSP in use -> SKIP naming the key.")
+            "gsp.required=false or auto without GSP in use (proprietary module with GSP off, a driver older than the "
+            "465 branch that first shipped GSP firmware) -> SKIP naming the key.")
 def gsp_firmware_files(facts, spec) -> Result:
     spec = spec_or_default(spec)
     required, why = _gsp_required(facts, spec)
@@ -88,6 +121,8 @@ def gsp_firmware_files(facts, spec) -> Result:
     fw = facts.firmware
     keys = ("firmware.gsp", "driver.proc_version")
     need, src = _needed_files(facts, spec)
+    # the profiles name the 530+ files; older branches shipped gsp.bin / gsp_ad10x.bin (skus.yaml gsp:)
+    need = sorted({gsp_support().file_for_driver(n, version) for n in need})
     expected = f"nvidia/{version}/{', '.join(need) or '(none)'} non-empty ({src})"
     ev = lines(f"firmware_class.path: {fw.search_path or '(unset)'}",
                *(f"{d}: {', '.join(f'{n} {s}' for n, s in files.items()) if files else 'absent'}"
@@ -132,7 +167,8 @@ def gsp_firmware_files(facts, spec) -> Result:
                    "the spec requires it.",
        rule="gsp_firmware_version equals the loaded driver version. N/A means GSP off: FAIL when GSP is required "
             "(gsp.required=true, or auto with the open module, which always requires it); auto with the "
-            "proprietary module or a pre-Turing GPU -> SKIP naming gsp.required.")
+            "proprietary module, a pre-Turing GPU, or a driver older than the first branch with GSP firmware "
+            "(465; nodegate/data/skus.yaml gsp:) -> SKIP naming gsp.required.")
 def gsp_firmware_version(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
@@ -140,7 +176,7 @@ def gsp_firmware_version(facts, spec, gpu) -> Result:
     ex = expectations(spec, g)
     v = g.gsp_firmware_version
     keys = ("smi.qx", "modules.nvidia_version")
-    if ex.pre_turing and spec.gsp.required != True:  # noqa: E712 (auto or False)
+    if _no_gsp_board(spec, g) and spec.gsp.required != True:  # noqa: E712 (auto or False)
         return Result.skipped(f"gsp.required={spec.gsp.required}: {ex.architecture} has no GSP",
                               expected="no GSP", observed=fmt(v))
     required, why = _gsp_required(facts, spec)
@@ -150,6 +186,10 @@ def gsp_firmware_version(facts, spec, gpu) -> Result:
     expected = f"gsp_firmware_version {version} ({why})"
     ev = f"gsp_firmware_version: {fmt(v)}"
     if v is None:
+        old = _predates_gsp(facts)
+        if old is not None:   # gsp.required=true on a driver without GSP firmware
+            return Result.failed(expected, "not reported", f"{name}: GSP required ({why}) but the {old}",
+                                 evidence=ev, evidence_keys=keys)
         return Result.errored(f"{name}: gsp_firmware_version not reported", expected, "not reported",
                               evidence=ev, evidence_keys=keys)
     if v is NA:

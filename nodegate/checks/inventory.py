@@ -6,12 +6,13 @@ from ..facts import normalize_bus_id
 from ..outcomes import Result
 from ..spec import sku_profile
 from . import check
-from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from ._util import raw_gpu, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from .slots import identity_conflicts
 
 
 def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
-    """Bus ids the kernel log or the driver knows but nvidia-smi/NVML does not list -> why.
-    EvidenceErrors of the kernel log / driver GPU list are appended to ``errors``."""
+    """Bus ids the kernel log, the driver or PCI knows but nvidia-smi/NVML does not list -> why.
+    EvidenceErrors of the kernel log / driver GPU list / PCI functions are appended to ``errors``."""
     lost: dict[str, str] = {}
     errors = errors if errors is not None else []
     events, eerr = optional(facts, "kernel_events")
@@ -30,22 +31,66 @@ def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[st
     for d in bound or []:
         b = d.get("Bus Location")
         if b and not any(same_bus(b, s, function=True) for s in seen):
-            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module but not reported by nvidia-smi/NVML")
+            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module (/proc/driver/nvidia/gpus) but not "
+                                                 "reported by nvidia-smi/NVML")
+    pci, where = _pci_gpus(facts, errors)
+    for b in pci:
+        if not any(same_bus(b, s, function=True) for s in seen):
+            lost.setdefault(normalize_bus_id(b), f"an NVIDIA display-class PCI function ({where}) that nvidia-smi/NVML "
+                                                 "does not report")
     return lost
 
 
+def _pci_gpus(facts, errors: list) -> tuple[list[str], str]:
+    """(bus ids of the NVIDIA display-class PCI functions, where from): ``pci.sysfs`` (SR-IOV VFs
+    left out by the probe), else the alternative key ``pci.lspci_vvv`` (a converted
+    nvidia-bug-report); ([], "") when neither can be read (the error is appended)."""
+    links, lerr = optional(facts, "pci_links")
+    if links is not None:
+        return [ln.bdf for ln in links if ln.role == "gpu"], "sysfs"
+    alt, _ = optional(facts, "lspci_links")
+    if alt:
+        return [ln.bdf for ln in alt if ln.display], "lspci -vvv"
+    errors.append(lerr)
+    return [], ""
+
+
+def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
+    """Where the node's own GPU lists contradict each other (issue 17): the attached count
+    nvidia-smi prints against the GPUs it lists, a listed GPU without its PCI function, GPUs
+    that share a bus id, serial or UUID. Each entry names what disagrees."""
+    out = []
+    rep, _ = optional(facts, "smi_report")
+    attached = getattr(rep, "attached_gpus", None)
+    if isinstance(attached, int) and attached != len(gpus) and getattr(facts, "gpu_source", "smi_xml") == "smi_xml":
+        out.append(f"nvidia-smi reports {attached} attached GPU(s) but lists {len(gpus)}")
+    pci, where = _pci_gpus(facts, [])
+    if pci:
+        nolink = [b for b in seen if not any(same_bus(b, p, function=True) for p in pci)]
+        if nolink:
+            out.append(f"listed but without an NVIDIA PCI function in {where}: " + ", ".join(nolink))
+    out += list(identity_conflicts(gpus).values())
+    return out
+
+
 @check(id="NG-INV-001", name="gpu_count", title="GPU count as specified, none lost",
-       scope="node", severity="critical", evidence=("smi.qx", "nvml.json", "kernel.log", "driver.gpus_information"),
+       scope="node", severity="critical", evidence=("smi.qx", "nvml.json", "kernel.log", "driver.gpus_information",
+                                                    "pci.sysfs"),
        remediation="Drain the node and reboot; a GPU that stays missing or falls off again: reseat or replace the "
                    "riser/GPU and check its power; RMA if it persists.",
        rule="Observed GPUs equal gpu.count (at least one when unset). A GPU nvidia-smi cannot get a handle for "
             "('Unable to determine the device handle for GPU<bus id>'), one that fell off the bus (Xid 79 / 'has "
-            "fallen off the bus', sometimes with no Xid) or failed RmInitAdapter, or one the module bound but "
-            "NVML does not list, is a missing GPU named by bus id; gpu.bus_ids names expected slots.")
+            "fallen off the bus', sometimes with no Xid) or failed RmInitAdapter, one the module bound "
+            "(/proc/driver/nvidia/gpus) or PCI shows (an NVIDIA display-class function in sysfs) but NVML does "
+            "not list, is a missing GPU named by bus id; gpu.bus_ids names expected slots. With or without "
+            "gpu.count the node's lists must agree: nvidia-smi's attached count equals the GPUs it lists, every "
+            "listed GPU has its PCI function, and no two GPUs share a bus id, serial or UUID (those GPUs' own "
+            "checks are ERROR).")
 def gpu_count(facts, spec) -> Result:
     spec = spec_or_default(spec)
     want = spec.gpu.count
     expected = f"{want} GPU(s)" if want else "at least 1 GPU (gpu.count not set)"
+    expected += ", in agreement across nvidia-smi, the driver and PCI"
     keys = ("smi.qx", "kernel.log")
     smi_err, _ = optional(facts, "smi_error")
     handle = {}
@@ -65,24 +110,31 @@ def gpu_count(facts, spec) -> Result:
         nb = normalize_bus_id(b)
         if not any(same_bus(nb, s, function=True) for s in seen) and not any(same_bus(nb, m) for m in missing):
             missing[nb] = "expected (gpu.bus_ids) but not observed"
+    disagree = _disagreements(facts, gpus, seen, read_errs)
     n = len(gpus)
     obs = f"{n} GPU(s)" + (": " + ", ".join(seen) if seen else "")
     if missing:
         obs += "; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items())
+    if disagree:
+        obs += "; " + "; ".join(disagree)
     ev = lines(smi_err.message if smi_err is not None else None,
                *(f"{gpu_label(g)} {g.name}" for g in gpus))
-    if (want is not None and n != want) or (want is None and n == 0) or missing:
+    if (want is not None and n != want) or (want is None and n == 0) or missing or disagree:
         if want is not None and n < want and not missing:
             slots = ", ".join(f"gpu{i}" for i in range(n, want))
             msg = f"{want - n} GPU(s) missing (slots {slots}; set gpu.bus_ids to name them)"
         elif want is not None and n > want:
             msg = f"{n} GPUs observed, {want} specified"
-        else:
+        elif missing or (want is not None and n != want) or (want is None and n == 0):
             msg = (f"{n} of {want if want is not None else '>=1'} GPUs" +
                    ("; missing: " + "; ".join(f"{b} {why}" for b, why in missing.items()) if missing else ""))
-        return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys)
+        else:
+            msg = f"{n} GPU(s), but the node's GPU lists disagree"
+        if disagree:
+            msg += ": " + "; ".join(disagree)
+        return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys + ("pci.sysfs",))
     if want is None and read_errs:
-        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list: unread, no evidence
+        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list / PCI: unread, no evidence
         why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
         return Result.errored(f"gpu.count not set and a lost GPU cannot be ruled out: could not read {why}",
                               expected, obs + f"; unread: {why}", evidence=ev,
@@ -108,9 +160,10 @@ def gpu_model(facts, spec, gpu) -> Result:
                              f"{spec.gpu.count} GPUs", evidence_keys=("smi.qx",))
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)
-    prof = sku_profile(g.pci_device_id)
-    obs = f"{g.name} (device id {g.pci_device_id or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
-    ev = lines(f"product_name: {g.name}", f"pci_device_id: {g.pci_device_id}")
+    dev = raw_gpu(g).pci_device_id   # shown only: an unreadable id must not void the model check
+    prof = sku_profile(dev)
+    obs = f"{g.name} (device id {dev or 'unknown'}" + (f", SKU profile {prof.name})" if prof else ")")
+    ev = lines(f"product_name: {g.name}", f"pci_device_id: {dev}")
     kw = dict(evidence=ev, evidence_keys=("smi.qx",))
     bad = []
     if models and not any(m.lower() in (g.name or "").lower() for m in models):
@@ -118,3 +171,42 @@ def gpu_model(facts, spec, gpu) -> Result:
     if bad:
         return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), **kw)
     return Result.passed(expected, obs, **kw)
+
+
+@check(id="NG-INV-003", name="node_identity", title="One machine per node of the run",
+       scope="node", severity="critical", evidence=("meta.boot_id", "meta.machine_id"),
+       remediation="Correct the inventory: two names that reach one machine (the same ansible_host and port, "
+                   "a DNS alias, a jump host) gather that machine twice and leave the other untested. Distinct "
+                   "machines with one machine id are clones of one image: remove /etc/machine-id, run "
+                   "systemd-machine-id-setup and reboot (machine-id(5)).",
+       rule="No other node of the run reports this node's boot id (/proc/sys/kernel/random/boot_id: one running "
+            "kernel) or machine id (/etc/machine-id: one installation, machine-id(5)); when one does, both are "
+            "ERROR naming each other, since neither node's evidence can be attributed. Run after every node is "
+            "gathered; with two or more nodes, a node whose boot id and machine id both cannot be read is ERROR. "
+            "A node alone in its run passes.")
+def node_identity(facts, spec) -> Result:
+    boot, berr = optional(facts, "boot_id")
+    mid, merr = optional(facts, "machine_id")
+    view = getattr(facts, "run_identity", None)
+    view = view() if callable(view) else None
+    expected = "no other node of the run with this boot id or machine id"
+    mid_txt = mid or ("none on the node" if merr is None else f"unreadable ({merr.reason})")
+    obs = f"boot id {boot or f'unreadable ({berr.reason})'}, machine id {mid_txt}"
+    keys = ("meta.boot_id", "meta.machine_id")
+    if berr is not None and merr is not None and berr.reason.startswith("node not gathered"):
+        raise berr   # nothing of the node to compare
+    # the same observed text whatever else is in the run: a node's result does not depend on others
+    if view is None or view.others == 0:
+        return Result.passed(expected, obs + "; no other node in this run", evidence_keys=keys)
+    if view.clashes:
+        same = "; ".join(f"node {other} reports the same {what} {value}" for other, what, value in view.clashes)
+        boot_clash = any(what == "boot id" for _, what, _ in view.clashes)
+        why = ("one running machine answered for both (two inventory names for one address?)" if boot_clash else
+               "one installation, or machines cloned from one image")
+        return Result.errored(f"{same}: {why}; neither node's evidence can be attributed to it", expected,
+                              obs + f"; {same}", evidence=lines(f"boot_id: {boot}", f"machine_id: {mid}"),
+                              evidence_keys=keys)
+    if boot is None and mid is None:
+        return Result.errored(f"neither the boot id nor the machine id could be read: this node cannot be told apart "
+                              f"from the run's {view.others} other node(s)", expected, obs, evidence_keys=keys)
+    return Result.passed(expected, obs + "; no other node of the run reports either", evidence_keys=keys)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..outcomes import Result
+from ..spec.sxid import sxid_info
 from ..spec.xid import xid_fail_set, xid_info
 from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
@@ -22,7 +23,16 @@ def classify(ev, fail_xids) -> tuple[bool, str]:
     """(fails?, description) of one KernelEvent."""
     if ev.kind == "xid" and ev.xid is not None:
         info = xid_info(ev.xid)
-        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}; {info.severity}; action: {info.action})"
+        # Xid 154 states the action the driver requires (GPU Reset Required / Node Reboot Required)
+        action = ev.details.get("recovery_action") or info.action
+        link = f" on NVLink {ev.details['nvlink_link']}" if ev.details.get("nvlink_link") else ""
+        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}{link}; {info.severity}; action: {action})"
+    if ev.kind == "sxid":
+        # NVSwitch SXids: their own catalog (nodegate/data/sxid.yaml, Fabric Manager User Guide)
+        fat = ev.details.get("fatal")
+        info = sxid_info(int(ev.details.get("sxid", 0)), {"yes": True, "no": False}.get(fat))
+        return info.fail, (f"SXid {info.sxid} ({info.name}; {'fatal' if info.fatal or fat == 'yes' else 'non-fatal'}; "
+                           f"action: {info.action}) on {ev.details.get('device', 'NVSwitch')}")
     if ev.kind in FAIL_KINDS:
         return True, FAIL_KINDS[ev.kind]
     return False, ev.kind
@@ -41,6 +51,26 @@ def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
     return fmt(fails), fmt(infos)
 
 
+def _cut_note(facts) -> str:
+    """", kept 11005 of 13002 lines (every line that can decide a verdict)" when the probe cut
+    the log without losing such a line (``kernel_events`` raises when it lost one), else ""."""
+    cut, _ = optional(facts, "kernel_log_cut")
+    if cut is None or cut.seen == cut.kept:
+        return ""
+    return f", kept {cut.kept} of {cut.seen} lines: every line that can decide a verdict, and the last ones"
+
+
+def _history(facts, spec, keep) -> str:
+    """'; history (earlier boots, not judged): Xid 62 (...) at 0000:03:00.0 x3' for the earlier
+    boots' events ``keep`` selects (``kernel.history``, a converted nvidia-bug-report), else ''.
+    The checks judge the current boot, as on a live node (tests/bugreports/README.md)."""
+    hist, _ = optional(facts, "kernel_history")
+    events = [e for e in hist or [] if keep(e)]
+    fails, infos = _summary(events, xid_fail_set(spec))
+    shown = fails + infos
+    return f"; history (earlier boots, not judged): {'; '.join(shown)}" if shown else ""
+
+
 def _disabled(spec) -> Result | None:
     if not spec.kernel_log.enabled:
         return Result.skipped("kernel_log.enabled=false", expected="kernel_log.enabled=false")
@@ -54,11 +84,14 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
 
 @check(id="NG-LOG-001", name="kernel_log_node", title="No driver failures in the kernel log (node-wide)",
        scope="node", severity="critical", evidence=("kernel.log", "smi.qx"), remediation=_REMEDIATION,
-       rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal; continuation lines joined). Node-wide "
-            "events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
-            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), 'has fallen off the "
+       rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal, talosctl; continuation lines joined). "
+            "Node-wide events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
+            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), an NVSwitch SXid that "
+            "its catalog fails (nodegate/data/sxid.yaml from the Fabric Manager User Guide), 'has fallen off the "
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
-            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS.")
+            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
+            "empty item without the probe's source line, and a log the probe cut with a deciding line lost "
+            "(it keeps every such line wherever it is, and records seen/kept lines).")
 def kernel_log_node(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _disabled(spec)) is not None:
@@ -72,9 +105,10 @@ def kernel_log_node(facts, spec) -> Result:
     fails, infos = _summary(mine, fx)
     expected = "no failing NVRM events outside the per-GPU results"
     obs = ("; ".join(fails) or "no failing node-wide events") + (f"; informational: {'; '.join(infos)}" if infos
-                                                                  else "") + f" ({len(events)} records, {src or 'log'})"
+                                                                  else "") + f" ({len(events)} records, {src or 'log'}{_cut_note(facts)})"
     if gerr is not None:
         obs += f"; GPUs unreadable ({gerr.reason}): every event counted here"
+    obs += _history(facts, spec, lambda e: not (e.bus_id and any(same_bus(e.bus_id, b) for b in known)))
     bad_ev = [e for e in mine if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:
@@ -102,6 +136,8 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
     fails, infos = _summary(events, fx)
     expected = f"no failing NVRM events for {g.pci_bus_id}"
     obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
+    obs += f" ({_cut_note(facts).lstrip(', ')})" if _cut_note(facts) else ""
+    obs += _history(facts, spec, lambda e: bool(e.bus_id and same_bus(e.bus_id, g.pci_bus_id)))
     bad_ev = [e for e in events if classify(e, fx)[0]]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:

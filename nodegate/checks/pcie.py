@@ -1,4 +1,4 @@
-"""PCIe link: capability, trained link (busy vs idle), upstream ports (catalog "PCIe link")."""
+"""PCIe link: capability, trained link (busy vs idle, width vs speed), upstream ports (catalog "PCIe link")."""
 
 from __future__ import annotations
 
@@ -6,45 +6,32 @@ from ..outcomes import Result
 from ..spec import expectations
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, same_bus, spec_or_default
+from .activity import assess, samples_for
 
 
 def _num(v):
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def activity(g) -> tuple[str, str]:
-    """('busy' | 'idle' | 'unknown', description). Idle = GpuIdle active, or P8 or deeper with GpuIdle not
-    explicitly inactive; busy = GpuIdle explicitly not active; anything else is unknown."""
-    idle = g.clocks_event_reasons.get("gpu_idle")
-    if idle is None and _num(g.clocks_event_reasons_mask) is not None:
-        idle = bool(g.clocks_event_reasons_mask & 0x1)
-    idle_s = "GpuIdle active" if idle is True else "GpuIdle not active" if idle is False else "GpuIdle unknown"
-    desc = f"{g.pstate or 'P-state unknown'}, {idle_s}"
-    # idle only on evidence: GpuIdle active, or a deep P-state (P8..P15) the idle flag does not contradict
-    if idle is True or (_pstate_num(g.pstate) is not None and _pstate_num(g.pstate) >= 8 and idle is not False):
-        return "idle", desc
-    if idle is False:  # the driver says the GPU is not idle: busy rules, whatever the P-state
-        return "busy", desc
-    return "unknown", desc
-
-
-def _pstate_num(p):
-    if isinstance(p, str) and len(p) > 1 and p[0] in "Pp" and p[1:].isdigit():
-        return int(p[1:])
-    return None
+def activity(g, samples=()) -> tuple[str, str]:
+    """('busy' | 'idle' | 'mixed' | 'unknown', 'P8, GpuIdle not active'): the verdict of every
+    activity signal of GpuFacts ``g`` (nodegate.checks.activity.assess)."""
+    a = assess(g, samples)
+    return a.state, a.describe()
 
 
 def _link_str(gen, width) -> str:
     return f"Gen{fmt(gen)} x{fmt(width)}"
 
 
-def _ev(g) -> str:
+def _ev(g, act=None) -> str:
     lk = g.link
     return lines(f"max_link_gen: {fmt(lk.max_gen)}", f"device_max_link_gen: {fmt(lk.device_max_gen)}",
                  f"host_max_link_gen: {fmt(lk.host_max_gen)}", f"current_link_gen: {fmt(lk.current_gen)}",
                  f"max_link_width: {fmt(lk.max_width)}", f"current_link_width: {fmt(lk.current_width)}",
                  f"performance_state: {fmt(g.pstate)}",
-                 f"clocks_event_reasons gpu_idle: {fmt(g.clocks_event_reasons.get('gpu_idle'))}")
+                 f"clocks_event_reasons gpu_idle: {fmt(g.clocks_event_reasons.get('gpu_idle'))}",
+                 f"activity: {act.state} ({act.evidence()})" if act is not None else None)
 
 
 @check(id="NG-PCIE-001", name="pcie_link_capability", title="PCIe link capability meets spec",
@@ -76,25 +63,30 @@ def pcie_link_capability(facts, spec, gpu) -> Result:
 
 
 @check(id="NG-PCIE-002", name="pcie_link_trained", title="PCIe link trained at spec",
-       scope="gpu", severity="major", evidence=("smi.qx", "nvml.json"),
-       remediation="Drain the node, reseat the GPU or replace the riser/cable, check the slot; verify again under "
-                   "load.",
+       scope="gpu", severity="major", evidence=("smi.qx", "nvml.json", "smi.clocks_samples"),
+       remediation="Drain the node, reseat the GPU or replace the riser/cable, check the slot (a narrow link is a "
+                   "slot, riser or bifurcation fault); verify the speed again under load.",
        rule="current_link_gen/current_link_width >= spec (pcie.gen/width, SKU profile, else the GPU's own max) -> "
-            "PASS. Below while busy (P0 and GpuIdle not active) -> FAIL. Below while idle (links power down; "
-            "Gen1 at P8 is common) -> SKIP with the observed state when pcie.idle=not_verified (default), "
-            "FAIL when pcie.idle=fail.")
+            "PASS. Width below spec FAILs at any activity (link width does not train down for power; speed "
+            "does), unless pcie.width_at_idle=not_verified and the GPU is idle. Speed below spec: busy -> FAIL; "
+            "idle (links power down; Gen1 at P8 is common) -> SKIP with the observed state when "
+            "pcie.idle=not_verified (default), FAIL when pcie.idle=fail. Busy/idle from every signal (P-state, "
+            "GpuIdle, utilisation, graphics clock vs its maximum, the probe's further samples); signals that "
+            "disagree leave the link unverified at idle: SKIP under not_verified, ERROR under fail, never FAIL "
+            "or PASS. No signal at all -> ERROR.")
 def pcie_link_trained(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
     ex = expectations(spec, g)
     name = gpu_label(g, gpu)
     lk = g.link
-    kw = dict(evidence=_ev(g), evidence_keys=("smi.qx",))
+    act = assess(g, samples_for(facts, g))
+    kw = dict(evidence=_ev(g, act), evidence_keys=("smi.qx",))
     egen, ewidth, src = ex.pcie_gen, ex.pcie_width, ex.pcie_source
     if egen is None or ewidth is None:
         egen, ewidth, src = _num(lk.max_gen), _num(lk.max_width), "the GPU's max link (no spec/SKU value)"
     cur_gen, cur_w = _num(lk.current_gen), _num(lk.current_width)
-    state, desc = activity(g)
+    desc = act.describe()
     obs = f"{_link_str(lk.current_gen, lk.current_width)} at {desc}"
     if egen is None or ewidth is None:
         return Result.errored(f"{name}: no expected PCIe link ({ex.pcie_source})", "", obs, **kw)
@@ -103,7 +95,10 @@ def pcie_link_trained(facts, spec, gpu) -> Result:
         return Result.errored(f"{name}: current link not reported", expected, obs, **kw)
     if cur_gen >= egen and cur_w >= ewidth:
         return Result.passed(expected, obs, **kw)
+    if cur_w < ewidth:
+        return _narrow(spec, act, name, cur_gen, cur_w, egen, ewidth, expected, obs, kw)
     below = f"{name}: trained link {_link_str(cur_gen, cur_w)} below {_link_str(egen, ewidth)}"
+    state = act.state
     if state == "busy":
         return Result.failed(expected, obs, f"{below} while busy ({desc})", **kw)
     if state == "idle":
@@ -111,7 +106,26 @@ def pcie_link_trained(facts, spec, gpu) -> Result:
             return Result.failed(expected, obs, f"{below} at idle ({desc}) and pcie.idle=fail", **kw)
         return Result.skipped(f"pcie.idle=not_verified: {below} at idle ({desc}); idle links power down, verify "
                               "under load", expected, obs, **kw)
+    if state == "mixed":
+        why = f"the activity evidence disagrees ({act.evidence()})"
+        if spec.pcie.idle == "fail":
+            return Result.errored(f"{below}; cannot tell busy from idle: {why} (pcie.idle=fail needs a clear "
+                                  "state)", expected, obs, **kw)
+        return Result.skipped(f"pcie.idle=not_verified: {below}; {why}: unverified at idle, verify under load",
+                              expected, obs, **kw)
     return Result.errored(f"{below}; cannot tell busy from idle ({desc})", expected, obs, **kw)
+
+
+def _narrow(spec, act, name, cur_gen, cur_w, egen, ewidth, expected, obs, kw) -> Result:
+    """Width below spec. The driver lowers the link *speed* at low P-states; the width is set
+    when the link trains and does not step down for power (issue 21: a GPU at x8 of x16 sits in
+    a bifurcated slot or on a bad riser whatever it is doing). A narrower slot is a spec
+    decision: set pcie.width."""
+    what = f"{name}: trained link width x{cur_w} below x{ewidth} (Gen{cur_gen}, expected {_link_str(egen, ewidth)})"
+    if spec.pcie.width_at_idle == "not_verified" and act.state in ("idle", "mixed"):
+        return Result.skipped(f"pcie.width_at_idle=not_verified: {what} at {act.describe()}", expected, obs, **kw)
+    return Result.failed(expected, obs, f"{what} at {act.describe()}; link width does not train down at idle: "
+                         "check the slot, riser and bifurcation (or set pcie.width for a narrower slot)", **kw)
 
 
 def _sysfs_str(link) -> str:

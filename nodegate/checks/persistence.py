@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+
+from ..errors import EvidenceError
 from ..outcomes import Result
 from ..spec import expectations
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
-from ..parsers.persistenced import user_from_argv as _user_arg
+from ..parsers.persistenced import option_spellings, parse_daemon_argv
 
 _UNIT = "nvidia-persistenced.service"
 
@@ -85,7 +88,8 @@ def persistenced_unit(facts, spec) -> Result:
     return Result.passed(expected, obs, **kw)
 
 
-def _dropin_problems(text_exec: list[str], user: str, root_ok: bool, mode: str) -> list[str]:
+def _dropin_problems(text_exec: list[str]) -> list[str]:
+    """The drop-in's shape: one empty ExecStart= reset first, then exactly one command."""
     p = []
     if not text_exec or text_exec[0].strip() != "":
         p.append("does not reset ExecStart= with an empty assignment first")
@@ -94,24 +98,94 @@ def _dropin_problems(text_exec: list[str], user: str, root_ok: bool, mode: str) 
     if len(cmds) != 1 or len(resets) != 1:
         dup = " (duplicate lines: override appended twice?)" if len(set(cmds)) < len(cmds) or len(resets) > 1 else ""
         p.append(f"has {len(resets)} ExecStart= reset(s) and {len(cmds)} command(s), expected 1 and 1{dup}")
-    for c in cmds[:1]:
-        argv = c.split()
-        u = _user_arg(argv)
-        if u != user and not (u is None and user == "root" and root_ok):
-            p.append(f"command runs as {u or 'root (no --user)'}, expected --user {user}")
-        if mode == "daemon" and "--no-persistence-mode" in argv:
-            p.append("command disables persistence mode (--no-persistence-mode)")
     return p
 
 
-@check(id="NG-PER-002", name="persistenced_dropin", title="nvidia-persistenced drop-in sets one command with --user",
+def _split_cmd(cmd: str) -> list[str]:
+    """An ExecStart= value as argv (systemd.service(5) splits it with shell-like quoting)."""
+    try:
+        return shlex.split(cmd)
+    except ValueError:
+        return cmd.split()
+
+
+_ALWAYS_OK = {"path", "user", "group", "verbose", "persistence-mode"}
+
+
+def _flag(key: str, value) -> str:
+    """The option as it is written on a command line (``--persistence-mode``, ``--user x``)."""
+    if key == "unknown":
+        return " ".join(value)
+    if isinstance(value, bool):
+        return f"--{key}" if value else f"--no-{key}" if key.endswith("persistence-mode") else f"(no --{key})"
+    return f"--{key} {value}" if key != "path" else str(value)
+
+
+def _command_problems(argv: list[str], spec, root_ok: bool) -> list[str]:
+    """What in one command line differs from the spec's expected flags: --user persistence.user,
+    the persistence flag (persistence.flag; ``--persistence-mode`` is also the daemon's default when
+    neither flag is given, nvidia-persistenced option-table.h, so NVIDIA's own sample unit
+    ``--user __USER__`` meets it), --verbose/--group optional, nothing else unless listed in
+    persistence.extra_flags."""
+    c = parse_daemon_argv(argv)
+    user, mode, want = spec.persistence.user, spec.persistence.mode, spec.persistence.flag
+    p = []
+    u = c.get("user")
+    if u != user and not (u is None and user == "root" and root_ok):
+        p.append(f"runs as {u or 'root (no --user)'}, expected --user {user}")
+    pm = c.get("persistence-mode")
+    if mode == "daemon" and pm is False:
+        p.append("disables persistence mode (--no-persistence-mode)")
+    elif want == "--persistence-mode" and pm is False:
+        p.append("carries --no-persistence-mode (persistence.flag=--persistence-mode)")
+    elif want == "--no-persistence-mode" and pm is not False:
+        p.append("lacks --no-persistence-mode (persistence.flag)")
+    elif want == "none" and pm is not None:
+        p.append(f"carries {_flag('persistence-mode', pm)} (persistence.flag=none)")
+    extra = set(spec.persistence.extra_flags)
+    for key, value in c.items():
+        if key in _ALWAYS_OK:
+            continue
+        if key == "unknown":
+            bad = [t for t in value if t not in extra]
+            if bad:
+                p.append(f"carries unexpected {' '.join(bad)} (not an nvidia-persistenced option we expect; "
+                         "list it in persistence.extra_flags)")
+        elif not (extra & option_spellings(key)):
+            p.append(f"carries unexpected {_flag(key, value)} (persistence.extra_flags)")
+    return p
+
+
+def _differences(dropin: list[str], effective: list[str]) -> list[str]:
+    """The options in which the effective command differs from the drop-in's, e.g.
+    ``--persistence-mode only in the drop-in``."""
+    d, e = parse_daemon_argv(dropin), parse_daemon_argv(effective)
+    out = []
+    for key in dict.fromkeys(list(d) + list(e)):
+        dv, ev = d.get(key), e.get(key)
+        if dv == ev:
+            continue
+        if ev is None:
+            out.append(f"{_flag(key, dv)} only in the drop-in")
+        elif dv is None:
+            out.append(f"{_flag(key, ev)} only in the effective ExecStart")
+        else:
+            out.append(f"{_flag(key, ev)} in the effective ExecStart, {_flag(key, dv)} in the drop-in")
+    return out
+
+
+@check(id="NG-PER-002", name="persistenced_dropin", title="nvidia-persistenced drop-in sets the specified command",
        scope="node", severity="major", evidence=("persistenced.unit_files", "systemd.persistenced_show"),
        remediation="Rewrite the drop-in (do not append with tee -a): [Service] / ExecStart= / ExecStart=<daemon> "
                    "--user <user>; then systemctl daemon-reload and restart nvidia-persistenced.",
        rule="The drop-in (persistence.dropin) exists, resets ExecStart= with an empty assignment, then sets "
-            "exactly one command with --user/-u persistence.user and without --no-persistence-mode; duplicate "
-            "lines (override appended twice) FAIL. The effective ExecStart from systemctl show (ground truth) "
-            "is exactly that one command, and DropInPaths lists the drop-in (not reported -> ERROR).")
+            "exactly one command whose flags are the spec's: --user/-u persistence.user, persistence.flag "
+            "(--persistence-mode by default, which is also the daemon's default without either flag; never "
+            "--no-persistence-mode with persistence.mode=daemon), "
+            "--verbose and --group optional, anything else only when listed in persistence.extra_flags; "
+            "duplicate lines (override appended twice) FAIL. The effective ExecStart from systemctl show "
+            "(ground truth) is that whole command line (a flag that differs is named), and DropInPaths lists "
+            "the drop-in (not reported -> ERROR).")
 def persistenced_dropin(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _daemon_not_applicable(spec)) is not None:
@@ -120,23 +194,35 @@ def persistenced_dropin(facts, spec) -> Result:
     root_ok, _ = _root_allowed(facts, spec)
     files = facts.persistenced_unit_files
     unit, uerr = optional(facts, "persistenced_unit")
-    expected = f"{path}: ExecStart= reset + one command with --user {user}; effective ExecStart = that command"
+    flag = "" if spec.persistence.flag == "none" else f" {spec.persistence.flag}"
+    expected = (f"{path}: ExecStart= reset + one command with --user {user}{flag} (--verbose optional); effective "
+                "ExecStart = that command")
     eff = [" ".join(a) for a in unit.exec_start] if unit is not None else ["unreadable: " + uerr.reason]
     keys = ("persistenced.unit_files", "systemd.persistenced_show")
     dropin = next((f for f in files if f.path == path), None)
     if dropin is not None and unit is None:
         raise uerr  # the file is there but the effective ExecStart (ground truth) is unknown
+    if unit is not None and not unit.raw:
+        # states read from systemctl status (alternative key): no ExecStart, no DropInPaths
+        raise EvidenceError("systemd.persistenced_show", "evidence not collected: systemd.persistenced_show "
+                            "(systemctl status shows no effective ExecStart or DropInPaths)")
     if dropin is None:
         return Result.failed(expected, f"no drop-in at {path}; effective ExecStart: {'; '.join(eff) or 'none'}",
                              f"drop-in {path} missing", evidence=lines(*(f"== {f.path}" for f in files)),
                              evidence_keys=keys)
-    problems = [f"drop-in {p}" for p in _dropin_problems(dropin.exec_start, user, root_ok, spec.persistence.mode)]
+    problems = [f"drop-in {p}" for p in _dropin_problems(dropin.exec_start)]
+    cmds = [c for c in dropin.exec_start if c.strip()]
+    d_argv = _split_cmd(cmds[0]) if cmds else []
+    d_probs = _command_problems(d_argv, spec, root_ok) if cmds else []
+    problems += [f"drop-in command {p}" for p in d_probs]
     if len(unit.exec_start) != 1:
         problems.append(f"effective ExecStart has {len(unit.exec_start)} commands")
     else:
-        u = _user_arg(unit.exec_start[0])
-        if u != user and not (u is None and user == "root" and root_ok):
-            problems.append(f"effective ExecStart runs as {u or 'root (no --user)'} (daemon-reload not done?)")
+        e_argv = list(unit.exec_start[0])
+        problems += [f"effective ExecStart {p}" for p in _command_problems(e_argv, spec, root_ok) if p not in d_probs]
+        diff = _differences(d_argv, e_argv) if cmds else []
+        if diff:
+            problems.append("effective ExecStart differs from the drop-in (daemon-reload not done?): " + "; ".join(diff))
     listed = path in (unit.drop_in_paths or [])
     if not listed and "DropInPaths" not in unit.raw:  # cannot tell whether systemd loaded the drop-in at all
         return Result.errored("DropInPaths not reported by systemctl show: cannot tell whether systemd uses "

@@ -344,6 +344,8 @@ def _gpu(g: dict, pos: int) -> GpuFacts:
     gf.mig_mode_current, _ = _pair(_sub(g, "mig_mode"), "current", "pending")
     gf.temperature_c = _val(g, "temperature_c", int)
     gf.power_draw_w = _power(g)
+    _, gf.mig_mode_pending = _pair(_sub(g, "mig_mode"), "current", "pending")
+    fabric.config_fields(g, gf)
     return gf
 
 
@@ -465,3 +467,7 @@ def _power(g: dict):
         if v is NA and key == "power_usage_mw":
             return NA
     return None
+
+
+from . import fabric  # noqa: E402  (uses the helpers above)
+from .fabric import nvlinks_from_nvml_json  # noqa: E402,F401

@@ -256,6 +256,46 @@ def repair(h):
     return pair("nvmlDeviceGetRepairStatus", h, ("channel_repair_pending", "tpc_repair_pending"))
 
 
+def fabric(h):
+    # nvmlDeviceGetGpuFabricInfo (R525+, Hopper and later): nvmlGpuFabricInfo_t.state
+    # (NVML_GPU_FABRIC_STATE_NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3) and .status
+    # (the nvmlReturn_t of the GPU's registration with the fabric).
+    cls = const("c_nvmlGpuFabricInfo_t")
+    if cls is None:
+        return {"error": MISSING, "message": "c_nvmlGpuFabricInfo_t"}
+    st = cls()
+
+    def post(_):
+        return {"state": int(st.state), "status": int(st.status)}
+    return call("nvmlDeviceGetGpuFabricInfo", h, ctypes.byref(st), post=post)
+
+
+def nvlinks(h):
+    # Per link: nvmlDeviceGetNvLinkState (NVML_FEATURE_ENABLED = active) and
+    # nvmlDeviceGetNvLinkErrorCounter (NVML_NVLINK_ERROR_DL_REPLAY/RECOVERY/CRC_FLIT/CRC_DATA); the
+    # per-link speed from field NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON (MB/s). Links are probed up to
+    # NVML_NVLINK_MAX_LINKS; the first link that is NotSupported/InvalidArgument ends the list (a GPU
+    # has fewer links than the maximum); link 0 NotSupported = no NVLink (PCIe board, VM, MIG mode).
+    speed = field_value(h, "NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON", "uiVal")
+    counters = (("replay", "NVML_NVLINK_ERROR_DL_REPLAY"), ("recovery", "NVML_NVLINK_ERROR_DL_RECOVERY"),
+                ("crc_flit", "NVML_NVLINK_ERROR_DL_CRC_FLIT"), ("crc_data", "NVML_NVLINK_ERROR_DL_CRC_DATA"))
+    links = []
+    for k in range(int(const("NVML_NVLINK_MAX_LINKS") or 18)):
+        st = call("nvmlDeviceGetNvLinkState", h, k)
+        if isinstance(st, dict) and (st.get("unsupported") or st.get("error") in (
+                "NVML_ERROR_INVALID_ARGUMENT", MISSING)):
+            if k == 0:
+                return {"links": [], "first": st, "speed_mbps": speed}
+            break
+        errs = {}
+        for name, cname in counters:
+            c = const(cname)
+            errs[name] = {"error": MISSING, "message": cname} if c is None else \
+                call("nvmlDeviceGetNvLinkErrorCounter", h, k, c)
+        links.append({"link": k, "state": st, "errors": errs})
+    return {"links": links, "speed_mbps": speed}
+
+
 def gpu(i):
     g = {"index": i}
     try:
@@ -290,6 +330,14 @@ def gpu(i):
     # nvmlDeviceGetPowerUsage (1 s average on Ampere+ except GA100, instant on older GPUs).
     g["power_instant_mw"] = field_value(h, "NVML_FI_DEV_POWER_INSTANT", "uiVal")
     g["power_usage_mw"] = call("nvmlDeviceGetPowerUsage", h)
+    # issue 19: configuration, PCIe replays, fabric, NVLink
+    g["power_limit_mw"] = call("nvmlDeviceGetEnforcedPowerLimit", h)
+    g["power_limit_default_mw"] = call("nvmlDeviceGetPowerManagementDefaultLimit", h)
+    g["inforom_image"] = call("nvmlDeviceGetInforomImageVersion", h)
+    g["compute_mode"] = call("nvmlDeviceGetComputeMode", h)
+    g["pcie_replay_counter"] = call("nvmlDeviceGetPcieReplayCounter", h)
+    g["fabric"] = fabric(h)
+    g["nvlink"] = nvlinks(h)
     return g
 
 

@@ -22,9 +22,10 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
-               proc_version, smi_csv, smi_error, smi_text, smi_version, smi_xml, sysfs_lists,
-               systemd)
+from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
+               modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
+               proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
+               smi_xml, sysfs_lists, systemd, uptime)
 
 #: form name -> parser (text -> facts).
 PARSERS: dict[str, Callable] = {
@@ -46,7 +47,7 @@ PARSERS: dict[str, Callable] = {
     "unit_files": systemd.parse_unit_files,
     "persistenced_process": persistenced.parse_persistenced_process,
     "passwd": persistenced.parse_passwd,
-    "lspci": pci.parse_lspci_vvv,
+    "lspci": lspci.parse_lspci_vvv,
     "pci_sysfs": pci.parse_pci_sysfs,
     "sysfs_tail": pci.parse_sysfs_tail,
     "firmware_gsp": firmware.parse_firmware_gsp,
@@ -58,6 +59,17 @@ PARSERS: dict[str, Callable] = {
     "peermem_registration": sysfs_lists.parse_peermem_registration,
     "gpus_information": sysfs_lists.parse_gpus_information,
     "fabricmanager_version": sysfs_lists.parse_fabricmanager_version,
+    # issue 19: NVLink, fabric, InfiniBand, PCIe errors
+    "nvlink_status": nvlink_status.parse_nvlink_status,
+    "nvlink_errors": nvlink_errors.parse_nvlink_errors,
+    "pci_nvswitch": pci_nvswitch.parse_pci_nvswitch,
+    "pci_aer": pci_aer.parse_pci_aer,
+    "ib_ports": ib_ports.parse_ib_ports,
+    "ibstat": ibstat.parse_ibstat,
+    "fabricmanager_log": fabricmanager_log.parse_fabricmanager_log,
+    "uptime": uptime.parse_uptime,
+    "smi_summary": smi_summary.parse_smi_summary,
+    "smi_list": smi_list.parse_smi_list,
     "dmi": dmi.parse_dmi,
 }
 
@@ -74,7 +86,10 @@ FORM_BY_KEY: dict[str, str] = {
     "systemd.persistenced_show": "systemctl_show", "systemd.fabricmanager_show": "systemctl_show",
     "fabricmanager.version": "fabricmanager_version", "dkms.status": "dkms",
     "smi.version": "smi_version", "smi.qx": "smi_xml", "smi.clocks_samples": "clocks_samples",
-    "kernel.log": "kernel_log", "dmi.id": "dmi",
+    "kernel.log": "kernel_log",
+    "meta.uptime": "uptime", "smi.nvlink_status": "nvlink_status", "smi.nvlink_errors": "nvlink_errors",
+    "pci.nvswitch": "pci_nvswitch", "pci.aer": "pci_aer", "ib.ports": "ib_ports", "ib.ibstat": "ibstat",
+    "fabricmanager.log": "fabricmanager_log", "dmi.id": "dmi",
 }
 
 
@@ -93,6 +108,19 @@ def guess_form(text: str) -> str:
         return "smi_xml"
     if "NVSMI LOG" in text or re.search(r"^\s*Clocks (?:Event|Throttle) Reasons\s*$", text, re.M):
         return "smi_text"
+    if re.search(r"^\|\s*NVIDIA-SMI \S+.*Driver Version:", text, re.M):
+        return "smi_summary"
+    if re.search(r"^\s+Link \d+: [A-Za-z ]+ Errors: ", text, re.M):
+        return "nvlink_errors"
+    if re.search(r"^\s+Link \d+: (?:\d+(?:\.\d+)? ?GB/s|<inactive>)\s*$", text, re.M) or \
+            re.search(r"Nvlink queries are not supported for Devices in MIG mode", text):
+        return "nvlink_status"
+    if re.search(r"^CA '[^']+'\s*$", text, re.M):
+        return "ibstat"
+    if re.search(r"nv-fabricmanager(?:\[\d+\])?: ", text):
+        return "fabricmanager_log"
+    if re.search(r"^GPU \d+: .+ \(UUID: GPU-", text, re.M) and not re.search(r"^\s+Link ", text, re.M):
+        return "smi_list"
     if smi_error.parse_smi_error(text) is not None:
         return "smi_error"
     if "LnkCap:" in text or "LnkSta:" in text:

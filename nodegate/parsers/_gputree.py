@@ -11,7 +11,12 @@ health": v12 exists with both throttle and event names):
   ``sram_uncorrectable_parity``/``sram_uncorrectable_secded`` (570+), plus the 580+
   ``sram_threshold_exceeded``, ``aggregate_uncorrectable_sram_sources``,
   ``channel_repair_pending``, ``tpc_repair_pending``, ``unrepairable_memory``;
-- ``remapped_rows`` as a block, or the scalar ``N/A`` (pre-Ampere, MIG) -> NA.
+- ``remapped_rows`` as a block, or the scalar ``N/A`` (pre-Ampere, MIG) -> NA;
+- MIG instances' ``mig_devices/mig_device/ecc_error_count/volatile_count`` summed into
+  ``mig_ecc_volatile`` (the GPU-level volatile counters read N/A while MIG is on).
+
+A malformed value voids only the attribute that needs it (``GpuFacts.field_errors``), never the
+whole GPU or report.
 """
 
 from __future__ import annotations
@@ -74,39 +79,147 @@ _REASON_PREFIXES = ("clocks_event_reason_", "clocks_throttle_reason_")
 
 
 def build_gpu(g: TNode, index: int, source: str) -> GpuFacts:
-    """GpuFacts from one ``<gpu>`` tree. Raises ParseError on malformed values."""
-    bus = g.get("pci", "pci_bus_id") or g.value
-    gf = GpuFacts(
-        index=index,
-        pci_bus_id=V.bus_id(bus) if bus else None,
-        name=_str(g.get("product_name")),
-        serial=V.text_value(g.get("serial")),
-        uuid=_str(g.get("uuid")),
-        vbios_version=V.text_value(g.get("vbios_version")),
-        board_part_number=V.text_value(g.get("board_part_number")),
-        pci_device_id=V.device_id_from_pci(g.get("pci", "pci_device_id")),
-        architecture=_str(g.get("product_architecture")),
-        persistence_mode=V.bool_value(g.get("persistence_mode"), field="persistence_mode"),
-        pstate=_str(g.get("performance_state")),
-        source=source,
-    )
-    gf.link = _link(g)
-    gf.clocks_event_reasons = _reasons(g)
-    gf.ecc_mode_current = V.bool_value(g.get("ecc_mode", "current_ecc"), field="current_ecc")
-    gf.ecc_mode_pending = V.bool_value(g.get("ecc_mode", "pending_ecc"), field="pending_ecc")
-    errs = g.at("ecc_errors")
-    if errs is not None:
-        gf.ecc_volatile = _ecc(errs.at("volatile"))
-        gf.ecc_aggregate = _ecc(errs.at("aggregate"))
-        _ecc_580(errs, gf)
-    gf.remapped_rows = _remapped(g.at("remapped_rows"))
-    gf.retired_pages = _retired(g.at("retired_pages"))
-    gf.gsp_firmware_version = V.text_value(g.get("gsp_firmware_version"))
-    gf.recovery_action = V.text_value(g.get("gpu_recovery_action"))
-    gf.mig_mode_current = V.bool_value(g.get("mig_mode", "current_mig"), field="current_mig")
-    gf.temperature_c = V.int_value(g.get("temperature", "gpu_temp"), field="gpu_temp")
-    gf.power_draw_w = _power(g)
+    """GpuFacts from one ``<gpu>`` tree.
+
+    A malformed value (ParseError from _values) voids only the GpuFacts attribute that needs it:
+    the attribute keeps its default and ``field_errors[attribute]`` says why, so the checks that
+    read it ERROR and the others still judge (a masked ``pci_device_id`` must not hide an intact
+    ``product_name``). Attributes of one block share a fate: one bad link value voids ``link``."""
+    gf = GpuFacts(index=index, source=source)
+    for attr, fn in _FIELDS:
+        try:
+            setattr(gf, attr, fn(g))
+        except ParseError as e:
+            gf.field_errors[attr] = str(e)
     return gf
+
+
+def _bus(g: TNode):
+    bus = g.get("pci", "pci_bus_id") or g.value
+    return V.bus_id(bus) if bus else None
+
+
+def _errs_block(g: TNode, name: str):
+    errs = g.at("ecc_errors")
+    return _ecc(errs.at(name)) if errs is not None else EccCounters()
+
+
+def _ecc_aggregate(g: TNode) -> EccCounters:
+    ec = _errs_block(g, "aggregate")
+    src = g.at("ecc_errors", "aggregate_uncorrectable_sram_sources")
+    if src is not None:   # 580+: where the uncorrectable SRAM errors happened
+        for c in src.children:
+            key = f"aggregate_uncorrectable_sram_sources.{c.name}"
+            ec.by_location[key] = V.int_value(c.value, field=key)
+    return ec
+
+
+def _threshold(g: TNode):
+    agg = g.at("ecc_errors", "aggregate")
+    if agg is not None and agg.at("sram_threshold_exceeded") is not None:
+        return V.bool_value(agg.get("sram_threshold_exceeded"), field="sram_threshold_exceeded")
+    return None
+
+
+def _flag(name: str):
+    def read(g: TNode):
+        errs = g.at("ecc_errors")
+        if errs is None or errs.at(name) is None:
+            return None
+        return V.bool_value(errs.get(name), field=name)
+    return read
+
+
+def _mig_ecc(g: TNode) -> EccCounters | None:
+    """Sum of every ``<mig_device>``'s ``ecc_error_count/volatile_count`` (MIG on: the GPU-level
+    volatile counters read N/A and each instance carries its own; nvsmi_device_v12+.dtd). None
+    when no instance reports a count."""
+    devs = g.at("mig_devices")
+    blocks = [d.at("ecc_error_count", "volatile_count") for d in (devs.children if devs else [])
+              if d.name == "mig_device"]
+    blocks = [b for b in blocks if b is not None and b.children]
+    if not blocks:
+        return None
+    total = EccCounters()
+    for b in blocks:
+        one = _ecc(b)
+        for k, v in one.by_location.items():
+            cur = total.by_location.get(k)
+            if isinstance(v, int):
+                total.by_location[k] = (cur if isinstance(cur, int) else 0) + v
+            elif cur is None:
+                total.by_location[k] = v   # N/A on every instance so far
+    bl = total.by_location
+    total.correctable_total = _sum(bl, ("sram_correctable", "dram_correctable"))
+    total.uncorrectable_total = _sum(bl, ("sram_uncorrectable", "sram_uncorrectable_parity",
+                                          "sram_uncorrectable_secded", "dram_uncorrectable"))
+    return total
+
+
+# GpuFacts attribute -> reader of the <gpu> tree (nvsmi_device_v13.dtd element names)
+_FIELDS = (
+    ("pci_bus_id", _bus),
+    ("name", lambda g: _str(g.get("product_name"))),
+    ("serial", lambda g: V.text_value(g.get("serial"))),
+    ("uuid", lambda g: _str(g.get("uuid"))),
+    ("vbios_version", lambda g: V.text_value(g.get("vbios_version"))),
+    ("board_part_number", lambda g: V.text_value(g.get("board_part_number"))),
+    ("pci_device_id", lambda g: V.device_id_from_pci(g.get("pci", "pci_device_id"))),
+    ("architecture", lambda g: _str(g.get("product_architecture"))),
+    ("persistence_mode", lambda g: V.bool_value(g.get("persistence_mode"), field="persistence_mode")),
+    ("pstate", lambda g: _str(g.get("performance_state"))),
+    ("link", lambda g: _link(g)),
+    ("clocks_event_reasons", lambda g: _reasons(g)),
+    ("ecc_mode_current", lambda g: V.bool_value(g.get("ecc_mode", "current_ecc"), field="current_ecc")),
+    ("ecc_mode_pending", lambda g: V.bool_value(g.get("ecc_mode", "pending_ecc"), field="pending_ecc")),
+    ("ecc_volatile", lambda g: _errs_block(g, "volatile")),
+    ("ecc_aggregate", _ecc_aggregate),
+    ("sram_threshold_exceeded", _threshold),
+    ("channel_repair_pending", _flag("channel_repair_pending")),
+    ("tpc_repair_pending", _flag("tpc_repair_pending")),
+    ("unrepairable_memory", _flag("unrepairable_memory")),
+    ("mig_ecc_volatile", _mig_ecc),
+    ("remapped_rows", lambda g: _remapped(g.at("remapped_rows"))),
+    ("retired_pages", lambda g: _retired(g.at("retired_pages"))),
+    ("gsp_firmware_version", lambda g: V.text_value(g.get("gsp_firmware_version"))),
+    ("recovery_action", lambda g: V.text_value(g.get("gpu_recovery_action"))),
+    ("mig_mode_current", lambda g: V.bool_value(g.get("mig_mode", "current_mig"), field="current_mig")),
+    ("temperature_c", lambda g: V.int_value(g.get("temperature", "gpu_temp"), field="gpu_temp")),
+    ("power_draw_w", lambda g: _power(g)),
+    ("utilization_gpu", lambda g: V.int_value(g.get("utilization", "gpu_util"), field="gpu_util")),
+    ("graphics_clock_mhz", lambda g: V.int_value(g.get("clocks", "graphics_clock"), field="graphics_clock")),
+    ("max_graphics_clock_mhz", lambda g: V.int_value(g.get("max_clocks", "graphics_clock"),
+                                                     field="max_clocks/graphics_clock")),
+    # issue 19: MIG pending, InfoROM image, compute mode, power limits, PCIe replay counters, fabric
+    # state/status/health (Hopper and later; N/A elsewhere)
+    ("mig_mode_pending", lambda g: V.bool_value(g.get("mig_mode", "pending_mig"), field="pending_mig")),
+    ("inforom_image", lambda g: V.text_value(g.get("inforom_version", "img_version"))),
+    ("compute_mode", lambda g: V.text_value(g.get("compute_mode"))),
+    ("power_limit_w", lambda g: _power_limits(g)[0]),
+    ("power_limit_default_w", lambda g: _power_limits(g)[1]),
+    ("pcie_replay_counter", lambda g: V.int_value(g.get("pci", "replay_counter"), field="replay_counter")),
+    ("pcie_replay_rollover", lambda g: V.int_value(g.get("pci", "replay_rollover_counter"),
+                                                   field="replay_rollover_counter")),
+    ("fabric_state", lambda g: V.text_value(g.get("fabric", "state"))),
+    ("fabric_status", lambda g: V.text_value(g.get("fabric", "status"))),
+    ("fabric_health", lambda g: V.text_value(g.get("fabric", "health", "summary"))),
+)
+
+
+def _power_limits(g: TNode):
+    """(enforced, default) power limit, W: ``enforced_power_limit`` (the limit in force; pre-570
+    XML), else ``current_power_limit`` (525+ ``gpu_power_readings``), else ``power_limit``."""
+    for block in ("gpu_power_readings", "power_readings"):
+        node = g.at(block)
+        if node is None or not node.children:
+            continue
+        enforced = next((v for v in (node.get(n) for n in ("enforced_power_limit", "current_power_limit",
+                                                            "power_limit")) if v is not None), None)
+        dflt = node.get("default_power_limit")
+        if enforced is not None or dflt is not None:
+            return (V.float_value(enforced, field=f"{block}/enforced_power_limit"),
+                    V.float_value(dflt, field=f"{block}/default_power_limit"))
+    return None, None
 
 
 def _str(v: str | None) -> str | None:
@@ -179,21 +292,6 @@ def _sum(values: dict, keys: tuple[str, ...]):
         return None
     ints = [v for v in present if isinstance(v, int)]
     return sum(ints) if ints else NA
-
-
-def _ecc_580(errs: TNode, gf: GpuFacts) -> None:
-    agg = errs.at("aggregate")
-    if agg is not None and agg.at("sram_threshold_exceeded") is not None:
-        gf.sram_threshold_exceeded = V.bool_value(agg.get("sram_threshold_exceeded"),
-                                                  field="sram_threshold_exceeded")
-    src = errs.at("aggregate_uncorrectable_sram_sources")
-    if src is not None:
-        for c in src.children:
-            key = f"aggregate_uncorrectable_sram_sources.{c.name}"
-            gf.ecc_aggregate.by_location[key] = V.int_value(c.value, field=key)
-    for name in ("channel_repair_pending", "tpc_repair_pending", "unrepairable_memory"):
-        if errs.at(name) is not None:
-            setattr(gf, name, V.bool_value(errs.get(name), field=name))
 
 
 def _scalar_na(node: TNode, what: str):

@@ -28,7 +28,7 @@ from ..errors import ParseError
 # carries; the prompt part is anything up to a prompt character.
 _CMD = re.compile(
     r"^(?:.{0,80}?[#$>]\s*)?(?P<cmd>(?:sudo\s+)?(?:nvidia-smi|dkms|modinfo|cat|lsmod|dmesg|systemctl|"
-    r"tail|uname|journalctl|lspci)(?:\s.*)?)$")
+    r"tail|uname|journalctl|lspci|ibstat)(?:\s.*)?)$")
 
 _FORM_BY_TOOL = {
     "dkms": "dkms", "modinfo": "modinfo", "lsmod": "lsmod", "dmesg": "kernel_log",
@@ -104,6 +104,8 @@ def _form_for(cmd: str, text: str) -> str:
         return guess_form(text) if text.strip() else "smi_error"
     if tool == "cat":
         return "proc_version" if "/proc/driver/nvidia/version" in cmd else guess_form(text)
+    if tool == "journalctl" and "fabricmanager" in cmd:
+        return "fabricmanager_log"
     if tool == "systemctl":
         return "systemctl_show" if " show" in cmd else "systemctl_status"
     return _FORM_BY_TOOL.get(tool, guess_form(text))

@@ -8,7 +8,8 @@ Usage::
 Line shapes accepted (checks.md "Kernel log"): plain dmesg ``[  903.609564] msg``; ``dmesg -T``
 ``[Thu Apr  4 18:03:56 2024] msg``; ``--time-format iso`` ``2024-11-15T05:39:15,491363+00:00 msg``;
 ``--decode`` prefixes ``kern  :warn  : ``; journal/syslog ``Mar 03 13:47:27 host kernel: msg``,
-RFC3339 and short-iso ``2024-06-02T12:28:05.866240-04:00 host kernel: msg``; bare lines.
+RFC3339 and short-iso ``2024-06-02T12:28:05.866240-04:00 host kernel: msg``; ``talosctl dmesg``
+``10.10.11.119: kern:     err: [2026-04-22T21:25:20.466440686Z]: msg`` (corpus 122); bare lines.
 
 Records: a line without its own timestamp after a timestamped record is a continuation
 (dmesg prints the header only on the first line of a multi-line printk); an ``NVRM:`` line whose
@@ -21,12 +22,20 @@ Kinds (NVIDIA Xid catalog and NVRM messages seen in corpus/): ``xid`` (``xid`` n
 e.g. ``0x62:0x65:1792``), ``gsp_init_failed``, ``api_mismatch`` (details ``client_version``,
 ``kernel_version``), ``requires_open`` (details ``pci_id``), ``probe_not_called`` (details
 ``count``), ``persistence_legacy``, ``loading_banner`` (details ``flavor``, ``version``),
-``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``other``.
+``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``sxid`` (NVSwitch:
+``nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 ...`` or ``..., Fatal, Link 28 ...``;
+details ``sxid``, ``device``, ``fatal`` yes|no|unknown, ``severity``; the bus id keeps its function),
+``other``. Xid details: ``recovery_action`` for Xid 154 ("... to 0x1 (GPU Reset Required)"),
+``nvlink_link`` for Xid 74 ("fatal error detected on link 8"). The GSP timeout banner
+``_kgspLogXid119: *** GSP Timeout ***`` (no ``Xid (PCI:...)`` header) is an ``xid`` event 119
+whose bus id is the adjacent ``NVRM: GPU at PCI:<bus>`` line's (corpus 122).
 
 Schema::
 
     parse_kernel_log(text) -> [KernelEvent(kind, text, timestamp, bus_id, xid, details)]
     kernel_log_source(text) -> "dmesg" | "journalctl -k -b" | None
+    kernel_log_cut(text) -> KernelLogCut(seen, kept, dropped_severe) | None   (last line
+        '# lines: seen=S kept=K dropped_severe=D|unknown'; None: no such line, e.g. probe v3)
 
 Example::
 
@@ -39,7 +48,7 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from ..facts import KernelEvent
+from ..facts import KernelEvent, KernelLogCut
 from . import _values as V
 from .proc_version import parse_banner_line
 
@@ -57,6 +66,8 @@ _TS = [
     # syslog/journal short: "Mar 03 13:47:27 host kernel: "
     re.compile(r"^(?P<ts>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d)\s+(?P<host>\S+)\s+"
                r"(?P<ident>kernel|[A-Za-z0-9_.@/-]+\[\d+\]):\s?"),
+    # talosctl dmesg: "<node>: <facility>: <level, right-aligned>: [<RFC3339Nano>]: "
+    re.compile(r"^(?P<host>[\w.:-]{1,64}): [a-z]{2,8}:\s{0,8}[a-z]{2,8}: \[(?P<ts>[0-9T:.,+Z-]{10,40})\]:\s?"),
 ]
 _BUS = re.compile(r"(?:PCI:)?\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<xid>\d+)")
@@ -77,6 +88,13 @@ _LICENSE = re.compile(r"(?<![\w-])(?P<mod>[\w-]+): module license '(?P<lic>[^']*
 MAX_LINE = 4096
 MAX_RECORD = 16384
 _DRM = re.compile(r"\[drm\] Initialized nvidia-drm .* for (?P<bus>[0-9a-fA-F:.]+)")
+_SXID = re.compile(r"(?P<dev>nvidia-nvswitch\d{1,3}): SXid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]{7,16})\): (?P<sxid>\d{1,6}),?"
+                   r"(?P<rest>.{0,200})")
+_SEVERITY = re.compile(r"\bSeverity (?P<n>\d+)")
+_BANNER_XID = re.compile(r"_kgspLogXid(?P<xid>\d{1,4}):")
+_RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \((?P<action>[^)]+)\)")
+_NVLINK_LINK = re.compile(r"NVLink: fatal error detected on link (?P<link>\d+)")
+_GPU_AT = re.compile(r"NVRM: GPU at PCI:(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})")
 _PROSE = re.compile(r"^[a-z][a-z0-9().,'/-]*(?:\s|$)")
 
 
@@ -87,6 +105,37 @@ def kernel_log_source(text: str | bytes) -> str | None:
         if ln.startswith("# source:"):
             return ln.split(":", 1)[1].strip() or None
     return None
+
+
+_CUT = re.compile(r"^# lines: seen=(?P<seen>\d{1,12}) kept=(?P<kept>\d{1,12}) "
+                  r"dropped_severe=(?P<dropped>\d{1,12}|unknown)\s*$", re.M)
+
+#: ``tail -n`` of the probe before it recorded its cut (probe v3 and earlier): a log of exactly
+#: this many lines without a ``# lines:`` record may have been cut.
+LEGACY_TAIL = 5000
+
+
+def kernel_log_cut(text: str | bytes) -> KernelLogCut | None:
+    """The probe's record of how it cut the log (its last ``# lines:`` line), or None when the
+    item has none (written by probe v3 or earlier, or by hand). ParseError for a malformed one
+    (kept more than seen)."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    m = None
+    for m in _CUT.finditer(text):
+        pass
+    if m is None:
+        return None
+    seen, kept = int(m.group("seen")), int(m.group("kept"))
+    if kept > seen:
+        raise ParseError(f"kernel log cut record keeps more lines than it saw: {m.group(0)!r}")
+    d = m.group("dropped")
+    return KernelLogCut(seen, kept, None if d == "unknown" else int(d))
+
+
+def record_lines(text: str | bytes) -> int:
+    """Lines of the log that are neither blank nor ``#`` probe records."""
+    text = V.check_text(text, cap=MAX_LOG_CHARS, what="kernel log")
+    return sum(1 for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
 
 
 def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:
@@ -103,7 +152,23 @@ def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:
                 recs[-1][1] += " " + _cont_text(msg)
             continue
         recs.append([ts, msg.strip(), stamped])
-    return [_classify(ts, msg) for ts, msg, _ in recs]
+    events = [_classify(ts, msg) for ts, msg, _ in recs]
+    _attach_banner_buses(events)
+    return events
+
+
+def _attach_banner_buses(events: list[KernelEvent]) -> None:
+    """A ``_kgspLogXid<N>`` banner names no GPU: the driver prints ``NVRM: GPU at PCI:<bus>`` right
+    after it (corpus 122) or, for the Xid line itself, right before (corpus 101): take the nearest
+    such line within three records, after first."""
+    for i, ev in enumerate(events):
+        if ev.kind != "xid" or ev.bus_id or not ev.details.get("banner"):
+            continue
+        for j in [*range(i + 1, min(len(events), i + 4)), *range(i - 1, max(-1, i - 4), -1)]:
+            m = _GPU_AT.search(events[j].text)
+            if m:
+                ev.bus_id = _bus(m.group("bus"))
+                break
 
 
 def _strip(raw: str) -> tuple[str | None, str, bool]:
@@ -146,6 +211,23 @@ def _classify(ts: str | None, msg: str) -> KernelEvent:
     if m:
         ev.kind, ev.xid = "xid", int(m.group("xid"))
         ev.bus_id = _bus(m.group("bus"))
+        if r := _RECOVERY.search(msg):
+            ev.details["recovery_action"] = r.group("action").strip()
+        if r := _NVLINK_LINK.search(msg):
+            ev.details["nvlink_link"] = r.group("link")
+        return ev
+    if m := _SXID.search(msg):
+        rest = m.group("rest")
+        sev = _SEVERITY.search(rest)
+        low = rest.lower()
+        fatal = ("no" if "non-fatal" in low or (sev and sev.group("n") == "0") else
+                 "yes" if "fatal" in low or (sev and sev.group("n") == "1") else "unknown")
+        ev.kind, ev.bus_id = "sxid", _bus(m.group("bus"))
+        ev.details = {"sxid": m.group("sxid"), "device": m.group("dev"), "fatal": fatal,
+                      **({"severity": sev.group("n")} if sev else {})}
+        return ev
+    if m := _BANNER_XID.search(msg):
+        ev.kind, ev.xid, ev.details = "xid", int(m.group("xid")), {"banner": "yes"}
         return ev
     ev.bus_id = _first_bus(msg)
     if (m := _RMINIT.search(msg)) or "rm_init_adapter failed" in msg:

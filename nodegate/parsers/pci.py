@@ -1,21 +1,16 @@
-"""Parsers for PCIe link state outside nvidia-smi: lspci and sysfs.
+"""Parsers for PCIe link state outside nvidia-smi: sysfs (lspci -vvv: parsers/lspci.py).
 
 Usage::
 
-    lspci -vvv [-d 10de:]                  # parse_lspci_vvv
     probe pci.sysfs                        # parse_pci_sysfs ('== <bdf> gpu' / '== <bdf> upstream-of <gpu>')
     tail -v -n +1 /sys/bus/pci/devices/<bdf>/*_link_*   # parse_sysfs_tail
 
 sysfs ``current_link_speed``/``max_link_speed`` read ``2.5 GT/s PCIe`` .. ``64.0 GT/s PCIe``
 (kernels before 5.x omit ``.0`` and `` PCIe``; ``Unknown`` when the link is down) and map to
-generations 1..6 (checks.md "PCIe link"); widths are lane counts. lspci prints
-``LnkCap: Port #0, Speed 32GT/s, Width x16`` and ``LnkSta: Speed 32GT/s (ok), Width x16 (ok)``,
-``(downgraded)`` when trained below capability (pciutils ls-caps.c).
+generations 1..6 (checks.md "PCIe link"); widths are lane counts.
 
 Schema::
 
-    parse_lspci_vvv(text) -> [LspciLink(bdf, description, cap_gen, cap_width, sta_gen, sta_width,
-                                        downgraded, driver)]
     parse_pci_sysfs(text) -> [SysfsLink(bdf, role "gpu"|"upstream", upstream_of, device,
                                         current_gen, current_width, max_gen, max_width)]
     parse_sysfs_tail(text) -> [SysfsLink(role="unknown", ...)]   # role is not in that output
@@ -33,46 +28,11 @@ from __future__ import annotations
 import re
 
 from ..errors import ParseError
-from ..facts import LspciLink, SysfsLink
+from ..facts import SysfsLink
 from . import _values as V
 
-_STANZA = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<desc>.*)$")
-_SPEED = re.compile(r"Speed\s+(?P<speed>[0-9.]+\s*GT/s|unknown)(?P<dg>\s*\(downgraded\))?", re.I)
-_WIDTH = re.compile(r"Width\s+x(?P<w>\d+)(?P<dg>\s*\(downgraded\))?")
-
-
-def parse_lspci_vvv(text: str | bytes) -> list[LspciLink]:
-    """One LspciLink per stanza (function), in order. Lines before the first stanza (shell
-    prompt) are ignored. Empty -> []. ParseError when non-empty text holds no stanza."""
-    text = V.check_text(text, cap=16 * 1024 * 1024, what="lspci -vvv")
-    out: list[LspciLink] = []
-    for ln in text.splitlines():
-        m = _STANZA.match(ln)
-        if m:
-            out.append(LspciLink(bdf=V.bus_id(m.group("bdf")), description=m.group("desc").strip()))
-            continue
-        if not out:
-            continue
-        s = ln.strip()
-        cur = out[-1]
-        if s.startswith("LnkCap:"):
-            cur.cap_gen, cur.cap_width, _ = _link(s)
-        elif s.startswith("LnkSta:"):
-            cur.sta_gen, cur.sta_width, cur.downgraded = _link(s)
-        elif s.startswith("Kernel driver in use:"):
-            cur.driver = s.split(":", 1)[1].strip() or None
-    if text.strip() and not out:
-        raise ParseError("lspci -vvv: no device stanza")
-    return out
-
-
-def _link(s: str) -> tuple[int | None, int | None, bool]:
-    sm, wm = _SPEED.search(s), _WIDTH.search(s)
-    gen = V.speed_to_gen(sm.group("speed")) if sm else None
-    width = int(wm.group("w")) if wm else None
-    down = bool((sm and sm.group("dg")) or (wm and wm.group("dg")))
-    return gen, width, down
-
+# lspci -vvv moved to its own module (one parser per file); kept importable from here
+from .lspci import parse_lspci_vvv  # noqa: E402,F401
 
 _HDR = re.compile(r"^== (?P<bdf>\S+) (?:(?P<gpu>gpu)|upstream-of (?P<of>\S+))\s*$")
 _ATTR = re.compile(r"^(?P<k>[a-z_]+): ?(?P<v>.*)$")

@@ -97,3 +97,58 @@ def user_from_argv(argv: list[str]) -> str | None:
         if a.startswith("--user="):
             return a.split("=", 1)[1]
     return None
+
+
+# nvidia-persistenced's options (NVIDIA/nvidia-persistenced option-table.h): --user/-u and
+# --group/-g take a value; --persistence-mode is a boolean option whose negation is
+# --no-persistence-mode (the default, without either, is persistence mode enabled); --verbose/-V;
+# --uvm-persistence-mode / --no-uvm-persistence-mode; --nvidia-cfg-path takes a value; --foreground/-f.
+_VALUE_OPTS = {"--user": "user", "-u": "user", "--group": "group", "-g": "group",
+               "--nvidia-cfg-path": "nvidia-cfg-path"}
+_BOOL_OPTS = {"--persistence-mode": ("persistence-mode", True), "--no-persistence-mode": ("persistence-mode", False),
+              "--uvm-persistence-mode": ("uvm-persistence-mode", True),
+              "--no-uvm-persistence-mode": ("uvm-persistence-mode", False),
+              "--verbose": ("verbose", True), "-V": ("verbose", True),
+              "--foreground": ("foreground", True), "-f": ("foreground", True)}
+
+
+def parse_daemon_argv(argv: list[str]) -> dict[str, object]:
+    """One nvidia-persistenced command line as ``{option: value}``: ``path`` (argv[0] without
+    systemd's ``-@:+!`` prefixes, systemd.service(5) ExecStart=), ``user``, ``group``,
+    ``nvidia-cfg-path`` (strings), ``persistence-mode``, ``uvm-persistence-mode``, ``verbose``,
+    ``foreground`` (booleans, the last occurrence wins as in nvgetopt), and ``unknown`` (a list of
+    tokens nvidia-persistenced does not know). Options absent from argv are absent from the dict."""
+    out: dict[str, object] = {}
+    if not argv:
+        return out
+    out["path"] = argv[0].lstrip("-@:+!")
+    unknown: list[str] = []
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        opt, _, val = a.partition("=")
+        if opt in _VALUE_OPTS:
+            if val:
+                out[_VALUE_OPTS[opt]] = val
+            elif i + 1 < len(argv):
+                out[_VALUE_OPTS[opt]] = argv[i + 1]
+                i += 1
+            else:
+                unknown.append(a)
+        elif a in _BOOL_OPTS:
+            name, v = _BOOL_OPTS[a]
+            out[name] = v
+        else:
+            unknown.append(a)
+        i += 1
+    if unknown:
+        out["unknown"] = unknown
+    return out
+
+
+def option_spellings(key: str) -> set[str]:
+    """Every way the option ``key`` of parse_daemon_argv is written (``foreground`` ->
+    ``{'--foreground', '-f'}``)."""
+    out = {o for o, k in _VALUE_OPTS.items() if k == key}
+    out |= {o for o, (k, _) in _BOOL_OPTS.items() if k == key}
+    return out

@@ -47,6 +47,8 @@ _ALIASES = {
     "retired_pages.dbe": "retired_pages.double_bit.count",
     "remapped_rows.sbe": "remapped_rows.correctable", "remapped_rows.dbe": "remapped_rows.uncorrectable",
     "gpu.power.draw.instant": "power.draw.instant",
+    "clocks.gr": "clocks.current.graphics", "clocks.max.gr": "clocks.max.graphics",
+    "clocks.max.graphics_clock": "clocks.max.graphics",
 }
 
 #: The probe's smi.clocks_samples query (nodegate/probe/probe.sh ng_f_clocks).
@@ -133,6 +135,9 @@ def gpu_from_row(row: dict, position: int = 0) -> GpuFacts:
         gf.sram_threshold_exceeded = _bool(row, "ecc.errors.uncorrected.aggregate.sram.thresholdExceeded")
     gf.remapped_rows = _remapped(row)
     gf.retired_pages = _retired(row)
+    gf.utilization_gpu = _int(row, "utilization.gpu")
+    gf.graphics_clock_mhz = _int(row, "clocks.current.graphics")
+    gf.max_graphics_clock_mhz = _int(row, "clocks.max.graphics")
     p = row.get("power.draw", row.get("power.draw.instant"))
     gf.power_draw_w = p if isinstance(p, _Unsupported) else V.float_value(p, field="power.draw")
     return gf

@@ -52,7 +52,9 @@ _CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
     },
     "mig_mode": {"current": "current_mig", "pending": "pending_mig"},
     "ecc_mode": {"current": "current_ecc", "pending": "pending_ecc"},
-    "pci": {"bus id": "pci_bus_id", "device id": "pci_device_id", "gpu link info": "pci_gpu_link_info"},
+    "pci": {"bus id": "pci_bus_id", "device id": "pci_device_id", "gpu link info": "pci_gpu_link_info",
+            "replays since reset": "replay_counter", "replay number rollovers": "replay_rollover_counter"},
+    "inforom_version": {"image version": "img_version"},
     "pci_gpu_link_info": {"pcie generation": "pcie_gen", "link width": "link_widths"},
     "pcie_gen": {"max": "max_link_gen", "current": "current_link_gen",
                  "device current": "device_current_link_gen", "device max": "max_device_link_gen",
@@ -76,6 +78,10 @@ _CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
     },
     "row_remapper_histogram": {k: f"row_remapper_histogram_{k}" for k in ("max", "high", "partial", "low", "none")},
     "temperature": {"gpu current temp": "gpu_temp", "memory current temp": "memory_temp"},
+    "utilization": {"gpu": "gpu_util", "memory": "memory_util", "encoder": "encoder_util",
+                    "decoder": "decoder_util"},
+    "clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
+    "max_clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
     "gpu_power_readings": {"instantaneous power draw": "instant_power_draw"},
 }
 

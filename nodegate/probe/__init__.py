@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: 2: exit code on stdout (RC line), stderr on the stream's stderr; 3: kernel pseudo-files and
-#: the probe's own functions framed without per-item ``head -c`` (same bytes on the wire)
-PROBE_VERSION = "3"
+#: the probe's own functions framed without per-item ``head -c`` (same bytes on the wire); 4:
+#: kernel.log keeps every deciding line wherever it is and records its cut (``# lines:``), and
+#: ``meta.machine_id``
+PROBE_VERSION = "4"
 
 #: Per-item cap on captured stdout, bytes. A tool's output stops on the node (``head -c``); a
 #: kernel pseudo-file's or a probe function's is cut here (``split_stream``). Either way the
@@ -37,6 +39,8 @@ DEFAULT_FAILMASK = 0x8 | 0x20 | 0x40 | 0x80
 ITEMS: dict[str, tuple[str, str]] = {
     "meta.uname_r": ("uname -r", "booted kernel release"),
     "meta.boot_id": ("cat /proc/sys/kernel/random/boot_id", "boot id (changes every boot)"),
+    "meta.machine_id": ("cat /etc/machine-id (else /var/lib/dbus/machine-id); rc 1 when neither exists",
+                        "machine id (machine-id(5): set once per installation)"),
     "meta.hostname": ("uname -n", "node's own hostname"),
     "meta.id": ("id", "user the probe ran as"),
     "modules.proc": ("cat /proc/modules", "loaded modules, most recent first"),
@@ -79,8 +83,23 @@ ITEMS: dict[str, tuple[str, str]] = {
     "smi.qx": ("nvidia-smi -q -x", "every GPU fact (XML)"),
     "smi.clocks_samples": ("nvidia-smi --query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader (clocks_throttle_reasons.active on drivers before 535); when a failing bit is set, up to N-1 more samples 1 s apart, each after '# sample N'",
                            "clocks event reasons samples"),
-    "kernel.log": ("dmesg (else journalctl -k -b -o short-iso) | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'; first line '# source: ...'",
+    "kernel.log": ("dmesg (else journalctl -k -b -o short-iso) | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp'; "
+                   "the last 5000 lines plus every line that can decide a verdict (with 1 line before, 3 after) "
+                   "wherever it is; first line '# source: ...', last '# lines: seen=S kept=K dropped_severe=D'",
                    "NVRM/Xid lines since boot"),
+    # issue 19: fabric, InfiniBand, PCIe errors, uptime
+    "meta.uptime": ("cat /proc/uptime", "seconds since boot (window of the PCIe replay rate)"),
+    "pci.nvswitch": ("for NVIDIA functions of class 0x0680: '== <bdf> device <id> class <class>'; 'nvswitches: N'",
+                     "NVSwitch PCI functions"),
+    "pci.aer": ("'== <bdf> gpu aer=N' / '== <bdf> upstream-of <gpu> aer=N' per GPU and upstream port, then their aer_dev_{correctable,nonfatal,fatal} TOTAL_ERR_* lines and non-zero counters (grep -H)",
+                "PCIe AER counters of each GPU and its upstream ports"),
+    "ib.ports": ("'== <dev>' + fw_ver, hca_type; '== <dev> port <n>' + state, phys_state, rate, link_layer under /sys/class/infiniband",
+                 "InfiniBand/RDMA port state, rate, link layer, HCA firmware"),
+    "ib.ibstat": ("ibstat", "InfiniBand ports as infiniband-diags reports them (when installed)"),
+    "fabricmanager.log": ("journalctl -u nvidia-fabricmanager -b --no-pager -o short-iso -n 200 (else tail -n 200 /var/log/fabricmanager.log); '# fabric manager not installed' when it is not",
+                          "fabric manager messages this boot"),
+    "smi.nvlink_status": ("nvidia-smi nvlink -s", "per GPU, each NVLink's speed or <inactive>"),
+    "smi.nvlink_errors": ("nvidia-smi nvlink -e", "per GPU and link: replay, recovery, CRC error counters"),
     "nvml.json": ("python3 -B - < nodegate/nvml/probe_nvml.py (heredoc; only when python3 exists on the node)",
                   "NVML facts as JSON"),
 }

@@ -16,6 +16,7 @@ NG_USER='@@USER@@'
 NG_SAMPLES=@@SAMPLES@@
 NG_FAILMASK=@@FAILMASK@@
 NG_TMO=@@TIMEOUT@@
+NG_NVGL_SET=
 PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin"
 export PATH LC_ALL=C
 exec 5>&1
@@ -181,6 +182,14 @@ ng_cand() {
   ng_gl=$*
 }
 
+# ng_nvfuncs: into $ng_gl, the vendor files of NVIDIA PCI functions (ng_cand '^0x10de$'), searched once
+# per probe for pci.sysfs, pci.nvswitch and pci.aer (cached in NG_NVGL when called in the probe's shell;
+# a subshell's call caches nothing).
+ng_nvfuncs() {
+  if [ -z "$NG_NVGL_SET" ]; then ng_cand '^0x10de$' /sys/bus/pci/devices/*/vendor; NG_NVGL=$ng_gl; NG_NVGL_SET=1; fi
+  ng_gl=$NG_NVGL
+}
+
 ng_f_persistenced_proc() {
   ng_n=0
   ng_cand '^nvidia-persiste' /proc/[0-9]*/comm
@@ -239,12 +248,14 @@ ng_f_pci() (
   # (docs/performance.md); sysfs attributes are one line, so `read` gives the same text.
   # A subshell (one fork, no exec): it changes directory to resolve each device's path.
   ng_g=0
-  ng_cand '^0x10de$' /sys/bus/pci/devices/*/vendor
+  ng_nvfuncs
   for d in $ng_gl; do
     d=${d%/vendor}
     ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
     ng_rd "$d/class"
     case "$ng_v" in 0x03*) ;; *) continue ;; esac
+    # an SR-IOV virtual function (vGPU host) is no board of its own: its PF is listed
+    [ -e "$d/physfn" ] && continue
     ng_g=$((ng_g + 1))
     printf '== %s gpu\n' "${d##*/}"
     for f in device class current_link_speed current_link_width max_link_speed max_link_width; do
@@ -270,6 +281,97 @@ ng_f_pci() (
 
 ng_f_ls() { for d in "$@"; do [ -e "$d" ] && ls -1 "$d" 2>&1; done; return 0; }
 
+# ng_f_nvswitch: NVIDIA functions of class 0x0680 (bridge, other): NVSwitches (issue 19).
+ng_f_nvswitch() {
+  ng_n=0
+  ng_nvfuncs
+  for d in $ng_gl; do
+    d=${d%/vendor}
+    ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
+    ng_rd "$d/class"; ng_c=$ng_v
+    case "$ng_c" in 0x0680*) ;; *) continue ;; esac
+    ng_rd "$d/device"
+    ng_n=$((ng_n + 1))
+    printf '== %s device %s class %s\n' "${d##*/}" "$ng_v" "$ng_c"
+  done
+  printf 'nvswitches: %s\n' "$ng_n"
+}
+
+# ng_f_aer: AER counters (drivers/pci/pcie/aer.c aer_dev_*) of every GPU and of its upstream ports:
+# the headers name roles and how many counter files each function has; one grep -H prints the TOTAL_ERR_*
+# line of each file and every non-zero counter (a cat per file was a fork each, 3 files x 4 functions x 8
+# GPUs; every zero line with its path was 170 KB on an 8-GPU node). A subshell for its cd, as ng_f_pci.
+ng_f_aer() (
+  ng_g=0; ng_al=
+  ng_nvfuncs
+  for d in $ng_gl; do
+    d=${d%/vendor}
+    ng_rd "$d/vendor"; [ "$ng_v" = 0x10de ] || continue
+    ng_rd "$d/class"
+    case "$ng_v" in 0x03*) ;; *) continue ;; esac
+    ng_g=$((ng_g + 1)); g=${d##*/}
+    r=; cd -P "$d" 2>/dev/null && r=$PWD
+    p=${r:-$d}; ng_role=gpu
+    while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
+      n=0
+      for f in aer_dev_correctable aer_dev_nonfatal aer_dev_fatal; do
+        [ -r "$p/$f" ] || continue
+        n=$((n + 1))
+        case " $ng_al " in *" $p/$f "*) ;; *) ng_al="$ng_al $p/$f" ;; esac
+      done
+      if [ "$ng_role" = gpu ]; then printf '== %s gpu aer=%s\n' "$g" "$n"
+      elif [ "$n" -gt 0 ] || [ -r "$p/current_link_speed" ]; then printf '== %s upstream-of %s aer=%s\n' "${p##*/}" "$g" "$n"; fi
+      [ -n "$r" ] || break
+      ng_role=up; p=${p%/*}
+    done
+  done
+  printf 'gpus: %s\n' "$ng_g"
+  [ -n "$ng_al" ] || return 0
+  set -f
+  if command -v grep >/dev/null 2>&1; then grep -H -E '^TOTAL_| [1-9][0-9]*$' $ng_al 5>&-; return 0; fi
+  for f in $ng_al; do
+    while IFS= read -r l; do
+      case $l in TOTAL_*) ;; *" 0") continue ;; esac
+      printf '%s:%s\n' "$f" "$l"
+    done <"$f"
+  done
+  return 0
+)
+
+# ng_f_ibports: /sys/class/infiniband/<dev>/{fw_ver,hca_type} and ports/<n>/{state,phys_state,rate,link_layer}
+# (drivers/infiniband/core/sysfs.c): no OFED tool needed.
+ng_f_ibports() {
+  for d in /sys/class/infiniband/*; do
+    [ -d "$d" ] || continue
+    printf '== %s\n' "${d##*/}"
+    for f in fw_ver hca_type; do [ -r "$d/$f" ] && { ng_rd "$d/$f"; printf '%s: %s\n' "$f" "$ng_v"; }; done
+    for pt in "$d"/ports/*; do
+      [ -d "$pt" ] || continue
+      printf '== %s port %s\n' "${d##*/}" "${pt##*/}"
+      for f in state phys_state rate link_layer; do
+        [ -r "$pt/$f" ] || continue
+        ng_rd "$pt/$f"; printf '%s: %s\n' "$f" "$ng_v"
+      done
+    done
+  done
+  return 0
+}
+
+# ng_f_fmlog: nvidia-fabricmanager's messages this boot: its unit's journal, else the package's log file
+# (LOG_FILE_NAME=/var/log/fabricmanager.log); nothing to read where fabric manager is not installed.
+ng_f_fmlog() {
+  if ! command -v nv-fabricmanager >/dev/null 2>&1 && [ ! -e /lib/systemd/system/nvidia-fabricmanager.service ] \
+     && [ ! -e /usr/lib/systemd/system/nvidia-fabricmanager.service ]; then
+    echo "# fabric manager not installed"; return 0
+  fi
+  if command -v journalctl >/dev/null 2>&1; then
+    ng_to journalctl -u nvidia-fabricmanager -b --no-pager -o short-iso -n 200; return $?
+  fi
+  if [ -r /var/log/fabricmanager.log ]; then tail -n 200 /var/log/fabricmanager.log; return $?; fi
+  echo "journalctl: command not found; /var/log/fabricmanager.log absent" >&2
+  return 127
+}
+
 ng_f_peers() {
   for f in /sys/kernel/mm/memory_peers/*/version; do
     [ -r "$f" ] && printf '%s: %s\n' "$f" "$(cat "$f")"
@@ -293,6 +395,42 @@ ng_f_dmi() {
   return 0
 }
 
+# ng_klog_cut: the NVRM lines on stdin, cut to the last NG_KLTAIL lines, except that every line
+# that can decide a verdict (an Xid, a GPU off the bus, RmInitAdapter, GSP, API mismatch, the
+# open-module and probe-routine messages, the loading banner, taint and drm lines), with the line
+# before it and the three after it (multi-line NVRM records), is kept wherever it is, in order:
+# an Xid 48 followed by 6000 Xid 13 lines is not cut away. At most NG_KLKEEP such lines before the
+# last NG_KLTAIL; the rest are counted. Last line: '# lines: seen=S kept=K dropped_severe=D'
+# (the checks ERROR on a log that lost severe lines). Without awk: the last NG_KLTAIL lines, and
+# dropped_severe=unknown when that cut anything.
+NG_KLTAIL=5000
+NG_KLKEEP=20000
+ng_klog_cut() {
+  if command -v awk >/dev/null 2>&1; then
+    awk -v T="$NG_KLTAIL" -v C="$NG_KLKEEP" '
+      BEGIN { pat = "xid|fallen off|rminitadapter|rm_init_adapter|gsp|gfw|api mismatch|open kernel modules|probe routine|loading nvidia|module license|persistence mode|nvidia-drm" }
+      NF == 0 { next }
+      {
+        n++; i = n % T
+        if (n > T && keep[i]) { if (k < C) { print ring[i]; k++ } else d++ }
+        ring[i] = $0; keep[i] = 0
+        if (after > 0) { keep[i] = 1; after-- }
+        if (tolower($0) ~ pat) { keep[i] = 1; if (n > 1) keep[(n - 1) % T] = 1; after = 3 }
+      }
+      END {
+        m = n < T ? n : T
+        for (j = n - m + 1; j <= n; j++) print ring[j % T]
+        printf "# lines: seen=%d kept=%d dropped_severe=%d\n", n, k + m, d
+      }' 5>&-
+    return 0
+  fi
+  ng_kf=$(grep -v '^$')
+  ng_ks=0; [ -n "$ng_kf" ] && ng_ks=$(printf '%s\n' "$ng_kf" | grep -c '')
+  [ -n "$ng_kf" ] && printf '%s\n' "$ng_kf" | tail -n "$NG_KLTAIL"
+  if [ "$ng_ks" -gt "$NG_KLTAIL" ]; then ng_kd=unknown; ng_kk=$NG_KLTAIL; else ng_kd=0; ng_kk=$ng_ks; fi
+  printf '# lines: seen=%s kept=%s dropped_severe=%s\n' "$ng_ks" "$ng_kk" "$ng_kd"
+}
+
 ng_f_klog() {
   # NVRM/Xid lines since boot. dmesg may need root (kernel.dmesg_restrict): then the
   # journal; if both fail the item keeps their error and the check says ERROR.
@@ -300,7 +438,7 @@ ng_f_klog() {
     ng_log=$(dmesg 2>&1); ng_lrc=$?
     if [ $ng_lrc -eq 0 ]; then
       echo "# source: dmesg"
-      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | ng_klog_cut
       return 0
     fi
     printf 'dmesg: %s\n' "$ng_log" | head -n 3 >&2
@@ -309,11 +447,21 @@ ng_f_klog() {
     ng_log=$(journalctl -k -b --no-pager -o short-iso 2>&1); ng_lrc=$?
     if [ $ng_lrc -eq 0 ]; then
       echo "# source: journalctl -k -b"
-      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | tail -n 5000
+      printf '%s\n' "$ng_log" | grep -iE 'nvrm|nvidia|xid|nouveau|fallen off|gsp' | ng_klog_cut
       return 0
     fi
     printf 'journalctl: %s\n' "$ng_log" | head -n 3 >&2
   fi
+  return 1
+}
+
+# ng_f_machineid: the machine id (machine-id(5): /etc/machine-id, else the D-Bus copy); rc 1
+# when the node has neither (containers, minimal images)
+ng_f_machineid() {
+  for f in /etc/machine-id /var/lib/dbus/machine-id; do
+    [ -f "$f" ] && { cat "$f"; return $?; }
+  done
+  echo "no /etc/machine-id or /var/lib/dbus/machine-id" >&2
   return 1
 }
 
@@ -362,6 +510,8 @@ ng_f_clocks() {
 ng_lite meta.uname_r uname -r
 ng_kr=$(uname -r 5>&-)  # once for the three modinfo items (each expanded its own before)
 ng_lite meta.boot_id ng_cat /proc/sys/kernel/random/boot_id
+ng_lite meta.machine_id ng_f_machineid
+ng_lite meta.uptime ng_cat /proc/uptime
 ng_lite meta.hostname uname -n
 ng_item meta.id id
 ng_lite modules.proc ng_cat /proc/modules
@@ -374,9 +524,13 @@ ng_lite driver.params ng_cat /proc/driver/nvidia/params
 ng_lite driver.gpus_information ng_f_gpuinfo
 ng_lite driver.libnvml ng_f_libnvml
 ng_lite dev.nvidia ng_f_ls /dev
+ng_nvfuncs  # once, in this shell: pci.sysfs, pci.nvswitch and pci.aer share the one grep
 ng_lite pci.sysfs ng_f_pci
+ng_lite pci.nvswitch ng_f_nvswitch
+ng_lite pci.aer ng_f_aer
 ng_lite ib.devices ng_f_ls /sys/class/infiniband
 ng_lite peermem.registration ng_f_peers
+ng_lite ib.ports ng_f_ibports
 ng_lite firmware.gsp ng_f_firmware
 ng_lite persistenced.process ng_f_persistenced_proc
 ng_item persistenced.passwd ng_f_passwd
@@ -390,9 +544,13 @@ ng_tool systemd.persistenced_show systemctl show nvidia-persistenced --no-pager 
 ng_tool systemd.fabricmanager_show systemctl show nvidia-fabricmanager --no-pager \
   -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result
 ng_tool fabricmanager.version nv-fabricmanager --version
+ng_item fabricmanager.log ng_f_fmlog
 ng_tool dkms.status dkms status
 ng_tool smi.version nvidia-smi --version
 ng_tool smi.qx nvidia-smi -q -x
+ng_tool smi.nvlink_status nvidia-smi nvlink -s
+ng_tool smi.nvlink_errors nvidia-smi nvlink -e
+ng_tool ib.ibstat ibstat
 ng_need nvidia-smi smi.clocks_samples ng_f_clocks
 ng_item kernel.log ng_f_klog
 @@EXTRA@@

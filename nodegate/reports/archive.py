@@ -19,7 +19,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from ..bundle import READ_CAP
+from ..bundle import BUNDLE_BUDGET, READ_CAP, UnsafeFile, lstat_entry, read_regular
 from .text import safe_filename
 
 _BUNDLE_FILE_RE = re.compile(r"^(?:meta\.json|[a-z0-9_]+(?:\.[a-z0-9_]+)*\.(?:out|err|rc))$")
@@ -37,40 +37,52 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> No
 
 
 def _bundle_files(bundle_dir: Path):
-    """(name, bytes, mtime) of each regular bundle file, sorted by name."""
+    """(name, bytes, mtime) of each regular bundle file, sorted by name: read as ``Bundle.load``
+    reads (``bundle.read_regular``: no symbolic link followed, the directory included, no FIFO or
+    device opened, each file capped), at most ``bundle.BUNDLE_BUDGET`` bytes in all."""
     try:
-        names = sorted(os.listdir(bundle_dir))
+        dfd = os.open(bundle_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                      | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return
-    for name in names:
-        if not _BUNDLE_FILE_RE.match(name):
-            continue
-        p = bundle_dir / name
-        try:
-            st = os.lstat(p)
-            if not stat.S_ISREG(st.st_mode):
-                continue        # symlink, fifo, device: never followed
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as fh:
-                yield name, fh.read(READ_CAP), st.st_mtime
-        except OSError:
-            continue
+    try:
+        names = sorted(os.listdir(dfd))
+        budget = BUNDLE_BUDGET
+        for name in names:
+            if not _BUNDLE_FILE_RE.match(name):
+                continue
+            try:
+                st = lstat_entry(dfd, name)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > budget:
+                    continue        # symlink, fifo, device: never followed; nor past the budget
+                data = read_regular(dfd, name, READ_CAP, st)
+            except (OSError, UnsafeFile):
+                continue
+            budget -= len(data)
+            yield name, data, st.st_mtime
+    finally:
+        os.close(dfd)
 
 
 def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
-                       results: list[dict]) -> Path:
-    """Write the archive of one node (replacing an older one); returns its path."""
+                       results: list[dict], spec_source: str = "") -> Path:
+    """Write the archive of one node (replacing an older one); returns its path. ``spec_source``:
+    where the node's spec came from (results.json ``spec_source``)."""
     out = archive_path(archive_dir, node)
     out.parent.mkdir(parents=True, exist_ok=True)
     top = safe_filename(node)
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
-    with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
-        if bundle_dir is not None and Path(bundle_dir).is_dir():
-            for name, data, mtime in _bundle_files(Path(bundle_dir)):
-                _add_bytes(tar, f"{top}/{name}", data, mtime)
-        doc = {"node": node, "results": results}
-        _add_bytes(tar, f"{top}/results.json",
-                   (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
-    os.replace(tmp, out)
+    try:
+        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+            if bundle_dir is not None and Path(bundle_dir).is_dir():
+                for name, data, mtime in _bundle_files(Path(bundle_dir)):
+                    _add_bytes(tar, f"{top}/{name}", data, mtime)
+            doc = {"node": node, "spec_source": spec_source, "results": results}
+            _add_bytes(tar, f"{top}/results.json",
+                       (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
+        os.replace(tmp, out)
+    except OSError:   # disk full: no half-written temporary left behind
+        tmp.unlink(missing_ok=True)
+        raise
     return out

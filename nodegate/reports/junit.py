@@ -13,16 +13,16 @@ Layout of one node (compact, ``node_fragment``)::
       <properties> node, status, system_vendor, system_model, system_serial, driver_version,
                    spec_source </properties>                                   (not on accepted nodes)
       <testcase classname="suites.test_driver" name="test_driver_stack[NODE]"/>          a passed node check
-      <testcase classname="suites.test_pcie" name="test_pcie_link_trained[NODE-gpus]">    passed GPUs of a
-        <system-out>passed on 8 of 8 GPUs: gpu0 ... gpu7</system-out></testcase>        GPU check, counted
+      <testcase classname="suites.test_pcie" name="test_pcie_link_trained[NODE-gpu0..7]"/> the passed GPUs of
+                                                 a GPU check, counted on one testcase named by them ("0..2,4..7")
       <testsuite name="NODE gpu3 NG-PCIE-002" ...>                                     a FAIL or ERROR item
         <properties> node, check_id, severity, gpu_index, pci_bus_id, gpu_serial, gpu_uuid,
-                     expected, observed, remediation </properties>
+                     expected, observed, remediation, spec_source </properties>
         <testcase name="test_pcie_link_trained[NODE-gpu3]"><failure type="NG-PCIE-002" message=.../></testcase>
       </testsuite>
       <testcase name="test_x[NODE-gpu5]"><skipped message=.../></testcase>               a skipped item
-      <testcase name="test_y[NODE-gpus]"><skipped message=.../>                           a GPU check skipped
-        <system-out>skipped on 8 of 8 GPUs: gpu0 ... gpu7</system-out></testcase>        on every GPU
+      <testcase name="test_y[NODE-gpu0..7]"><skipped message=.../></testcase>            a GPU check skipped
+                                                                                          on every GPU
     </testsuite>
 
 junit-10.xsd has no ``<properties>`` inside ``<testcase>`` (pytest's own xunit2 output put them
@@ -56,7 +56,7 @@ MAX_OBJECTS, MAX_TESTCASES = 200_000, 400_000
 
 #: per-item properties of a FAIL or ERROR testcase's suite (the order of docs/contributing.md)
 ITEM_PROPS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
-              "expected", "observed", "remediation")
+              "expected", "observed", "remediation", "spec_source")
 NODE_PROPS = ("node", "status", "system_vendor", "system_model", "system_serial", "driver_version",
               "spec_source")
 #: characters XML 1.0 does not allow (records are cleaned of C0/C1 controls already)
@@ -82,11 +82,28 @@ def testname(nodeid: str) -> str:
     return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
 
 
-def gpu_group_name(nodeid: str, node: str) -> str:
-    """``test_x[n1-gpu3]`` -> ``test_x[n1-gpus]``: the testcase counting a check's passed GPUs."""
-    name = testname(nodeid)
-    head = name.split("[", 1)[0]
-    return f"{head}[{node}-gpus]"
+def gpu_ranges(indices: list[str]) -> str:
+    """``["0", "1", "2", "4"]`` -> ``0..2,4``: the GPUs a counted testcase stands for."""
+    nums = sorted(int(i) for i in indices if str(i).isdigit())
+    out, start, prev = [], None, None
+    for n in nums:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}..{prev}" if prev > start else str(start))
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}..{prev}" if prev > start else str(start))
+    return ",".join(out)
+
+
+def gpu_group_name(nodeid: str, node: str, recs: list[Record]) -> str:
+    """``test_x[n1-gpu3]`` -> ``test_x[n1-gpu0..7]``: the testcase counting a check's passed (or
+    all skipped) GPUs names them; the healthy case is the same name run after run."""
+    head = testname(nodeid).split("[", 1)[0]
+    return f"{head}[{node}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
 
 
 @dataclass
@@ -153,25 +170,20 @@ def _plain_case(rec: Record, c: _Counter) -> str:
     return head + "/>"
 
 
-def _gpu_pass_case(node: str, recs: list[Record], total: int, c: _Counter) -> str:
+def _gpu_pass_case(node: str, recs: list[Record], c: _Counter) -> str:
     c.case()
-    c.el(1)
-    gpus = ", ".join(f"gpu{r.gpu_index}" for r in recs)
-    return (f"<testcase classname={_a(classname(recs[0].nodeid))} name={_a(gpu_group_name(recs[0].nodeid, node))}>"
-            f"<system-out>{_t(f'passed on {len(recs)} of {total} GPUs: {gpus}')}</system-out></testcase>")
+    return f"<testcase classname={_a(classname(recs[0].nodeid))} name={_a(gpu_group_name(recs[0].nodeid, node, recs))}/>"
 
 
 def _gpu_skip_case(node: str, recs: list[Record], c: _Counter) -> str:
     """Every GPU of the check skipped (the spec: e.g. ``memory.repair=auto``); the first GPU's
-    message stands for all."""
+    message stands for all (each GPU's own is in results.jsonl)."""
     c.case()
-    c.el(2)
+    c.el(1)
     r = recs[0]
     msg = f"[{r.check_id}] {r.message}"
-    gpus = ", ".join(f"gpu{x.gpu_index}" for x in recs)
-    return (f"<testcase classname={_a(classname(r.nodeid))} name={_a(gpu_group_name(r.nodeid, node))}>"
-            f"<skipped message={_a(msg[:MESSAGE_CAP])}/>"
-            f"<system-out>{_t(f'skipped on {len(recs)} of {len(recs)} GPUs: {gpus}')}</system-out></testcase>")
+    return (f"<testcase classname={_a(classname(r.nodeid))} name={_a(gpu_group_name(r.nodeid, node, recs))}>"
+            f"<skipped message={_a(msg[:MESSAGE_CAP])}/></testcase>")
 
 
 def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
@@ -199,7 +211,7 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
             continue
         passed = [r for r in group if r.outcome == "pass"]
         if passed:
-            parts.append(_gpu_pass_case(info.node, passed, len(group), c))
+            parts.append(_gpu_pass_case(info.node, passed, c))
         for r in group:
             if r.outcome != "pass":
                 parts.append(_item_case(r, c) if r.outcome in ("fail", "error") else _plain_case(r, c))

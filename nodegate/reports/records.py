@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from ..textsafe import shown
 from .text import clean, excerpt, one_line
 
 OUTCOMES = ("pass", "fail", "skip", "error")
@@ -96,7 +97,8 @@ def attach_nodegate(rep, info: dict) -> None:
     pytest's assertion dump. Used by the suite, baseline and burn-in plugins' makereport."""
     rep.nodegate = info
     if rep.when == "call" and rep.failed and info["outcome"] == "fail":
-        rep.longrepr = f"[{info['check_id']}] {info['message']}"
+        # pytest prints it (failure section, short summary): node text, control characters escaped
+        rep.longrepr = shown(f"[{info['check_id']}] {info['message']}")
 
 
 class RecordBook:
@@ -193,6 +195,11 @@ class NodeInfo:
     system_serial: str | None = None
     spec_source: str = ""              # FleetRun.spec_source[node] (where the node's spec came from)
     bundle_dir: str = ""
+    # issue 19 (drift of firmware and configuration): distinct values over the node's GPUs, ", "-joined
+    inforom: str | None = None
+    power_limit: str | None = None     # enforced power limit, e.g. "700 W"
+    mig_mode: str | None = None        # "Disabled", "Enabled", "N/A"
+    compute_mode: str | None = None
     problems: dict[str, str] = field(default_factory=dict)
     counts: Counter = field(default_factory=Counter)
     # filled by the reports from the results (nodegate.reports.status)
@@ -202,8 +209,21 @@ class NodeInfo:
     action: str = ""
 
     @property
+    def evaluated(self) -> bool:
+        """Whether any check of the node was judged (a run interrupted before its items ran,
+        or items deselected, leaves a gathered node unjudged: never "healthy")."""
+        return any(self.counts[k] for k in ("pass", "fail", "skip", "error"))
+
+    @property
     def has_problem(self) -> bool:
-        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"])
+        return self.gather_status != "ok" or bool(self.counts["fail"] or self.counts["error"]) or not self.evaluated
+
+    @property
+    def status_text(self) -> str:
+        """The node's gather column: the gather error, NOT EVALUATED, or "ok"."""
+        if self.gather_status != "ok":
+            return self.gather_status
+        return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
 
 
 def _try(info: NodeInfo, name: str, fn):
@@ -263,6 +283,8 @@ def _facts_into(info: NodeInfo, facts) -> None:
             info.gpu_model = ", ".join(f"{n} x{c}" for n, c in sorted(names.items()))
         vb = sorted({_s(getattr(g, "vbios_version", None)) or "?" for g in gpus})
         info.vbios = ", ".join(vb) if vb else None
+        from .drift import gpu_config_values
+        gpu_config_values(info, gpus)
 
 
 def _dmi_into(info: NodeInfo, facts) -> None:

@@ -122,7 +122,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             bdir = ctx.bundle_dirs.get(node) or info.bundle_dir or next((r.bundle_dir for r in recs if r.bundle_dir), "")
             try:
                 p = archive.write_node_archive(archive_dir, node, Path(bdir) if bdir else None,
-                                               [r.to_dict() for r in recs])
+                                               [r.to_dict() for r in recs], spec_source=info.spec_source)
                 out.archives[node] = p
                 arch_rel = _rel(p, reports)
             except OSError as e:

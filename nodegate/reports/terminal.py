@@ -35,7 +35,9 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         total.update(i.counts)
     bad = [i for i in infos if i.has_problem]
     out = [f"nodegate verdict: {verdict_line(statuses)}"] if statuses is not None else []
-    out.append(f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems; "
+    unjudged = sum(1 for i in infos if not i.evaluated)
+    out.append(f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems"
+               + (f" ({unjudged} not evaluated)" if unjudged else "") + "; "
                f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
                f"{total['error']} error")
     shown = sorted(infos, key=_worst_first)[:max_nodes]
@@ -45,11 +47,27 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         for i in shown:
             c = i.counts
             out.append(f"{_short(i.node, 40):<{w}}  {c['pass']:>5} {c['fail']:>5} {c['skip']:>5} "
-                       f"{c['error']:>5}  {_short(i.gather_status, 80)}")
+                       f"{c['error']:>5}  {_short(i.status_text, 80)}")
     if len(infos) > len(shown):
         hidden_bad = len(bad) - sum(1 for i in shown if i.has_problem)
         out.append(f"... {len(infos) - len(shown)} more node(s) not listed "
                    f"({hidden_bad} with problems): see the HTML report")
     for what, path in outputs:
         out.append(f"{what}: {one_line(path, 500)}")
+    return out
+
+
+def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) -> list[str]:
+    """Where each node's spec came from (one line per origin; nodes judged by their own bundle's
+    spec flagged), and GPUs that two nodes report (one serial or UUID on two nodes)."""
+    from ..session.specfile import from_bundle, summary
+    out = [f"spec: {one_line(line, 500)}" for line in summary(spec_sources, nodes)]
+    if from_bundle(spec_sources):
+        out.append("spec: a bundle's own spec is only as trusted as the bundle: judge it by yours with --spec FILE "
+                   "or --inventory")
+    for what, value, where in list(shared_gpus)[:20]:
+        names = ", ".join(f"{_short(n, 40)} (gpu{'?' if i is None else i})" for n, i in where[:8])
+        out.append(f"GPU {what} {_short(value, 60)} is reported by {len({n for n, _ in where})} nodes: {names}")
+    if len(shared_gpus) > 20:
+        out.append(f"... {len(shared_gpus) - 20} more GPU serials/UUIDs reported by more than one node")
     return out

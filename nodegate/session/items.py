@@ -12,7 +12,7 @@ import pytest
 from .. import checks as ng_checks
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
-from .state import ACTIVE_KEY, COLLECTED_KEY, ITEM_NODE_KEY, spec_get
+from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
 
 
 def uses_xdist(config) -> bool:
@@ -20,6 +20,10 @@ def uses_xdist(config) -> bool:
     o = config.option
     return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
                 or getattr(o, "dist", "no") not in ("no", None))
+
+#: the node_identity check (NG-INV-003): it compares every node of the run, so its items run
+#: after every node's own items (and, while gathering, after every node is in)
+IDENTITY_CHECK = "NG-INV-003"
 
 
 class VerdictParam:
@@ -130,8 +134,10 @@ def order_items(config, items) -> None:
     collected = config.stash.setdefault(COLLECTED_KEY, {})
     # the marker only where pytest-xdist can read it: a Mark per item is ~0.3 KB at 490,000 items
     xdist = uses_xdist(config)
+    identity: set[str] = set()
     for pos, item in enumerate(items):
         node = item_node(item)
+        r = rank.get(node, -1)
         if node is not None:
             # one xdist group per node: with --dist loadgroup a node's items stay on one worker
             if xdist:
@@ -139,12 +145,17 @@ def order_items(config, items) -> None:
             node_of[item.nodeid] = node
             collected[node] = collected.get(node, 0) + 1
             prefill_verdict_item(item, where)
-        keyed.append((rank.get(node, -1), pos, item))
+            p = verdict_param(item)
+            if p is not None and p.check_id == IDENTITY_CHECK:
+                identity.add(item.nodeid)
+                r += len(rank) + 1   # after every node's own items
+        keyed.append((r, pos, item))
     # a node's items can run as soon as that node is gathered, and the report lists each node's
     # results together
     keyed.sort(key=lambda k: (k[0], k[1]))
     items[:] = [k[2] for k in keyed]
     config.stash[ITEM_NODE_KEY] = node_of
+    config.stash[IDENTITY_ITEMS_KEY] = identity
 
 
 def prefill_verdict_item(item, where: dict[object, tuple]) -> None:

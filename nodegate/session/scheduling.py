@@ -51,3 +51,8 @@ def configure_worker(node) -> None:
     if run is not None and run.bundles_dir is not None:
         node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
         node.workerinput["nodegate_nodes"] = list(run.bundles)
+        # the spec each node is judged by (inventory, --spec or its bundle's) and its origin:
+        # a worker reloads the bundles, not the controller's inventory
+        node.workerinput["nodegate_specs"] = {n: run.spec_raw.get(n, {}) for n in run.bundles}
+        node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in run.bundles}
+        node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in run.bundles}

@@ -7,6 +7,7 @@ and xdist workers load bundles from disk instead.
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -15,8 +16,9 @@ import pytest
 from ..bundle import Bundle, discover
 from ..errors import SpecError
 from ..run import RUN_KEY, FleetRun, GatherOptions
+from ..textsafe import shown
 from ..transport import HostKeyPolicy
-from . import gcsched
+from . import gcsched, signals, specfile
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY
 from .terminal import terminal_writer
@@ -65,9 +67,12 @@ def start_session(session) -> None:
         run.mode = "replay"
         run.bundles_dir = Path(wi["nodegate_bundles"]) if wi.get("nodegate_bundles") else Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=None, only=wi.get("nodegate_nodes"))
+        # the identities of the nodes other workers judge: NG-INV-003 compares the whole run
+        run.peer_ids = {n: tuple(v) for n, v in (wi.get("nodegate_peer_ids") or {}).items() if n not in run.bundles}
         config.stash[RUN_KEY] = run
         return
     jobs = config.stash.get(JOBS_KEY, [])
+    signals.install(config)
     if o.replay:
         run.mode = "replay"
         run.bundles_dir = Path(o.replay)
@@ -84,9 +89,12 @@ def _start_gather(config, run: FleetRun, jobs) -> None:
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
     run.bundles_dir.mkdir(parents=True, exist_ok=True)
     opts = gather_options(config)
+    source = specfile.live_source(config)
     specs = SpecCache()
     for j in jobs:
         run.spec[j.name] = specs.get(j.spec_raw, f"host {j.name}")
+        run.spec_raw[j.name] = j.spec_raw
+        run.spec_source[j.name] = source
     run.start_gather(jobs, opts)
     tw = terminal_writer(config)
     why_not = why_gather_first(config)
@@ -104,6 +112,15 @@ def _start_gather(config, run: FleetRun, jobs) -> None:
             tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ")
     try:
         run.wait_all(tick=progress)
+    except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM before any item: pytest skips its session finish, so the gather is
+        # stopped here, and what it gathered is written before pytest exits
+        run.abort(signals.reason(config))
+        try:
+            run.wait_all()
+        except Exception:  # noqa: BLE001
+            pass
+        raise
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
     if tw is not None:
@@ -138,25 +155,90 @@ def why_gather_first(config) -> str | None:
     return None
 
 
+class ReplayAction(argparse.Action):
+    """``--replay PATH`` (repeatable): ``replay`` keeps the first PATH (a string, as before),
+    ``replay_all`` every one in order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is None:
+            setattr(namespace, self.dest, values)
+        setattr(namespace, "replay_all", [*(getattr(namespace, "replay_all", None) or []), values])
+
+
+class _DirLoader:
+    """Loads one bundle directory from its --replay root (``Bundle.load``); ``loader(keys)`` reads
+    only meta.json and those items (a streaming run reads the rest when the node's items run)."""
+
+    lazy = True
+
+    def __init__(self, d: Path, root: Path):
+        self.d, self.root = d, root
+
+    def __call__(self, only=None) -> Bundle:
+        return Bundle.load(self.d, root=self.root, only=only)
+
+
+def _replay_sources(roots: list[Path], save: Path | None,
+                    links: list[Path] | None = None) -> list[tuple[str, object, Path]]:
+    """Every bundle to replay as (node name, loader, where it came from): bundle directories under
+    a root (loaded when wanted), and nvidia-bug-report logs (a root that is a .log/.log.gz file, or
+    such files directly in a root directory) converted by nodegate.bugreport now (written to
+    ``save`` when given). A bundle directory is read as untrusted from its root (``Bundle.load``:
+    no link followed below it); symbolic links not followed are appended to ``links``. Exits 2
+    for a root that is neither."""
+    from ..bugreport import bug_report_paths, is_bug_report, load_bug_report
+    out: list[tuple[str, object, Path]] = []
+    taken: set[str] = set()
+    for root in roots:
+        if root.is_file() and is_bug_report(root):
+            logs, dirs = [root], []
+        elif root.is_dir():
+            logs, dirs = bug_report_paths(root), discover(root, skipped=links)
+        else:
+            pytest.exit(f"nodegate: --replay {shown(root)}: neither a bundle directory nor an nvidia-bug-report log "
+                        "(.log, .log.gz)", returncode=EXIT_SPEC_ERROR)
+        out += [(d.name, _DirLoader(d, root), d) for d in dirs]
+        for p in logs:
+            b = load_bug_report(p, taken)
+            if save is not None:
+                b.write(save)
+            out.append((b.node, lambda b=b: b, p))
+    return out
+
+
 def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
-    """Load the bundles under ``root`` into ``run`` (``--replay``; xdist workers). With ``jobs``
-    (an inventory) only its nodes, judged by the inventory's spec; else each bundle's own
-    meta.json spec, and ``--limit`` matched against the node names. Exits 2 when ``root`` is no
-    directory, holds two bundles of one node, or none."""
-    if not root.is_dir():
-        pytest.exit(f"nodegate: --replay {root}: not a directory", returncode=EXIT_SPEC_ERROR)
-    dirs = discover(root)
+    """Load the bundles under ``root`` (every ``--replay`` PATH: bundle directories, or
+    nvidia-bug-report logs converted on the way, saved with ``--save-bundles DIR``) into ``run``
+    (``--replay``; xdist workers). Each node's spec: ``--spec FILE`` when given, else (with
+    ``jobs``, an inventory: only its nodes) the inventory's, else the bundle's own meta.json spec
+    (only as trusted as the bundle: the terminal says so); an xdist worker takes the
+    controller's (``nodegate_specs``). ``--limit`` without an inventory is matched against the
+    node names. Exits 2 when a PATH is neither, two bundles are of one node, or there are none."""
+    o = config.option
+    roots = [Path(r) for r in (getattr(o, "replay_all", None) or [root])]
+    # the controller saves the converted logs; xdist workers convert them again but write nothing
+    save = Path(o.save_bundles) if getattr(o, "save_bundles", None) and not hasattr(config, "workerinput") else None
+    links: list[Path] = []
+    sources = _replay_sources(roots, save, links)
     by_job = {j.name: j for j in jobs} if jobs else None
     limit = config.option.limit
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
-        names = select_names(limit, {d.name: None for d in dirs}, {})
-    seen: dict[str, Path] = {}
+        names = select_names(limit, {n: None for n, _, _ in sources}, {})
+    try:
+        forced = specfile.override(config)
+    except SpecError as e:
+        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    wi = getattr(config, "workerinput", None) or {}
+    given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
+    inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    seen: dict[str, object] = {}
     specs = SpecCache()
-    for d in dirs:
-        # streaming (bounded memory): only meta.json now, the bundle when its items run
-        b = _meta_only(d) if run.streaming else Bundle.load(d)
+    for _, load, d in sources:
+        # streaming (bounded memory): meta.json and the node's identity now, the rest when its
+        # items run (FleetRun.add_lazy)
+        b = load(ID_KEYS) if run.streaming and getattr(load, "lazy", False) else load()
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:
@@ -164,35 +246,68 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         if only is not None and b.node not in only:
             continue
         if b.node in seen:
-            pytest.exit(f"nodegate: --replay {root}: two bundles for node {b.node}: "
-                        f"{seen[b.node]} and {d}", returncode=EXIT_SPEC_ERROR)
-        seen[b.node] = d
-        if run.streaming:
-            run.add_lazy(b.node, d)
+            pytest.exit(f"nodegate: --replay {shown(root)}: two bundles for node {b.node}: "
+                        f"{shown(seen[b.node])} and {shown(d)}", returncode=EXIT_SPEC_ERROR)
+        seen[b.node] = b.path or b.meta.get("source_file") or d
+        if run.streaming and getattr(load, "lazy", False) and b.path is not None:
+            run.add_lazy(b.node, b.path, root=getattr(load, "root", None), ids=_ids(b))
         else:
             run.add(b)
-        raw = by_job[b.node].spec_raw if by_job else (b.meta.get("spec") or {})
+        if given is not None and b.node in given:
+            raw, src = given[b.node], given_src.get(b.node, "")
+        elif forced is not None:
+            raw, src = forced
+        elif by_job is not None:
+            raw, src = by_job[b.node].spec_raw, inv_src
+        else:
+            raw = b.meta.get("spec") or {}
+            src = (specfile.BUNDLE if raw else specfile.BUGREPORT if b.path is None and b.meta.get("source_file")
+                   else specfile.BUNDLE_EMPTY)
+        raw = raw if isinstance(raw, dict) else {}
+        run.spec_raw[b.node], run.spec_source[b.node] = raw, src
         try:
-            run.spec[b.node] = specs.get(raw if isinstance(raw, dict) else {}, f"{d}/meta.json spec")
+            run.spec[b.node] = specs.get(raw, f"{shown(d)}/meta.json spec" if src.startswith("bundle") else src)
         except SpecError as e:
             run.spec_errors[b.node] = str(e)
             run.spec[b.node] = specs.get({}, "defaults")
     if not seen:
-        pytest.exit(f"nodegate: --replay {root}: no bundles found", returncode=EXIT_SPEC_ERROR)
+        pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
+    _say_replay(config, run, links)
 
 
-def _meta_only(d: Path) -> Bundle:
-    """A Bundle holding only ``d``'s meta.json (node name and spec; the same tolerance as
-    ``Bundle.load``): the evidence is read when the node's items need it."""
-    import json
-    meta: dict = {}
-    try:
-        meta = json.loads((d / "meta.json").read_text(errors="replace"))
-    except (OSError, ValueError):
-        meta = {}
-    if not isinstance(meta, dict):
-        meta = {}
-    return Bundle(str(meta.get("node") or d.name), {}, meta, path=d)
+def _say_replay(config, run: FleetRun, links: list[Path]) -> None:
+    """What the operator must know before trusting a replay's verdicts: directories not followed
+    (symbolic links) and nodes judged by the spec of their own bundle."""
+    if hasattr(config, "workerinput"):
+        return
+    tw = terminal_writer(config)
+    if tw is None:
+        return
+    if links:
+        tw.line("nodegate: --replay: not followed (symbolic links, never read): "
+                + ", ".join(shown(p, newlines=False) for p in links[:10]) + (" ..." if len(links) > 10 else ""),
+                yellow=True)
+    own = specfile.from_bundle(run.spec_source)
+    if own:
+        tw.line(f"nodegate: {len(own)} node(s) judged by the spec stored in their own bundle (meta.json): a bundle's "
+                "spec is only as trusted as the bundle; give --spec FILE or --inventory to judge by yours", yellow=True)
+
+
+#: evidence read at --replay start on a streaming run: what the node identity check compares
+#: across the run (boot id, machine id: nodegate.run.FleetRun.identity_clashes)
+ID_KEYS = frozenset({"meta.boot_id", "meta.machine_id"})
+
+
+def _ids(b: Bundle) -> tuple:
+    """(boot id, machine id) of a bundle holding only ``ID_KEYS`` (None where unreadable)."""
+    from ..collect import NodeFacts
+    f, out = NodeFacts(b), []
+    for name in ("boot_id", "machine_id"):
+        try:
+            out.append(getattr(f, name) or None)
+        except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
+            out.append(None)
+    return tuple(out)
 
 
 class SpecCache:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..run import RUN_KEY, FleetRun
-from .state import ITEM_NODE_KEY, spec_get
+from ..textsafe import shown
+from .state import IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
 
 
 def terminal_reporter(config):
@@ -31,13 +32,16 @@ def group_by_node(config) -> None:
         if node is None:
             return orig(nodeid, res, **markup)
         try:
-            key = ("nodegate-node", node)
+            if nodeid in config.stash.get(IDENTITY_ITEMS_KEY, ()):
+                key, label = ("nodegate-identity",), "node identity (every node)"
+            else:
+                key, label = ("nodegate-node", node), shown(node, newlines=False)  # a bundle's name: untrusted
             if tr.currentfspath != key:
                 if tr.currentfspath is not None and tr._show_progress_info:
                     tr._write_progress_information_filling_space()
                 tr.currentfspath = key
                 tr._tw.line()
-                tr._tw.write(node + " ")
+                tr._tw.write(label + " ")
             tr._tw.write(res, flush=True, **markup)
         except AttributeError:
             return orig(nodeid, res, **markup)
@@ -94,7 +98,7 @@ def gathered_summary(terminalreporter, config) -> None:
             except Exception:  # noqa: BLE001 - unreadable GPUs are the checks' to report
                 continue
         if want and n > int(want):
-            extra.append(f"{node} ({n} GPUs)")
+            extra.append(f"{shown(node, newlines=False)} ({n} GPUs)")
     if extra:
         terminalreporter.write_line(
             "nodegate: GPUs beyond gpu.count have no per-GPU items (gpu_count FAILs for them; --gather-first "

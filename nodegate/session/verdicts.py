@@ -13,17 +13,20 @@ from dataclasses import replace
 import pytest
 
 from .. import checks as ng_checks
+from ..bundle import REFUSED
 from ..outcomes import Outcome, Result
 from ..run import RUN_KEY, FleetRun
 from ..reports.remedy import error_remediation
+from ..textsafe import shown
 from .identity import missing_gpu_identity, xids_by_bus, xids_for
-from .items import VerdictParam, node_slots
+from .items import IDENTITY_CHECK, VerdictParam, node_slots
 from .state import IDENT_KEY, RESULT_KEY, spec_get
 from .terminal import wait_ticker
 
-#: JUnit <properties> of every nodegate item, in this order (docs/contributing.md)
+#: JUnit <properties> of every nodegate item, in this order (docs/contributing.md); spec_source:
+#: where the node's spec came from (nodegate.session.specfile)
 PROP_KEYS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
-             "expected", "observed", "remediation")
+             "expected", "observed", "remediation", "spec_source")
 
 
 def node_cache(config) -> dict:
@@ -71,6 +74,45 @@ def resolve_slot(run: FleetRun, node: str, slot, cache: dict):
                   f"(indices {sorted(by_index)}; gpu.count {spec_get(run.spec.get(node), 'gpu.count')})")
 
 
+def printable(res: Result) -> Result:
+    """``res`` with its expected, observed and message text safe to print: pytest writes them
+    itself (failure sections, the short summary, skip reasons, assertion messages), and they
+    carry node output (docs/security.md). Control characters are shown escaped."""
+    m, e, o = shown(res.message), shown(res.expected), shown(res.observed)
+    if m is res.message and e is res.expected and o is res.observed:
+        return res
+    return replace(res, message=m, expected=e, observed=o)
+
+
+def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str) -> str | None:
+    """Why every item of ``node`` is ERROR because another node of the run is the same machine
+    (same boot id or machine id), or None. Decided once per node, from what is known before its
+    items run: every node when the run gathered them all first (replay, --gather-first, xdist);
+    while the tests run alongside the gathering, the nodes at the node's own address (waited for
+    here: the common mistake, two inventory names for one host), so the verdicts never depend
+    on which node arrived first. The node_identity item (NG-INV-003, run last, after every node)
+    reports every clash in all modes."""
+    if check_id == IDENTITY_CHECK and run.overlapped:
+        for n in run.order:   # compares the whole run: every node in
+            run.wait(n, wait_ticker(config, run))
+        return None
+    key = ("identity", node)
+    if key in cache:
+        return cache[key]
+    among = None
+    if run.overlapped:
+        among = run.address_twins.get(node, [])
+        for t in among:
+            run.wait(t, wait_ticker(config, run))
+    clashes = run.identity_clashes(node, among=among) if among is None or among else []
+    msg = None
+    if clashes:
+        msg = ("not evaluated: " + "; ".join(f"node {o} reports the same {w} {v}" for o, w, v in clashes)
+               + ": one machine answered for both, so this node's evidence cannot be attributed to it (NG-INV-003)")
+    cache[key] = msg
+    return msg
+
+
 def gpu_identity(run: FleetRun, node: str, slot) -> dict:
     """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown).
     A GPU nvidia-smi does not show is named by its other evidence (nodegate.session.identity):
@@ -83,7 +125,10 @@ def gpu_identity(run: FleetRun, node: str, slot) -> dict:
     ident["pci_bus_id"] = slot.pci_bus_id or ""
     found = False
     try:
-        for g in run.facts[node].gpus:
+        gpus = run.facts[node].gpus
+        # the GPU at this index and bus id first: two GPUs may report one bus id (issue 17)
+        order = sorted(gpus, key=lambda g: (g.index != slot.index, g.pci_bus_id != slot.pci_bus_id))
+        for g in order:
             if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
                 ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
                              board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
@@ -121,19 +166,25 @@ def evaluate(item, p: VerdictParam) -> None:
     if b is None:   # tests run while gathering: this node's first item waits for it
         b = run.wait(node, wait_ticker(item.config, run))
     cache = node_cache(item.config)
+    clash = identity_clash(item.config, run, node, cache, check_id)
     unresolved = None
     if provisional:
         slot, unresolved = resolve_slot(run, node, slot, cache)
     if run.spec_errors.get(node):
         res = Result.errored(f"spec error: {run.spec_errors[node]}")
+    elif b.meta.get("status") == REFUSED:
+        res = Result.errored(f"bundle not read: {b.meta.get('error', '')}", evidence_keys=())
     elif b.gather_error:
         res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
+    elif clash and check_id != IDENTITY_CHECK:
+        res = Result.errored(clash, evidence_keys=("meta.boot_id", "meta.machine_id"))
     elif unresolved:
         res = Result.errored(unresolved, evidence_keys=("smi.qx",))
     else:
         res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
         if run.overlapped and cdef.name == "gpu_count":
             res = surplus_gpus(run, node, res)
+    res = printable(res)
     key = (node, None if slot is None else (slot.index, slot.pci_bus_id))
     ident = cache.get(key)
     if ident is None:
@@ -151,16 +202,16 @@ def evaluate(item, p: VerdictParam) -> None:
             "expected": res.expected, "observed": res.observed, "message": res.message,
             "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
             "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
-            "bundle_dir": str(b.path or ""), "spec_source": str(getattr(run, "spec_source", {}).get(node, "") or "")}
+            "bundle_dir": str(b.path or ""), "spec_source": run.spec_source.get(node, "")}
     item.stash[RESULT_KEY] = info
     # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
     # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
     props = [(k, info[k]) for k in PROP_KEYS]
     if res.outcome in (Outcome.PASS, Outcome.SKIP):
-        props[-1] = ("remediation", "")
+        props[PROP_KEYS.index("remediation")] = ("remediation", "")
     item.user_properties.extend(props)
     p.result = res
     if res.outcome is Outcome.ERROR:
-        pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)
+        pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)   # printable()
     if res.outcome is Outcome.SKIP:
         pytest.skip(f"[{cdef.id}] {res.message}")

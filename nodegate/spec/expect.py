@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from .skus import SkuProfile, arch_profile, sku_profile
 
-# Ampere and later remap rows; earlier boards retire pages (skus.yaml [remap]/[retire]).
+# Ampere and later can remap rows, earlier boards can retire pages (skus.yaml [remap]/[retire]); whether a
+# board has either is its SKU profile's (issue 21: GDDR6X GeForce Ampere has no row remapper).
 _ROW_REMAP_ARCHS = ("ampere", "ada", "hopper", "blackwell")
+_RETIRE_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing")
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,11 @@ class GpuExpectation:
     flavor: str                       # the flavor this GPU requires: open | proprietary | any
     flavor_source: str
     ecc_capable: bool | None
-    memory_repair: str | None         # row_remap | page_retirement | None (unknown)
+    memory_repair: str | None         # row_remap | page_retirement | none | None (unknown board)
     memory_repair_source: str
     persistenced_root: bool
+    row_remapping: bool | None = None     # the board has a row remapper (None: unknown board)
+    page_retirement: bool | None = None   # the board retires pages (None: unknown board)
 
     @property
     def pre_turing(self) -> bool:
@@ -38,6 +42,9 @@ class GpuExpectation:
 
 
 def _device_id(spec, gpu) -> str | None:
+    """spec gpu.sku, else the GPU's PCI device id. An unreadable device id (checks._util.CheckedGpu
+    raises EvidenceError for it) propagates unless gpu.sku names the profile: the checks that need
+    the SKU profile then ERROR naming the field, and gpu.sku is the way around a masked id."""
     if spec.gpu.sku:
         return spec.gpu.sku
     return getattr(gpu, "pci_device_id", None) if gpu is not None else None
@@ -71,18 +78,28 @@ def expectations(spec, gpu) -> GpuExpectation:
         gsp, gsrc = None, f"unknown GPU (device id {dev or 'unknown'}, architecture {arch or 'unknown'})"
         flavor, fsrc = "any", gsrc
 
-    if spec.memory.repair != "auto":
-        rep, rsrc = spec.memory.repair, "spec memory.repair"
-    elif sku:
-        rep, rsrc = sku.memory_repair, skulabel
-    elif arch:
-        rep = "row_remap" if any(arch.lower().startswith(a) for a in _ROW_REMAP_ARCHS) else "page_retirement"
-        rsrc = f"architecture {arch}"
-    else:
-        rep, rsrc = None, "unknown architecture"
+    rep, rsrc, remap, retire = _memory_repair(spec, sku, skulabel, arch, dev)
 
     return GpuExpectation(
         device_id=dev, sku=sku, architecture=arch, pcie_gen=gen, pcie_width=width, pcie_source=psrc,
         gsp_firmware=gsp, gsp_source=gsrc, flavor=flavor, flavor_source=fsrc,
         ecc_capable=sku.ecc if sku else None, memory_repair=rep, memory_repair_source=rsrc,
-        persistenced_root=bool(sku and sku.persistenced_root))
+        persistenced_root=bool(sku and sku.persistenced_root), row_remapping=remap, page_retirement=retire)
+
+
+def _memory_repair(spec, sku, skulabel, arch, dev):
+    """(memory_repair, source, has row remapper, retires pages): spec > SKU profile; for a board
+    not in the profiles the architecture only rules out what it cannot have (None = unknown)."""
+    if spec.memory.repair != "auto":
+        rep = spec.memory.repair
+        return rep, "spec memory.repair", rep == "row_remap", rep == "page_retirement"
+    if sku:
+        rep = sku.memory_repair
+        return rep, skulabel, rep == "row_remap", rep == "page_retirement"
+    a = (arch or "").lower()
+    where = f"device id {dev or 'unknown'}, architecture {arch or 'unknown'}"
+    if any(a.startswith(x) for x in _ROW_REMAP_ARCHS):
+        return None, f"unknown board ({where})", None, False
+    if any(a.startswith(x) for x in _RETIRE_ARCHS):
+        return None, f"unknown board ({where})", False, None
+    return None, f"unknown board ({where})", None, None

@@ -74,6 +74,15 @@ class PersistenceSpec(_Section):
                         description="drop-in that resets ExecStart= and sets the command")
     # Root is refused unless allowed here or recorded as the GH200 exception (catalog).
     allow_root: bool = Field(False, description="accept the daemon running as root on any SKU")
+    # catalog: the drop-in's one command carries --user and "the spec's persistence flag".
+    # --persistence-mode: the command must not disable it (without either flag the daemon enables
+    # it, nvidia-persistenced option-table.h; Ubuntu's packaged unit passes --no-persistence-mode);
+    # --no-persistence-mode must be given explicitly; 'none': neither flag on the command line.
+    flag: Literal["--persistence-mode", "--no-persistence-mode", "none"] = Field(
+        "--persistence-mode", description="persistence flag the daemon's command line must carry")
+    # issue 21: the whole command is compared; --verbose and --group are always accepted.
+    extra_flags: list[str] = Field([], description="further nvidia-persistenced options the command may carry "
+                                                   "(e.g. --nvidia-cfg-path, --uvm-persistence-mode)")
 
     @field_validator("user")
     @classmethod
@@ -132,7 +141,20 @@ class PcieSpec(_Section):
     width: Optional[int] = Field(None, description="expected link width (lanes)")
     # catalog: idle links legitimately power down; default leaves them unverified (SKIP).
     idle: Literal["not_verified", "fail"] = Field("not_verified", description="below-spec link while idle")
+    # issue 21: the width does not train down for power (only the speed does): a narrow link
+    # FAILs at any activity unless this allows it at idle (or pcie.width names the narrower slot).
+    width_at_idle: Literal["fail", "not_verified"] = Field("fail", description="below-spec link width while idle")
     check_upstream: bool = Field(True, description="compare upstream ports' sysfs link with the GPU's")
+    # issue 19 (PCIe errors, NG-PCIERR-001): absent replay/AER counters are ERROR unless not_verified.
+    errors: Literal["verify", "not_verified"] = Field("verify", description="PCIe error counters: verify | not_verified (absent counters SKIP instead of ERROR)")
+    # None: DCGM's rate, 8 replays per minute (dcgm_gpu_hardware_limits.h DCGM_LIMIT_MAX_PCIREPLAY_RATE),
+    # over the time since boot (/proc/uptime), the one window a single reading has.
+    max_replays: Optional[int] = Field(None, ge=0, description="PCIe replays allowed (None: DCGM's 8 per minute since boot)")
+    # PCIe base spec: uncorrectable (non-fatal and fatal) errors lose or corrupt data; a node under
+    # acceptance shows none (DCGM has no AER threshold; the kernel's AER counters are cumulative since boot).
+    max_aer_fatal: int = Field(0, ge=0, description="fatal AER errors allowed on the GPU and its upstream ports")
+    max_aer_nonfatal: int = Field(0, ge=0, description="non-fatal AER errors allowed on the GPU and its upstream ports")
+    max_aer_correctable: Optional[int] = Field(None, ge=0, description="correctable AER errors allowed (None: shown, not enforced)")
 
     @field_validator("width")
     @classmethod
@@ -172,9 +194,10 @@ class EccSpec(_Section):
 
 
 class MemorySpec(_Section):
-    # auto: SKU profile, else architecture (Ampere and later remap rows; NVIDIA A100 memory
-    # error management doc), else what the driver reports.
-    repair: Literal["auto", "row_remap", "page_retirement"] = Field("auto", description="auto (SKU profile / architecture) | row_remap | page_retirement")
+    # auto: the SKU profile by PCI device id (issue 21: a board property, not the architecture's:
+    # GDDR6X GeForce Ampere has no row remapper), else what the driver reports; an unknown board
+    # whose driver reports the feature N/A is ERROR "unknown board: add it to the SKU profiles".
+    repair: Literal["auto", "row_remap", "page_retirement", "none"] = Field("auto", description="auto (SKU profile by PCI device id) | row_remap | page_retirement | none (the board has neither)")
     # catalog: remapped_rows N/A under MIG is unsupported: ERROR unless allowed (then SKIP).
     allow_mig_unsupported_remap: bool = Field(False, description="remapped rows N/A under MIG: SKIP instead of ERROR")
     # DCGM dcgm_gpu_hardware_limits.h: DCGM_LIMIT_MAX_RETIRED_PAGES 63 (FAIL at >= 63).
@@ -199,6 +222,74 @@ class FabricManagerSpec(_Section):
     required: Union[bool, Literal["auto"]] = Field("auto", description="fabric manager installed and active (auto: when installed)")
 
 
+class NvlinkSpec(_Section):
+    # None: from the SKU profile (nodegate/data/skus.yaml nvlink_links / nvlink_gbps); 0 = the GPU has no
+    # NVLink here (PCIe board, VM): NG-NVL-* SKIP naming nvlink.links.
+    links: Optional[int] = Field(None, ge=0, le=64, description="active NVLinks per GPU (None: SKU profile; 0: no NVLink, SKIP)")
+    speed_gbps: Optional[float] = Field(None, gt=0, description="minimum per-link speed, GB/s as nvidia-smi prints it (None: SKU profile)")
+    # Defaults 0: DCGM's health watch FAILs on any replay or recovery error (DcgmHealthWatch
+    # MonitorNVLink: delta >= DCGM_LIMIT_MAX_NVLINK_ERROR 1) and warns on any CRC error; Meta GCM's
+    # check-dcgmi nvlink tolerates 0 of each by default. nodegate has no WARN: a CRC error is a FAIL.
+    max_replay_errors: int = Field(0, ge=0, description="NVLink replay errors per link allowed (DCGM: any is a failure)")
+    max_recovery_errors: int = Field(0, ge=0, description="NVLink recovery errors per link allowed (DCGM: any is a failure)")
+    max_crc_errors: int = Field(0, ge=0, description="NVLink CRC (flit + data) errors per link allowed (DCGM warns on any)")
+    # corpus 120: the driver refuses NVLink queries in MIG mode; not_verified SKIPs, error ERRORs.
+    mig: Literal["not_verified", "error"] = Field("not_verified", description="GPU in MIG mode (NVLink not queryable): SKIP (not_verified) or ERROR")
+
+
+class FabricSpec(_Section):
+    # auto: required for Hopper and later GPUs behind NVSwitch (NVSwitch functions present, or the SKU
+    # profile expects them for this GPU count): nvidia-smi -q fabric state is Hopper+ (NVML
+    # nvmlDeviceGetGpuFabricInfo "Hopper or newer fully supported devices").
+    required: Union[bool, Literal["auto"]] = Field("auto", description="fabric state Completed/Success required (auto: Hopper+ with NVSwitch)")
+
+
+class NvswitchSpec(_Section):
+    # None: the SKU profile's count for its HGX baseboard (skus.yaml nvswitch_count / nvswitch_gpus).
+    count: Optional[int] = Field(None, ge=0, le=64, description="NVSwitch PCI functions (vendor 10de, class 0680) expected (None: SKU profile)")
+
+
+class IbSpec(_Section):
+    # None: every InfiniBand-layer port found must be Active/LinkUp (none found -> SKIP naming ib.ports).
+    ports: Optional[int] = Field(None, ge=0, le=64, description="InfiniBand-layer ports expected Active/LinkUp (None: those present)")
+    rate_gbps: Optional[float] = Field(None, gt=0, description="minimum port rate, Gb/s (e.g. 400 for NDR; None: not enforced)")
+    # Ethernet-layer (RoCE) functions are ignored unless named here.
+    devices: Optional[list[str]] = Field(None, description="RDMA devices to judge, any link layer (None: every InfiniBand-layer device)")
+    firmware: Optional[Union[str, list[str]]] = Field(None, description="HCA firmware version(s) allowed (sysfs fw_ver)")
+    gpu_hca: Optional[dict[int, str]] = Field(None, description="GPU index -> its RDMA device (rail), for the per-GPU port check")
+
+
+class ConfigSpec(_Section):
+    vbios: Optional[Union[str, list[str]]] = Field(None, description="VBIOS version(s) allowed (None: only the same on every GPU)")
+    inforom: Optional[Union[str, list[str]]] = Field(None, description="InfoROM image version(s) allowed (None: only the same on every GPU)")
+    # the node's GPUs of one model run one firmware (a mixed VBIOS after a partial update is drift)
+    same_firmware: bool = Field(True, description="VBIOS and InfoROM equal on every GPU of one model")
+    # None: the board's default_power_limit (nvidia-smi -q "Default Power Limit").
+    power_limit_w: Optional[float] = Field(None, gt=0, description="enforced power limit, W (None: the board default)")
+    power_tolerance_w: float = Field(1.0, ge=0, description="allowed difference from the expected power limit, W")
+    # Acceptance default: MIG off unless the site configures it (nvidia-smi -mig; pending != current
+    # waits for a GPU reset).
+    mig: Literal["disabled", "enabled", "any"] = Field("disabled", description="MIG mode current and pending")
+    # NVIDIA's default compute mode (nvidia-smi -c 0 = DEFAULT).
+    compute_mode: Union[Literal["Default", "Exclusive_Process", "Prohibited", "any"], list[str]] = Field(
+        "Default", description="compute mode(s) allowed")
+
+
+class CudaSpec(_Section):
+    toolkit: str = Field(..., description="CUDA toolkit the node must run, e.g. '12.8' (GA) or '12.8.1' (update 1)")
+    # toolkit: the toolkit's own minimum driver (CUDA Toolkit Release Notes, "CUDA Toolkit and
+    # Corresponding Driver Versions"); minor_version: CUDA minor version compatibility (same major,
+    # the major's first driver, with its documented limitations).
+    compatibility: Literal["toolkit", "minor_version"] = Field("toolkit", description="toolkit (full) or minor_version compatibility")
+
+    @field_validator("toolkit")
+    @classmethod
+    def _toolkit(cls, v):
+        if not re.fullmatch(r"\d{1,2}\.\d{1,2}(?:\.\d{1,2})?", v):
+            raise ValueError(f"cuda toolkit {v!r} is not a version such as '12.8' or '12.8.1'")
+        return v
+
+
 class ChecksSpec(_Section):
     skip: list[str] = Field([], description="check ids or names that do not apply (SKIP naming checks.skip)")
 
@@ -221,3 +312,18 @@ class Spec(_Section):
     checks: ChecksSpec = ChecksSpec()
     baseline: BaselineSpec = BaselineSpec()
     burnin: Optional[BurninSpec] = None
+    nvlink: NvlinkSpec = NvlinkSpec()
+    fabric: FabricSpec = FabricSpec()
+    nvswitch: NvswitchSpec = NvswitchSpec()
+    ib: IbSpec = IbSpec()
+    config: ConfigSpec = ConfigSpec()
+    cuda: Optional[CudaSpec] = Field(None, description="CUDA toolkit the node must run: '12.8' or {toolkit, compatibility}")
+
+    @field_validator("cuda", mode="before")
+    @classmethod
+    def _cuda(cls, v):
+        # `cuda: "12.8"` (issue 19) is shorthand for {toolkit: "12.8"}; a YAML float (12.8 unquoted)
+        # is refused: 12.10 would read as 12.1
+        if isinstance(v, float):
+            raise ValueError(f"cuda {v!r}: quote the version (YAML reads 12.10 as 12.1)")
+        return {"toolkit": v} if isinstance(v, str) else v

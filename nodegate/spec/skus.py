@@ -27,8 +27,15 @@ class SkuProfile(BaseModel):
     gsp_firmware: Optional[str] = None
     flavor: Literal["open", "proprietary", "any"] = "any"
     ecc: bool = True
-    memory_repair: Literal["row_remap", "page_retirement"] = "row_remap"
+    memory_repair: Literal["row_remap", "page_retirement", "none"] = "row_remap"
     persistenced_root: bool = False
+    # issue 19 (fabric): NVLinks per GPU and the per-link speed nvidia-smi nvlink -s prints (GB/s);
+    # NVSwitch PCI functions by the node's GPU count of this SKU ("*" = any count); the minimum
+    # driver (a branch "550" or a version) the SKU needs. None = not known: set it in the spec.
+    nvlink_links: Optional[int] = None
+    nvlink_gbps: Optional[float] = None
+    nvswitches: Optional[dict[str, int]] = None
+    min_driver: Optional[str] = None
     source: str
 
 
@@ -39,6 +46,7 @@ class ArchProfile(BaseModel):
     gsp_firmware: Optional[str] = None
     flavor: Literal["open", "proprietary", "any"] = "any"
     memory_repair: Literal["row_remap", "page_retirement"] = "row_remap"
+    min_driver: Optional[str] = None
     source: str
 
 
@@ -58,6 +66,50 @@ def load_skus() -> dict[str, SkuProfile]:
 def load_arch_profiles() -> dict[str, ArchProfile]:
     raw = _read()
     return {k.lower(): ArchProfile(architecture=k, **v) for k, v in raw["architectures"].items()}
+
+
+class GspSupport(BaseModel):
+    """Which drivers and boards can run GSP firmware (skus.yaml ``gsp:``, each value cited there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_driver_branch: int
+    per_architecture_files_branch: int
+    ga10x_name_branch: int
+    default_on_all_branch: int
+    architectures: list[str]
+
+    def file_for_driver(self, name: str, version: str | None) -> str:
+        """The GSP file a SKU profile names (the 530+ ``gsp_tu10x.bin``/``gsp_ga10x.bin``) as the
+        driver ``version`` ships it: ``gsp.bin`` before 525, ``gsp_ad10x.bin`` for ga10x in 525-529."""
+        major = (version or "").split(".")[0]
+        if not major.isdigit():
+            return name
+        b = int(major)
+        if b < self.per_architecture_files_branch:
+            return "gsp.bin"
+        if b < self.ga10x_name_branch and name == "gsp_ga10x.bin":
+            return "gsp_ad10x.bin"
+        return name
+
+    def driver_predates_gsp(self, version: str | None) -> bool:
+        """True when ``version`` ('440.31') is a branch older than the first with GSP firmware."""
+        major = (version or "").split(".")[0]
+        return major.isdigit() and int(major) < self.first_driver_branch
+
+    def architecture_can_run(self, architecture: str | None) -> bool | None:
+        """True/False for a known architecture name, None when unknown."""
+        if not architecture:
+            return None
+        known = {a.lower() for a in self.architectures}
+        old = {"kepler", "maxwell", "pascal", "volta"}
+        a = architecture.strip().lower()
+        return True if a in known else False if a in old else None
+
+
+@lru_cache(maxsize=1)
+def gsp_support() -> GspSupport:
+    return GspSupport(**_read()["gsp"])
 
 
 def sku_profile(device_id: str | None) -> SkuProfile | None:

@@ -20,6 +20,8 @@ import re
 import shutil
 from pathlib import Path
 
+from tests.bundle_edit import give_identity, write_item
+
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "inventories" / "samples" / "h200-vm"
 OLD_DRIVER = "580.159.04"
@@ -33,7 +35,7 @@ UUID1 = "GPU-5e1f0c3a-0d2b-4c7e-9a61-2f3b8d4e6a11"
 
 
 def _rw(p: Path, fn) -> None:
-    p.write_text(fn(p.read_text()))
+    write_item(p, fn(p.read_text()))
 
 
 def set_meta(d: Path, node: str, spec: dict | None) -> None:
@@ -53,7 +55,7 @@ def _edit_gpu(d: Path, bus: str, fn) -> None:
     xml = p.read_text()
     for s, e in _gpu_blocks(xml):
         if f'<gpu id="0000{bus}">' in xml[s:e]:
-            p.write_text(xml[:s] + fn(xml[s:e]) + xml[e:])
+            write_item(p, xml[:s] + fn(xml[s:e]) + xml[e:])
             return
     raise KeyError(bus)
 
@@ -69,13 +71,13 @@ def two_gpu(dst: Path) -> Path:
           .replace("<minor_number>0</minor_number>", "<minor_number>1</minor_number>")
           .replace("<pci_device>06</pci_device>", "<pci_device>07</pci_device>"))
     xml = xml[:e] + "\n\t" + g1 + xml[e:]
-    p.write_text(xml.replace("<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>"))
+    write_item(p, xml.replace("<attached_gpus>1</attached_gpus>", "<attached_gpus>2</attached_gpus>"))
     sysfs = (dst / "pci.sysfs.out").read_text()
     block, _, _ = sysfs.partition("gpus: 1\n")
-    (dst / "pci.sysfs.out").write_text(block + block.replace(short0, short1) + "gpus: 2\n")
+    write_item(dst / "pci.sysfs.out", block + block.replace(short0, short1) + "gpus: 2\n")
     info = (dst / "driver.gpus_information.out").read_text()
     info1 = info.replace(BUS0, BUS1).replace(UUID0, UUID1).replace("Device Minor: \t 0", "Device Minor: \t 1")
-    (dst / "driver.gpus_information.out").write_text(info.rstrip("\n") + "\n" + info1)
+    write_item(dst / "driver.gpus_information.out", info.rstrip("\n") + "\n" + info1)
     _rw(dst / "smi.clocks_samples.out",
         lambda t: t.rstrip("\n") + "\n" + t.strip().replace(f"0000{BUS0}", f"0000{BUS1}").replace("0,", "1,", 1) + "\n")
     _rw(dst / "dev.nvidia.out", lambda t: t.replace("nvidia0\n", "nvidia0\nnvidia1\n"))
@@ -85,6 +87,7 @@ def two_gpu(dst: Path) -> Path:
 def clone(src: Path, dst: Path, node: str, spec: dict | None = None) -> Path:
     shutil.copytree(src, dst)
     set_meta(dst, node, spec)
+    give_identity(dst, node)   # one machine per node (NG-INV-003)
     return dst
 
 
@@ -116,14 +119,14 @@ def upgrade_driver(d: Path, new: str = NEW_DRIVER) -> None:
     for p in d.glob("*.out"):
         t = p.read_text()
         if OLD_DRIVER in t or old_branch in t:
-            p.write_text(t.replace(OLD_DRIVER, new).replace(old_branch, new_branch))
+            write_item(p, t.replace(OLD_DRIVER, new).replace(old_branch, new_branch))
 
 
 def upgrade_kernel(d: Path, new: str = NEW_KERNEL) -> None:
     for p in d.glob("*.out"):
         t = p.read_text()
         if OLD_KERNEL in t:
-            p.write_text(t.replace(OLD_KERNEL, new))
+            write_item(p, t.replace(OLD_KERNEL, new))
 
 
 def lose_gpu(d: Path, bus: str) -> None:
@@ -135,7 +138,7 @@ def lose_gpu(d: Path, bus: str) -> None:
         if f'<gpu id="0000{bus}">' in xml[s:e]:
             xml = xml[:s].rstrip("\t") + xml[e:].lstrip("\n")
             break
-    p.write_text(re.sub(r"<attached_gpus>(\d+)</attached_gpus>",
+    write_item(p, re.sub(r"<attached_gpus>(\d+)</attached_gpus>",
                         lambda m: f"<attached_gpus>{int(m.group(1)) - 1}</attached_gpus>", xml))
     _rw(d / "smi.clocks_samples.out", lambda t: "".join(l for l in t.splitlines(True) if f"0000{bus}" not in l))
     short = bus[5:-2]

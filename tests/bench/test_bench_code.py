@@ -129,5 +129,9 @@ def test_scale_run_at_two_sizes_writes_its_table(tmp_path):
     out = tmp_path / "scale.json"
     assert scale.main((2, 4), out) == 0
     rows = json.loads(out.read_text())
-    assert [(r["nodes"], r["items"], r["junit_files"], r["rc"]) for r in rows] == [(2, 240, 1, 0), (4, 480, 1, 0)]
-    assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * 44   # 44 objects a healthy node
+    items = sum(8 if c.scope == "gpu" else 1 for c in __import__("nodegate.checks", fromlist=["x"]).load_all().values())
+    assert [(r["nodes"], r["items"], r["junit_files"], r["rc"]) for r in rows] == [
+        (2, 2 * items, 1, 0), (4, 4 * items, 1, 0)]
+    from nodegate.checks import load_all
+    per_node = 2 + len(load_all())   # a node's suite, a testcase per check, the check skipped on every GPU
+    assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * per_node

@@ -83,6 +83,14 @@ def _collect(fleet, node: str, out: Path, tmp: Path) -> subprocess.CompletedProc
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
+def _spec_sources(cases: dict) -> set[str]:
+    return {v for c in cases.values() for k, v in c["properties"] if k == "spec_source"}
+
+
+def _without_spec_source(cases: dict) -> dict:
+    return {t: dict(c, properties=[(k, v) for k, v in c["properties"] if k != "spec_source"]) for t, c in cases.items()}
+
+
 def test_collect_then_replay_equals_ssh_run(fleet, serial, tmp_path):
     bundles = tmp_path / "run"
     for node in PROFILES:
@@ -93,4 +101,8 @@ def test_collect_then_replay_equals_ssh_run(fleet, serial, tmp_path):
     assert rep.returncode == 1, rep.stdout[-3000:] + rep.stderr[-3000:]
     got = junit_cases(tmp_path / "reports" / "junit.xml")
     assert outcomes(got) == outcomes(serial[0])
-    assert got == serial[0]  # same messages and properties: the same evidence, evaluated the same way
+    # same messages and properties: the same evidence, evaluated the same way; only the spec's origin
+    # differs: the SSH run's is the inventory, the replay's the spec each bundle recorded
+    assert _spec_sources(got) == {"bundle meta.json"}
+    assert {s.split(" ", 1)[0] for s in _spec_sources(serial[0])} == {"inventory"}
+    assert _without_spec_source(got) == _without_spec_source(serial[0])

@@ -13,15 +13,16 @@ from dataclasses import replace
 
 from nodegate.checks import GpuSlot, evaluate, gpu_slots
 from nodegate.errors import EvidenceError
-from nodegate.facts import (NA, DaemonProcess, DkmsEntry, DkmsStatus, DriverBanner, EccCounters,
-                            FirmwareFacts, GpuFacts, KernelEvent, LibNvml, ModinfoFacts, ModuleEntry,
-                            ModuleState, PasswdEntry, PcieLink, PersistencedFacts, RemappedRows,
-                            RetiredPages, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
+from nodegate.facts import (NA, AerCounters, DaemonProcess, DkmsEntry, DkmsStatus, DriverBanner, EccCounters,
+                            FirmwareFacts, GpuFacts, GpuNvLinks, KernelEvent, LibNvml, ModinfoFacts,
+                            ModuleEntry, ModuleState, NvLink, PasswdEntry, PcieLink, PersistencedFacts,
+                            RemappedRows, RetiredPages, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
 from nodegate.spec import load_spec
 
 # attribute -> evidence key (the key a missing fact names)
 ATTR_KEYS = {
-    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "modules": "modules.proc",
+    "kernel_release": "meta.uname_r", "boot_id": "meta.boot_id", "machine_id": "meta.machine_id",
+    "modules": "modules.proc",
     "nvidia_module_version": "modules.nvidia_version", "modinfo_nvidia": "modinfo.nvidia",
     "modinfo_peermem": "modinfo.nvidia_peermem", "modinfo_nv_peer_mem": "modinfo.nv_peer_mem",
     "installed_kernels": "kernels.installed", "modules_load_d": "modules.load_d", "dkms": "dkms.status",
@@ -33,6 +34,10 @@ ATTR_KEYS = {
     "peermem_registered": "peermem.registration", "kernel_events": "kernel.log",
     "kernel_log_source": "kernel.log", "fabricmanager_version": "fabricmanager.version",
     "fabricmanager_unit": "systemd.fabricmanager_show", "clocks_samples": "smi.clocks_samples",
+    # issue 19
+    "uptime_s": "meta.uptime", "nvlink_status": "smi.nvlink_status", "nvlink_errors": "smi.nvlink_errors",
+    "nvml_nvlinks": "nvml.json", "nvswitches": "pci.nvswitch", "pci_aer": "pci.aer", "ib_ports": "ib.ports",
+    "ibstat_ports": "ib.ibstat", "fabricmanager_log": "fabricmanager.log", "smi_report": "smi.qx",
 }
 
 
@@ -92,6 +97,11 @@ def reasons(**active) -> dict:
     return {r: bool(active.get(r, False)) for r in CLOCKS_EVENT_BITS}
 
 
+def pci_gpus(gpus) -> list[SysfsLink]:
+    """The sysfs PCI functions (``pci.sysfs``) of ``gpus``: a node's GPU lists agree (NG-INV-001)."""
+    return [SysfsLink(g.pci_bus_id, "gpu", None, "0x2335", 5, 16, 5, 16) for g in gpus]
+
+
 def gpu(index=0, bus=BUS, **kw) -> GpuFacts:
     """An idle, healthy H200 (values from the capture's smi_q.out)."""
     g = GpuFacts(
@@ -107,8 +117,30 @@ def gpu(index=0, bus=BUS, **kw) -> GpuFacts:
         sram_threshold_exceeded=False,
         remapped_rows=RemappedRows(0, 0, False, False, {"max": 3072, "high": 0, "partial": 0, "low": 0, "none": 0}),
         retired_pages=RetiredPages(NA, NA, NA), gsp_firmware_version=VER, recovery_action="None",
-        mig_mode_current=False, source="smi_xml")
+        mig_mode_current=False, mig_mode_pending=False, vbios_version="96.00.A5.00.1A",
+        inforom_image="G520.0282.02.02", compute_mode="Default", power_limit_w=700.0, power_limit_default_w=700.0,
+        pcie_replay_counter=0, pcie_replay_rollover=0, fabric_state=NA, fabric_status=NA, fabric_health=NA,
+        source="smi_xml")
     return replace(g, **kw)
+
+
+def nvlinks(index=0, uuid=None, n=18, gbps=26.562, down=(), errors=None) -> GpuNvLinks:
+    """One GPU's NVLinks as nvidia-smi nvlink -s/-e give them (H100/H200 SXM: 18 x 26.562 GB/s)."""
+    uuid = uuid or f"GPU-5e1f0c3a-0d2b-4c7e-9a61-2f3b8d4e6a1{index}"
+    links = [NvLink(k, active=k not in down, speed_gbps=None if k in down else gbps,
+                    errors=dict((errors or {}).get(k, {"replay": 0, "recovery": 0, "crc": 0}))) for k in range(n)]
+    return GpuNvLinks(index=index, name="NVIDIA H200", uuid=uuid, links=links, status="ok", source="smi")
+
+
+def aer(bus=BUS, up="0000:00:01.0", **totals) -> list:
+    """AER records of one GPU and its upstream port, every counter 0 unless given (e.g. up_fatal=1)."""
+    def rec(bdf, role, prefix):
+        t = {k: totals.get(f"{prefix}_{k}", 0) for k in ("correctable", "nonfatal", "fatal")}
+        return AerCounters(bdf, role, bus if role == "upstream" else None,
+                           correctable={"RxErr": t["correctable"]}, nonfatal={"DLP": t["nonfatal"]},
+                           fatal={"DLP": t["fatal"]}, correctable_total=t["correctable"],
+                           nonfatal_total=t["nonfatal"], fatal_total=t["fatal"], files=3)
+    return [rec(bus, "gpu", "gpu")] + ([rec(up, "upstream", "up")] if up else [])
 
 
 def module_state(names=("nvidia_drm", "nvidia_modeset", "nvidia_uvm", "nvidia"), builtin=("ib_core",)):
@@ -138,15 +170,16 @@ def healthy(**changes) -> FakeFacts:
         smi_version=SmiVersion(VER, "580.159", VER, "13.0"), smi_error=None, gpus=[gpu()], gpu_source="smi_xml",
         persistenced_unit=SystemdUnit(load_state="loaded", active_state="active", sub_state="running",
                                       unit_file_state="enabled",
-                                      exec_start=[[DAEMON, "--user", "nvidia-persistenced"]], main_pid=1234,
+                                      exec_start=[[DAEMON, "--user", "nvidia-persistenced", "--persistence-mode"]], main_pid=1234,
                                       fragment_path="/usr/lib/systemd/system/nvidia-persistenced.service",
                                       drop_in_paths=[DROPIN], result="success",
                                       raw={"LoadState": "loaded", "ActiveState": "active"}),
         persistenced_unit_files=[
             UnitFile("/usr/lib/systemd/system/nvidia-persistenced.service", [f"{DAEMON} --verbose"], type="forking"),
-            UnitFile(DROPIN, ["", f"{DAEMON} --user nvidia-persistenced"],
-                     text=f"[Service]\nExecStart=\nExecStart={DAEMON} --user nvidia-persistenced\n")],
-        persistenced=PersistencedFacts([DaemonProcess(1234, 998, [DAEMON, "--user", "nvidia-persistenced"])], 998,
+            UnitFile(DROPIN, ["", f"{DAEMON} --user nvidia-persistenced --persistence-mode"],
+                     text=f"[Service]\nExecStart=\nExecStart={DAEMON} --user nvidia-persistenced --persistence-mode\n")],
+        persistenced=PersistencedFacts([DaemonProcess(1234, 998, [DAEMON, "--user", "nvidia-persistenced",
+                                                                  "--persistence-mode"])], 998,
                                        True),
         persistenced_user=PasswdEntry("nvidia-persistenced", 998, 998, "/", "/usr/sbin/nologin"),
         firmware=FirmwareFacts("", VER, {f"/lib/firmware/updates/{KVER}/nvidia/{VER}": None,
@@ -161,6 +194,8 @@ def healthy(**changes) -> FakeFacts:
         kernel_log_source="dmesg", fabricmanager_version=missing("fabricmanager_version"),
         fabricmanager_unit=SystemdUnit(load_state="not-found", active_state="inactive"),
         clocks_samples=[sample],
+        uptime_s=86400.0, nvlink_status=[nvlinks()], nvlink_errors=[nvlinks()], nvml_nvlinks=None,
+        nvswitches=[], pci_aer=aer(), ib_ports=[], ibstat_ports=None, fabricmanager_log=[],
     )
     return f.but(**changes) if changes else f
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from nodegate.checks import load_all
-from nodegate.facts import GpuFacts, ModuleState, PcieLink, PersistencedFacts, SystemdUnit, UnitFile
+from nodegate.facts import (GpuFacts, ModuleState, PciFunction, PcieLink, PersistencedFacts, SystemdUnit,
+                            UnitFile)
 from nodegate.outcomes import Outcome
 from nodegate.parsers import corpus_sections, parse, parse_corpus_file
 from nodegate.parsers.proc_version import parse_banner_line
@@ -144,9 +145,16 @@ def test_008_tesla_t4_busy_width_x8_fails():
 def test_009_quadro_p2000_v12_throttle_naming_idle_skip():
     f = smi_node("009")
     assert run("NG-PCIE-001", f, spec(**GEN3)).outcome is Outcome.PASS
+    # The header's "trained link SKIP (idle P8 ... Gen1 x8 is not verifiable at idle)" predates issue 21
+    # (item 7), which wins: the speed drops at idle, the width does not. Gen1 alone would SKIP; x8 of a
+    # x16 board FAILs at any activity (corpus 118 states the same rule for an A10G at P8).
     r = run("NG-PCIE-002", f, spec(**GEN3))
-    assert r.outcome is Outcome.SKIP
+    assert r.outcome is Outcome.FAIL
     assert r.observed == "Gen1 x8 at P8, GpuIdle active"
+    assert "trained link width x8 below x16" in r.message
+    # the speed at idle on its own is still unverified: a x8 slot named in the spec leaves Gen1 at P8 a SKIP
+    r = run("NG-PCIE-002", f, spec(pcie={"gen": 3, "width": 8}))
+    assert r.outcome is Outcome.SKIP
     assert run("NG-CLK-001", f).outcome is Outcome.PASS
 
 
@@ -513,12 +521,218 @@ def test_050_h100_hgx_boot_dmesg_proprietary_8_gpus_no_errors():
     buses = [e.bus_id for e in events if e.kind == "drm_initialized"]
     gs = [GpuFacts(index=i, pci_bus_id=b, name="NVIDIA H100 80GB HBM3", pci_device_id="2330")
           for i, b in enumerate(buses)]
-    f = healthy(kernel_events=events, driver_banner=banner, gpus=gs, driver_gpus=[])
+    # a dmesg excerpt: no sysfs listing beside it (the fake's one-GPU pci.sysfs would contradict it)
+    f = healthy(kernel_events=events, driver_banner=banner, gpus=gs, driver_gpus=[]).without("pci_links")
     assert run("NG-FLV-001", f, spec(driver={"flavor": "proprietary"})).outcome is Outcome.PASS
     r = run("NG-INV-001", f, spec(gpu={"count": 8}))
     assert r.outcome is Outcome.PASS
     assert r.observed.startswith("8 GPU(s): 0000:19:00.0")
     assert run("NG-LOG-001", f).outcome is Outcome.PASS
+
+
+# ----------------------------------------------------------------------------------- corpus 101-122 (issue 19)
+HGX_BUSES = ["0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0",
+             "0000:cb:00.0", "0000:db:00.0"]   # HGX H100 layout (corpus 050); 101's GPU4 is 9b
+
+
+def _gpus(buses, name, device_id, arch, **kw):
+    return [GpuFacts(index=i, pci_bus_id=b, name=name, pci_device_id=device_id, architecture=arch,
+                     uuid=f"GPU-00000000-0000-0000-0000-{i:012x}", **kw) for i, b in enumerate(buses)]
+
+
+def _from_nvlink_headers(blocks, device_id, arch):
+    """GpuFacts named after nvidia-smi nvlink -s headers (index, name, UUID), as -q -x would list them."""
+    return [GpuFacts(index=b.index, pci_bus_id=f"0000:{0x10 + b.index:02x}:00.0", name=b.name, uuid=b.uuid,
+                     pci_device_id=device_id, architecture=arch) for b in blocks]
+
+
+@covers("NG-LOG-002", "NG-LOG-001")
+def test_101_xid119_gsp_rpc_timeout_fails_9b_only_and_history_rows_are_not_xids():
+    events = sections("101", "kernel_log")[0]
+    assert [e.xid for e in events if e.kind == "xid"] == [119] * 5    # 5 Xid lines, no history-table row
+    f = healthy(kernel_events=events, gpus=_gpus(HGX_BUSES, "NVIDIA H100 80GB HBM3", "2330", "Hopper"), driver_gpus=[])
+    assert outcomes("NG-LOG-002", f) == [Outcome.PASS] * 4 + [Outcome.FAIL] + [Outcome.PASS] * 3
+    r = run("NG-LOG-002", f, gpu=4)
+    assert r.observed.startswith("Xid 119 (GSP RPC Timeout; critical; action: drain and reset the GPU") and "x5" in r.observed
+    assert run("NG-LOG-001", f).outcome is Outcome.PASS       # every event is the GPU's; 'clocksource' is noise
+    assert "FAIL for 0000:9b:00" in verdict("101")
+
+
+@covers("NG-NVL-001")
+def test_106_a100x8_nvlink_12_links_at_25_pass_on_all_8():
+    blocks = sections("106", "nvlink_status")[0]
+    assert [len(b.links) for b in blocks] == [12] * 8 and {lk.speed_gbps for b in blocks for lk in b.links} == {25.0}
+    gs = _from_nvlink_headers(blocks, "20b2", "Ampere")
+    f = healthy(gpus=gs, driver_gpus=[], nvlink_status=blocks)
+    assert outcomes("NG-NVL-001", f) == [Outcome.PASS] * 8
+    assert run("NG-NVL-001", f, gpu=7).observed == "12/12 links up at 25 GB/s"
+    # the failure form of the same output: one link <inactive>
+    bad = parse("nvlink_status", parse_corpus_file(path("106"))[1].replace("Link 9: 25 GB/s", "Link 9: <inactive>", 1))
+    r = run("NG-NVL-001", f.but(nvlink_status=bad), gpu=0)
+    assert r.outcome is Outcome.FAIL and "link 9 <inactive>" in r.message
+    assert "PASS on all 8 GPUs" in verdict("106")
+
+
+@covers("NG-NVL-001", "NG-INV-001")
+def test_108_b300x7_nvlink_18_at_53125_pass_and_the_node_misses_a_gpu():
+    blocks = sections("108", "nvlink_status")[0]
+    assert len(blocks) == 7 and all(len(b.links) == 18 for b in blocks)
+    f = healthy(gpus=_from_nvlink_headers(blocks, "3182", "Blackwell"), driver_gpus=[], nvlink_status=blocks)
+    assert outcomes("NG-NVL-001", f) == [Outcome.PASS] * 7
+    assert run("NG-NVL-001", f).expected == "18 links up at >= 53.125 GB/s (SKU profile 3182 (B300 SXM6 AC))"
+    r = run("NG-INV-001", f, spec(gpu={"count": 8}))
+    assert r.outcome is Outcome.FAIL and r.observed.startswith("7 GPU(s)")
+    # the same speeds on an H100 profile would pass too (a minimum), on an A100 profile the count differs
+    assert "gpu-count FAIL" in verdict("108")
+
+
+def _fabric_snapshot(num, which):
+    """Corpus 110 as NodeFacts: the summary table's 8 H100 (persistence Off), the lspci NVSwitch bridges, and
+    GPU 0's fabric state from the ``which``-th `nvidia-smi -q -i 0 | grep Fabric` snapshot."""
+    summary = sections(num, "smi_summary")[0]
+    fabric = sections(num, "smi_text")[which].gpus[0]
+    gs = [replace(g, pci_device_id="2330", architecture="Hopper",
+                  fabric_state=fabric.fabric_state if g.index == 0 else "Completed",
+                  fabric_status=fabric.fabric_status if g.index == 0 else "Success") for g in summary.gpus]
+    bridges = [PciFunction(f"0000:{lk.bdf[5:]}" if lk.bdf.count(":") == 2 else lk.bdf, "0x22a3", "0x068000")
+               for lk in sections(num, "lspci")[0] if "NVSwitch" in lk.description]
+    return healthy(gpus=gs, driver_gpus=[], nvswitches=bridges, persistenced=PersistencedFacts([], None, False))
+
+
+@covers("NG-FAB-001", "NG-NVSW-001", "NG-DRV-002", "NG-PER-004")
+def test_110_h100x8_fabric_in_progress_fails_then_completed_passes_persistence_off_fails():
+    before, after = _fabric_snapshot("110", 0), _fabric_snapshot("110", 1)
+    r = run("NG-FAB-001", before, gpu=0)
+    assert r.outcome is Outcome.FAIL
+    assert r.observed == "state In Progress, status N/A" and "802" in r.message   # N/A: not registered yet
+    r = run("NG-FAB-001", after, gpu=0)
+    assert (r.outcome, r.observed) == (Outcome.PASS, "state Completed, status Success")   # judge by the latest
+    assert run("NG-NVSW-001", before).outcome is Outcome.PASS     # 4 GH100 NVSwitch bridges for 8 GPUs
+    # the fabric manager was not running before its journal shows it starting (CUDA 802)
+    stopped = before.but(fabricmanager_version="570.133.20",
+                         fabricmanager_unit=SystemdUnit(load_state="loaded", active_state="inactive", sub_state="dead",
+                                                        unit_file_state="enabled"))
+    assert run("NG-DRV-002", stopped).outcome is Outcome.FAIL
+    fm = sections("110", "fabricmanager_log")[0]
+    assert [e.kind for e in fm if e.kind != "other"] == ["pre_nvl5", "configured"]
+    assert outcomes("NG-PER-004", before) == [Outcome.FAIL] * 8    # Persistence-M Off on all 8
+    assert "second snapshot PASS" in verdict("110")
+
+
+@covers("NG-DRV-001", "NG-DRV-002")
+def test_113_fabric_manager_driver_interface_mismatch_fails():
+    (ev,) = sections("113", "fabricmanager_log")[0]
+    assert (ev.kind, ev.details) == ("version_mismatch", {"fm_version": "530.30.02", "driver_version": "530.41.03"})
+    failed = SystemdUnit(load_state="loaded", active_state="failed", sub_state="failed", unit_file_state="enabled")
+    f = healthy(nvidia_module_version="530.41.03", driver_banner=None, libnvml=replace(healthy().libnvml, version="530.41.03"),
+                fabricmanager_version=ev.details["fm_version"], fabricmanager_unit=failed, fabricmanager_log=[ev])
+    r = run("NG-DRV-001", f)
+    assert r.outcome is Outcome.FAIL      # same branch, different point release: not equal
+    assert r.observed == "kernel module 530.41.03, NVML 530.41.03, fabric manager 530.30.02"
+    r = run("NG-DRV-002", f)
+    assert r.outcome is Outcome.FAIL and "interface version 530.30.02 don't match with driver version 530.41.03" in r.message
+    assert "FM version must equal the driver version exactly" in verdict("113")
+
+
+@covers("NG-IB-001", "NG-IB-002", "NG-IB-003")
+def test_115_ibstat_8_ndr_ib_active_3_ethernet_down_passes():
+    ports = sections("115", "ibstat")[0]
+    assert [p.device for p in ports][:5] == ["mlx5_0", "mlx5_1", "mlx5_10", "mlx5_11", "mlx5_2"]   # lexical, kept
+    rails = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+    gs = _gpus(HGX_BUSES, "NVIDIA H100 80GB HBM3", "2330", "Hopper")
+    sp = spec(ib={"ports": 8, "rate_gbps": 400, "firmware": "28.39.1002", "gpu_hca": dict(enumerate(rails))})
+    # ibstat as the only source (no sysfs listing), then the same ports read from sysfs
+    for f in (healthy(gpus=gs, driver_gpus=[], ib_ports=[], ibstat_ports=ports),
+              healthy(gpus=gs, driver_gpus=[], ib_ports=ports, ibstat_ports=None)):
+        r = run("NG-IB-001", f, sp)
+        assert r.outcome is Outcome.PASS, r.message
+        assert r.observed == "8/8 port(s) Active/LinkUp at 400 Gb/s; 4 Ethernet-layer ignored"
+        assert outcomes("NG-IB-002", f, sp) == [Outcome.PASS] * 8
+        assert run("NG-IB-003", f, sp).outcome is Outcome.PASS     # the Ethernet functions' 22.38 not judged
+    # "any port Down -> FAIL" would be wrong here; naming an Ethernet function makes it count
+    f = healthy(ib_ports=ports, ibstat_ports=None)
+    assert run("NG-IB-001", f, spec(ib={"devices": rails + ["mlx5_2"]})).outcome is Outcome.FAIL
+    assert "infiniband check PASS" in verdict("115")
+
+
+@covers("NG-LOG-002", "NG-LOG-001")
+def test_117_xid13_xid43_application_faults_pass_with_the_events_shown():
+    events = sections("117", "kernel_log")[0]
+    assert {e.xid for e in events if e.kind == "xid"} == {13, 43}
+    f = healthy(kernel_events=events, gpus=[GpuFacts(index=0, pci_bus_id="0000:38:00.0", name="NVIDIA H100 80GB HBM3",
+                                                      pci_device_id="2330")], driver_gpus=[])
+    r = run("NG-LOG-002", f)
+    assert r.outcome is Outcome.PASS      # nodegate has no WARN: application faults are informational, not FAIL
+    assert "informational: Xid 13 (Graphics Engine Exception; minor;" in r.observed
+    assert "Xid 43 (GPU stopped processing; minor; action: restart the application) at 0000:38:00.0 x3" in r.observed
+    assert run("NG-LOG-001", f).outcome is Outcome.PASS
+    assert "application faults" in verdict("117")
+
+
+@covers("NG-PER-004", "NG-MEM-001", "NG-MEM-002", "NG-ECC-002", "NG-PCIE-001", "NG-CFG-002", "NG-CFG-003",
+        "NG-CFG-004", "NG-PCIERR-001")
+def test_118_a10g_xml_v11_persistence_off_fails_memory_passes():
+    f = smi_node("118", nvidia_module_version="515.105.01", persistenced=PersistencedFacts([], None, False),
+                 pci_aer=[], uptime_s=3600.0)
+    (g,) = f.gpus
+    assert g.pci_device_id == "0000"      # masked 000000DE: no SKU profile is looked up from it
+    assert run("NG-PER-004", f).outcome is Outcome.FAIL
+    r = run("NG-MEM-001", f)
+    assert r.outcome is Outcome.PASS and "none=0" in r.observed    # 'none 0 bank(s)' with max 192 is normal
+    assert run("NG-MEM-002", f).outcome is Outcome.SKIP            # retired pages N/A on Ampere
+    assert run("NG-ECC-002", f).outcome is Outcome.PASS
+    assert run("NG-PCIE-001", f, spec(pcie={"gen": 4, "width": 16})).outcome is Outcome.PASS
+    # the issue-19 checks on the same XML: 300/300 W, MIG N/A (not supported: disabled), Default, 0 replays
+    assert run("NG-CFG-002", f).outcome is Outcome.PASS
+    assert run("NG-CFG-003", f).observed == "MIG current N/A (not supported), pending N/A (not supported)"
+    assert run("NG-CFG-004", f).outcome is Outcome.PASS
+    assert run("NG-PCIERR-001", f, spec(pcie={"errors": "not_verified"})).outcome is Outcome.SKIP   # no AER listing
+    assert "persistence check FAIL" in verdict("118")
+
+
+@covers("NG-PCIE-002")
+def test_118_a10g_x8_width_at_idle_fails_when_the_profile_expects_x16():
+    # issue 21's pcie.py: a datacenter board's width does not downshift at idle (Gen1 at P8 alone is fine)
+    f = smi_node("118", nvidia_module_version="515.105.01")
+    r = run("NG-PCIE-002", f, spec(pcie={"gen": 4, "width": 16}))
+    assert r.outcome is Outcome.FAIL and "x8" in r.observed
+
+
+@covers("NG-NVL-001", "NG-NVL-002", "NG-INV-001", "NG-CFG-003")
+def test_120_h100_mig_nvlink_refused_skips_one_gpu_mig_fails_policy():
+    (g,) = sections("120", "smi_list")[0]
+    assert (g.index, g.mig_mode_current) == (0, True)    # four MIG lines, one physical GPU
+    (block,) = sections("120", "nvlink_status")[0]
+    assert block.status == "mig"
+    gf = GpuFacts(index=0, pci_bus_id="0000:00:06.0", name=g.name, uuid=g.uuid, pci_device_id="2330",
+                  architecture="Hopper", mig_mode_current=True, mig_mode_pending=True)
+    f = healthy(gpus=[gf], driver_gpus=[], nvlink_status=[block], nvlink_errors=[block])
+    r = run("NG-NVL-001", f)
+    assert r.outcome is Outcome.SKIP and "MIG mode" in r.message   # not FAIL ('links down'), not PASS
+    assert run("NG-NVL-002", f).outcome is Outcome.SKIP
+    assert run("NG-NVL-001", f, spec(nvlink={"mig": "error"})).outcome is Outcome.ERROR
+    assert run("NG-INV-001", f, spec(gpu={"count": 1})).outcome is Outcome.PASS
+    assert run("NG-CFG-003", f).outcome is Outcome.FAIL      # the acceptance profile requires MIG disabled
+    assert run("NG-CFG-003", f, spec(config={"mig": "enabled"})).outcome is Outcome.PASS
+    assert "MIG-mode policy check FAIL" in verdict("120")
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+def test_122_a100x8_talos_xid74_154_119_and_sxid24007_fail():
+    events = sections("122", "kernel_log")[0]
+    buses = ["0000:07:00.0", "0000:0b:00.0", "0000:48:00.0", "0000:4c:00.0", "0000:88:00.0", "0000:8b:00.0",
+             "0000:c8:00.0", "0000:cb:00.0"]
+    f = healthy(kernel_events=events, gpus=_gpus(buses, "NVIDIA A100-SXM4-80GB", "20b2", "Ampere"), driver_gpus=[])
+    assert outcomes("NG-LOG-002", f) == [Outcome.PASS, Outcome.FAIL, Outcome.FAIL] + [Outcome.PASS] * 5
+    r = run("NG-LOG-002", f, gpu=2)
+    assert "Xid 74 (NVLink Error on NVLink 8; critical;" in r.observed
+    assert "Xid 154 (GPU Recovery Action Changed; critical; action: GPU Reset Required)" in r.observed
+    r = run("NG-LOG-002", f, gpu=1)
+    assert r.observed.startswith("Xid 119 (GSP RPC Timeout;")     # the banner line, mapped to 0b's GPU line
+    r = run("NG-LOG-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert "SXid 24007 (not in nodegate's SXid table; fatal;" in r.message and "on nvidia-nvswitch1" in r.message
+    assert "SXid 24007 on NVSwitch 0000:aa:00.0" in verdict("122")
 
 
 def test_every_corpus_file_has_a_verdict_test():

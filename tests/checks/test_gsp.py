@@ -211,3 +211,38 @@ def test_gsp_auto_unreadable_banner_per_gpu_is_error():
                                   gpus=[gpu(gsp_firmware_version=NA)]))
     assert r.outcome is Outcome.ERROR
     assert r.message == "exit code 2 [driver.proc_version]"
+
+
+# ---------------------------------------------------------------- issue 21 item 6: driver branches and GSP
+def _on_driver(ver, files):
+    banner = DriverBanner("open", ver, "x86_64", f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {ver}")
+    return healthy(nvidia_module_version=ver, driver_banner=banner, gpus=[gpu(gsp_firmware_version=ver)],
+                   firmware=FirmwareFacts("", ver, {f"/lib/firmware/nvidia/{ver}": files}))
+
+
+@covers("NG-GSP-001")
+def test_driver_before_525_ships_one_gsp_bin():
+    # 515.43.04 (the first open module): a single firmware/gsp.bin (Frogging-Family/nvidia-all#131)
+    r = run("NG-GSP-001", _on_driver("515.65.01", {"gsp.bin": 25000000}))
+    assert r.outcome is Outcome.PASS
+    assert r.observed == "/lib/firmware/nvidia/515.65.01/gsp.bin (25000000 bytes)"
+
+
+@covers("NG-GSP-001")
+def test_525_branch_names_the_ga10x_file_gsp_ad10x():
+    r = run("NG-GSP-001", _on_driver("525.147.05", {"gsp_ad10x.bin": 30000000, "gsp_tu10x.bin": 20000000}))
+    assert r.outcome is Outcome.PASS
+    assert r.observed == "/lib/firmware/nvidia/525.147.05/gsp_ad10x.bin (30000000 bytes)"
+    r = run("NG-GSP-001", _on_driver("525.147.05", {"gsp_tu10x.bin": 20000000}))
+    assert r.outcome is Outcome.FAIL
+    assert "gsp_ad10x.bin not found" in r.message
+
+
+def test_gsp_support_table():
+    from nodegate.spec.skus import gsp_support
+    s = gsp_support()
+    assert (s.driver_predates_gsp("460.91.03"), s.driver_predates_gsp("465.31"), s.driver_predates_gsp(None)) == \
+        (True, False, False)
+    assert [s.architecture_can_run(a) for a in ("Pascal", "Turing", "Hopper", "Imaginary")] == [False, True, True, None]
+    assert [s.file_for_driver("gsp_ga10x.bin", v) for v in ("520.56.06", "525.60.11", "530.30.02")] == \
+        ["gsp.bin", "gsp_ad10x.bin", "gsp_ga10x.bin"]

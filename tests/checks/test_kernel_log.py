@@ -160,3 +160,102 @@ def test_gpu_without_bus_id_is_error():
     assert r.observed == "bus id not reported"
     assert r.message == ("GPU 0 (bus id unknown, serial 1650000000001): PCI bus id not reported; kernel log events "
                          "cannot be mapped to this GPU")
+
+
+# ---------------------------------------------------------------------------- a cut log (issue 17, item 4)
+import pytest  # noqa: E402
+
+from nodegate.bundle import Bundle  # noqa: E402
+from nodegate.collect import NodeFacts  # noqa: E402
+from nodegate.probe import RawItem  # noqa: E402
+
+XID48 = "[    2.000000] NVRM: Xid (PCI:0000:00:06): 48, pid=1, name=python, An uncorrectable double bit error"
+XID13 = "[   {t}.000000] NVRM: Xid (PCI:0000:00:06): 13, pid=1, name=python, Graphics Exception"
+
+
+def log_facts(text: str) -> NodeFacts:
+    """Real facts over a kernel.log item (the rest of the node from the healthy fake)."""
+    b = Bundle.from_raw("n", {"kernel.log": RawItem("kernel.log", text.encode(), b"", 0)}, {})
+    return NodeFacts(b)
+
+
+def with_log(text: str):
+    f = log_facts(text)
+    try:
+        return healthy(kernel_events=f.kernel_events, kernel_log_cut=f.kernel_log_cut, kernel_log_source="dmesg")
+    except Exception as e:  # noqa: BLE001 - an EvidenceError: the fact raises it on access
+        return healthy(kernel_events=e, kernel_log_cut=None)
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+def test_severe_line_kept_before_the_cut_fails_and_the_cut_is_shown():
+    # the probe kept the Xid 48 from before its last 5000 lines (and every Xid 13): no PASS on it
+    lines = [XID48] + [XID13.format(t=10 + i) for i in range(6000)]
+    text = "# source: dmesg\n" + "\n".join(lines) + "\n# lines: seen=13002 kept=6001 dropped_severe=0\n"
+    f = with_log(text)
+    r = run("NG-LOG-002", f)
+    assert r.outcome is Outcome.FAIL
+    assert "Xid 48" in r.message
+    assert r.observed.endswith("(kept 6001 of 13002 lines: every line that can decide a verdict, and the last ones)")
+    r1 = run("NG-LOG-001", f)
+    assert r1.outcome is Outcome.PASS
+    assert "kept 6001 of 13002 lines" in r1.observed
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+@pytest.mark.parametrize("record,why", [
+    ("# lines: seen=30000 kept=25000 dropped_severe=5000",
+     "the probe kept 25000 of 30000 NVRM lines and 5000 line(s) of records that can decide a verdict were cut away"),
+    ("# lines: seen=13002 kept=5000 dropped_severe=unknown",
+     "the probe kept 5000 of 13002 NVRM lines and lines that can decide a verdict may have been cut away"),
+], ids=["over_keep_cap", "node_without_awk"])
+def test_a_cut_that_lost_severe_lines_is_error_on_every_kernel_log_check(record, why):
+    text = "# source: dmesg\n" + "\n".join(XID13.format(t=10 + i) for i in range(50)) + "\n" + record + "\n"
+    f = with_log(text)
+    for cid in ("NG-LOG-001", "NG-LOG-002"):
+        r = run(cid, f)
+        assert r.outcome is Outcome.ERROR, cid
+        assert why in r.message, r.message
+
+
+@covers("NG-LOG-001")
+def test_no_awk_and_nothing_cut_is_judged():
+    text = "# source: dmesg\n" + XID48 + "\n# lines: seen=1 kept=1 dropped_severe=unknown\n"
+    r = run("NG-LOG-001", with_log(text).but(gpus=[]))
+    assert r.outcome is Outcome.FAIL
+    assert "Xid 48" in r.message
+
+
+@covers("NG-LOG-001", "NG-LOG-002", "NG-INV-001")
+@pytest.mark.parametrize("text", ["", "\n\n", "   \n"], ids=["empty", "blank_lines", "spaces"])
+def test_empty_kernel_log_without_its_source_line_is_error(text):
+    f = with_log(text)
+    for cid in ("NG-LOG-001", "NG-LOG-002"):
+        r = run(cid, f)
+        assert r.outcome is Outcome.ERROR
+        assert r.message.startswith("empty, without the probe's '# source:' line"), r.message
+    assert run("NG-INV-001", f).outcome is Outcome.ERROR   # gpu.count unset: a lost GPU not ruled out
+
+
+@covers("NG-LOG-001")
+@pytest.mark.parametrize("text", ["# source: dmesg\n", "# source: journalctl -k -b\n# lines: seen=0 kept=0 dropped_severe=0\n"])
+def test_empty_kernel_log_from_the_probe_passes(text):
+    r = run("NG-LOG-001", with_log(text))
+    assert r.outcome is Outcome.PASS
+    assert r.observed.startswith("no failing node-wide events (0 records")
+
+
+@covers("NG-LOG-001")
+@pytest.mark.parametrize("n,outcome", [(5000, Outcome.ERROR), (4999, Outcome.PASS), (5001, Outcome.PASS)])
+def test_old_probe_log_of_exactly_its_tail_limit_may_be_cut(n, outcome):
+    text = "# source: dmesg\n" + "\n".join(XID13.format(t=10 + i) for i in range(n)) + "\n"
+    r = run("NG-LOG-001", with_log(text))
+    assert r.outcome is outcome
+    if outcome is Outcome.ERROR:
+        assert r.message.startswith("5000 lines without a record of the cut")
+
+
+def test_a_cut_record_keeping_more_than_it_saw_is_unparsable():
+    f = log_facts("# source: dmesg\n# lines: seen=1 kept=9 dropped_severe=0\n")
+    with pytest.raises(Exception, match="keeps more lines than it saw"):
+        f.kernel_events  # noqa: B018

@@ -84,8 +84,8 @@ def test_mode_any_and_unit_not_found_skips():
 def test_dropin_reset_and_one_command_passes():
     r = run("NG-PER-002", healthy())
     assert r.outcome is Outcome.PASS
-    assert r.observed == (f"drop-in ExecStart lines ['', '{DAEMON} --user nvidia-persistenced']; effective "
-                          f"ExecStart: {DAEMON} --user nvidia-persistenced")
+    assert r.observed == (f"drop-in ExecStart lines ['', '{DAEMON} --user nvidia-persistenced --persistence-mode']; "
+                          f"effective ExecStart: {DAEMON} --user nvidia-persistenced --persistence-mode")
 
 
 @covers("NG-PER-002")
@@ -287,3 +287,67 @@ def test_dropin_not_listed_in_empty_dropin_paths_fails():
                                                          raw={"LoadState": "loaded", "DropInPaths": ""})))
     assert r.outcome is Outcome.FAIL
     assert r.message.startswith("systemd does not use the drop-in (DropInPaths=empty)")
+
+
+# ---------------------------------------------------------------- issue 21 item 3: the whole command line
+def _dropin(cmd_dropin, cmd_effective, **kw):
+    return healthy(persistenced_unit_files=[UnitFile(DROPIN, ["", cmd_dropin])],
+                   persistenced_unit=unit(exec_start=[cmd_effective.split()]), **kw)
+
+
+@covers("NG-PER-002")
+def test_effective_command_lacking_the_dropins_persistence_flag_fails_naming_it():
+    # same --user, so the old rule (compare --user only) passed this: the drop-in was edited after
+    # the last daemon-reload and the running unit still uses the old line
+    f = _dropin(f"{DAEMON} --user nvidia-persistenced --persistence-mode --verbose",
+                f"{DAEMON} --user nvidia-persistenced --verbose")
+    r = run("NG-PER-002", f)
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("effective ExecStart differs from the drop-in (daemon-reload not done?): "
+                                "--persistence-mode only in the drop-in")
+
+
+@covers("NG-PER-002")
+def test_effective_no_persistence_mode_differs_from_dropin_names_both():
+    f = _dropin(f"{DAEMON} --user nvidia-persistenced --persistence-mode",
+                f"{DAEMON} --user nvidia-persistenced --no-persistence-mode")
+    r = run("NG-PER-002", f)
+    assert r.outcome is Outcome.FAIL
+    assert "effective ExecStart disables persistence mode (--no-persistence-mode)" in r.message
+    assert "--no-persistence-mode in the effective ExecStart, --persistence-mode in the drop-in" in r.message
+
+
+@covers("NG-PER-002")
+def test_verbose_is_optional_and_nvidias_sample_unit_line_passes():
+    # NVIDIA's sample unit: ExecStart=/usr/bin/nvidia-persistenced --user __USER__ (persistence mode is the
+    # daemon's default without either flag: option-table.h)
+    for cmd in (f"{DAEMON} --user nvidia-persistenced", f"{DAEMON} --user nvidia-persistenced --verbose"):
+        r = run("NG-PER-002", _dropin(cmd, cmd))
+        assert r.outcome is Outcome.PASS, r.message
+
+
+@covers("NG-PER-002")
+def test_unexpected_flag_fails_unless_listed_in_extra_flags():
+    cmd = f"{DAEMON} --user nvidia-persistenced --foreground"
+    r = run("NG-PER-002", _dropin(cmd, cmd))
+    assert r.outcome is Outcome.FAIL
+    assert "drop-in command carries unexpected --foreground (persistence.extra_flags)" in r.message
+    assert run("NG-PER-002", _dropin(cmd, cmd), spec(persistence={"extra_flags": ["-f", "--foreground"]})).outcome \
+        is Outcome.PASS
+
+
+@covers("NG-PER-002")
+def test_spec_flag_no_persistence_mode_must_be_given():
+    cmd = f"{DAEMON} --user nvidia-persistenced"
+    sp = spec(persistence={"flag": "--no-persistence-mode", "mode": "any"})
+    r = run("NG-PER-002", _dropin(cmd, cmd), sp)
+    assert r.outcome is Outcome.FAIL
+    assert "drop-in command lacks --no-persistence-mode (persistence.flag)" in r.message
+
+
+@covers("NG-PER-002")
+def test_program_path_differs_is_named():
+    f = _dropin(f"{DAEMON} --user nvidia-persistenced", "/usr/local/bin/nvidia-persistenced --user nvidia-persistenced")
+    r = run("NG-PER-002", f)
+    assert r.outcome is Outcome.FAIL
+    assert f"/usr/local/bin/nvidia-persistenced in the effective ExecStart, {DAEMON} in the drop-in" in r.message

@@ -81,7 +81,11 @@ def test_expectations_spec_over_sku_over_default():
     e = expectations(load_spec({"gpu": {"sku": "20B2"}}), gpu())
     assert (e.pcie_gen, e.gsp_firmware) == (4, "gsp_tu10x.bin")
     e = expectations(load_spec(None), gpu(pci_device_id="2d58", architecture="Blackwell"))
-    assert (e.pcie_gen, e.flavor, e.memory_repair) == (None, "open", "row_remap")
+    assert (e.pcie_gen, e.flavor) == (None, "open")
+    # issue 21: memory repair is the board's (SKU profile), not the architecture's: an unknown Blackwell
+    # board may or may not have a row remapper (GeForce Ampere has none), and never retires pages
+    assert (e.memory_repair, e.row_remapping, e.page_retirement) == (None, None, False)
+    assert e.memory_repair_source == "unknown board (device id 2d58, architecture Blackwell)"
     e = expectations(load_spec(None), None)
     assert (e.pcie_gen, e.memory_repair) == (None, None)
 

@@ -133,7 +133,8 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
     come out ERROR naming the exit code, and wait_all raises (the run exits INTERNAL_ERROR)."""
     import nodegate.run as R
 
-    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True):
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True,
+                    stop=None):  # gather_fleet's signature (stop: the run-wide interruption)
         b = Bundle(jobs[0].name, {}, {"node": jobs[0].name, "status": "ok"})
         b.write(bundles_dir)
         prepare(b)
@@ -156,7 +157,8 @@ def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_p
     the inventory order whatever the order of arrival."""
     import nodegate.run as R
 
-    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True):
+    def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True,
+                    stop=None):  # gather_fleet's signature (stop: the run-wide interruption)
         for j in reversed(jobs):
             if j.name == "slow":
                 time.sleep(1.5)

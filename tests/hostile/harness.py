@@ -69,9 +69,10 @@ def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_hosts: Path | None = None,
-              timeout: float = 240.0, during=None) -> SuiteRun:
+              timeout: float = 240.0, during=None, env: dict | None = None) -> SuiteRun:
     """Run ``python -m pytest suites`` as the brief's command line; ``during(pid)`` runs in a
-    thread while the suite runs (e.g. to drop a connection mid-probe)."""
+    thread while the suite runs (e.g. to drop a connection mid-probe); ``env``: variables
+    added to the suite's environment."""
     reports.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
            "--reports-dir", str(reports), "--junitxml", str(reports / "junit.xml")]
@@ -81,7 +82,7 @@ def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_ho
         cmd += ["--known-hosts", str(known_hosts)]
     cmd += list(args)
     outp, errp = reports.parent / (reports.name + ".stdout"), reports.parent / (reports.name + ".stderr")
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     env.pop("SSH_AUTH_SOCK", None)
     t0 = time.monotonic()
     with open(outp, "wb") as fo, open(errp, "wb") as fe:
@@ -214,3 +215,19 @@ def kill_session_when(node_root: Path, marker_file: str, timeout: float = 60.0) 
                 pid = _ppid(pid)
         time.sleep(0.05)
     return False
+
+
+def healthy_1gpu():
+    """tools/fleet's h200-580-open-healthy with one GPU (fewer items: fleet tests stay within their
+    budget). One GPU of the HGX board, its four NVSwitches still there: the SKU profile expects none
+    for a single GPU (issue 19), so the spec says what this node has."""
+    import copy
+
+    from tools.fleet import Profile, load_profile
+    p = load_profile("h200-580-open-healthy")
+    data = copy.deepcopy(p.data)
+    data["gpus"]["count"] = 1
+    data["spec"]["gpu"]["count"] = 1
+    data["spec"]["gpu"]["bus_ids"] = data["spec"]["gpu"]["bus_ids"][:1]
+    data["spec"]["nvswitch"] = {"count": data["nvswitch"]["count"]}
+    return Profile("healthy-1gpu", data, p.chain)

@@ -4,7 +4,6 @@ outcome, and the run is bounded by the deadlines."""
 
 from __future__ import annotations
 
-import copy
 import os
 
 import pytest
@@ -12,7 +11,7 @@ import yaml
 
 from tests.hostile import harness as H
 from tests.hostile.conftest import needs_fleet
-from tools.fleet import Fleet, Profile, load_profile
+from tools.fleet import Fleet
 
 pytestmark = needs_fleet
 
@@ -22,21 +21,13 @@ BAD = {"hang-a": "hang", "hang-b": "hang-no-timeout", "refused-a": "refused", "r
 RUN_BOUND_S = 170
 
 
-def _healthy_1gpu() -> Profile:
-    """h200-580-open-healthy with one GPU (fewer items: the run stays within the module's budget)."""
-    p = load_profile("h200-580-open-healthy")
-    data = copy.deepcopy(p.data)
-    data["gpus"]["count"] = 1
-    data["spec"]["gpu"]["count"] = 1
-    data["spec"]["gpu"]["bus_ids"] = data["spec"]["gpu"]["bus_ids"][:1]
-    return Profile("healthy-1gpu", data, p.chain)
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("load")
     f = Fleet()
-    healthy = _healthy_1gpu()
+    healthy = H.healthy_1gpu()
     n_good = N_NODES - len(BAD)
     good = f.add_copies(healthy, n_good, prefix="ok")
     for name, kind in BAD.items():

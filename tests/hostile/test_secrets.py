@@ -147,7 +147,7 @@ def test_password_node_is_gathered_and_evaluated(env):
     assert meta["status"] == "ok" and meta["complete"] is True
     assert meta["target"] == f"paramiko://root:***@127.0.0.1:{meta['target'].rsplit(':', 1)[1]}"
     assert run.node_outcomes("pw-node") and "error" not in {
-        o for t, o in run.node_outcomes("pw-node").items() if t.startswith(("test_gpu_model", "test_pcie"))}
+        o for t, o in run.node_outcomes("pw-node").items() if t.startswith(("test_gpu_model", "test_pcie_link"))}
 
 
 def test_password_from_the_inventory_never_reaches_any_output(env):

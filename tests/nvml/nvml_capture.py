@@ -78,6 +78,11 @@ def _device(d: dict, index: int) -> dict:
     g["gsp_firmware"] = {"mode": _named(d["nvmlDeviceGetGspFirmwareMode"], ("enabled", "default")),
                          "version": leaf(d["nvmlDeviceGetGspFirmwareVersion"])}
     g["mig_mode"] = _named(d["nvmlDeviceGetMigMode"], ("current", "pending"))
+    # issue 19 fields the capture script read (it did not read the default power limit or fabric info)
+    for key, fn in (("power_limit_mw", "EnforcedPowerLimit"), ("inforom_image", "InforomImageVersion"),
+                    ("compute_mode", "ComputeMode"), ("pcie_replay_counter", "PcieReplayCounter")):
+        g[key] = leaf(d["nvmlDeviceGet" + fn])
+    g["nvlink"] = {"links": [], "first": leaf(d["NvLinkState.0"])}
     return g
 
 

@@ -1,6 +1,7 @@
 """smi_q.out (nvidia-smi -q) and smi_qx.out (nvidia-smi -q -x) of the same H200 give the same
 GpuFacts for every field both carry. Excluded: ``source`` (names the form) and the sampled
-readings ``temperature_c``/``power_draw_w`` (the two commands ran ~0.1 s apart: 36 C vs 35 C)."""
+readings ``temperature_c``/``power_draw_w``/``graphics_clock_mhz`` (the two commands ran ~0.1 s apart:
+36 C vs 35 C, 405 vs 375 MHz)."""
 
 import dataclasses
 from pathlib import Path
@@ -11,8 +12,8 @@ from nodegate.facts import GpuFacts
 from nodegate.parsers.smi_text import parse_smi_text
 from nodegate.parsers.smi_xml import parse_smi_xml
 
-CAP = Path(__file__).resolve().parents[3] / "shared" / "captures" / "h200-vm-580.159.04"
-SAMPLED = {"source", "temperature_c", "power_draw_w"}
+CAP = Path(__file__).resolve().parents[1] / "captures" / "h200-vm-580.159.04"   # the repo's copy
+SAMPLED = {"source", "temperature_c", "power_draw_w", "graphics_clock_mhz"}
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ def test_archive_holds_bundle_files_and_results(tmp_path):
         hostname = t.extractfile("n1/meta.hostname.out").read()
     assert names == ["n1/driver.proc_version.out", "n1/meta.hostname.out", "n1/meta.json",
                      "n1/meta.uname_r.out", "n1/results.json", "n1/test.gpus.out"]
-    assert results == {"node": "n1", "results": [{"check_id": "NG-A", "outcome": "fail"}]}
+    assert results == {"node": "n1", "spec_source": "", "results": [{"check_id": "NG-A", "outcome": "fail"}]}
     assert hostname == b"n1\n"
 
 

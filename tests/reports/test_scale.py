@@ -13,6 +13,7 @@ import pytest
 import xmlschema
 from junitparser import JUnitXml
 
+from nodegate.checks import load_all
 from nodegate.reports import junit, text
 from nodegate.reports.records import RecordBook
 
@@ -50,8 +51,9 @@ def test_4096_nodes_one_junit_file_under_gitlab_limits(fleet4096):
     assert (elements, testcases) == (files[0][2], files[0][3])  # the writer's count is GitLab's count
     assert elements < junit.MAX_OBJECTS < junit.GITLAB_MAX_OBJECTS
     assert testcases < junit.MAX_TESTCASES < junit.GITLAB_MAX_TESTCASES
-    # 29 testcases a healthy node (16 node checks, 13 GPU checks counted per check); a failing GPU has its own
-    assert testcases == 4088 * 29 + 8 * (29 + 1)
+    # a healthy node: one testcase per check (a GPU check's GPUs counted on one); a failing GPU has its own
+    checks = len(load_all())
+    assert testcases == 4088 * checks + 8 * (checks + 1)
     xmlschema.XMLSchema(str(XSD)).validate(str(path))
 
 
@@ -61,7 +63,8 @@ def test_4096_nodes_junit_reads_in_junitparser_with_per_gpu_failures(fleet4096):
     suites = {s.name: s for s in xml}
     assert len(suites) == 4096
     bad = suites["n00007"]
-    assert (bad.tests, bad.failures, bad.errors, bad.skipped) == (120, 2, 0, 8)
+    per_node = sum(8 if c.scope == "gpu" else 1 for c in load_all().values())
+    assert (bad.tests, bad.failures, bad.errors, bad.skipped) == (per_node, 2, 0, 8)
     root = DET.parse(path).getroot()
     gpu3 = next(s for s in root.iter("testsuite") if s.get("name") == "n00007 gpu3 NG-PCIE-002")
     props = {p.get("name"): p.get("value") for p in gpu3.iter("property")}
@@ -86,7 +89,7 @@ def test_a_fleet_too_large_for_one_file_is_split_into_parts_and_a_summary(tmp_pa
         assert objects <= 20_000, what
         if what.startswith("JUnit part"):
             seen += sum(1 for _ in DET.parse(path).getroot().iter("testcase"))
-    assert seen == 40 * 120
+    assert seen == 40 * sum(8 if c.scope == "gpu" else 1 for c in load_all().values())
     summary = DET.parse(out).getroot()
     cases = list(summary.iter("testcase"))
     assert len(cases) == 40 and cases[0].find("failure").get("message").startswith("e000: need action: NG-")

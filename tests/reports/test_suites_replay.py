@@ -35,6 +35,12 @@ def hostile_copy(dst):
     (dst / "smi.qx.out").write_text(qx)
     with (dst / "kernel.log.out").open("a") as fh:
         fh.write(f"[  12.000000] NVRM: {CTRL} {SCRIPT_NAME}\n")
+    # meta.json records each item's size: an edited item must agree with it, or it is ERROR
+    # (inconsistent evidence, docs/security.md)
+    meta = json.loads((dst / "meta.json").read_text())
+    for key in ("meta.hostname", "smi.qx", "kernel.log"):
+        meta["items"][key]["bytes"] = (dst / f"{key}.out").stat().st_size
+    (dst / "meta.json").write_text(json.dumps(meta))
 
 
 @pytest.fixture(scope="module")

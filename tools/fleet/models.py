@@ -15,6 +15,8 @@ GPU_MODELS: dict[str, dict] = {
         "reserved_mib": 616, "vbios": "96.00.A5.00.1A", "board_part": "692-2G520-0282-000",
         "gpu_part": "2335-895-A1", "serial_prefix": "16500000", "gsp": True,
         "row_remap": True, "retired_pages": False, "remap_banks": 3072, "power_limit": "700.00 W",
+        "inforom": "G520.0282.02.02", "nvlink_links": 18, "nvlink_gbps": "26.562", "nvswitch_device": 0x22A3,
+        "nvswitches": 4, "fabric": True,
     },
     "h100-sxm": {
         "product_name": "NVIDIA H100 80GB HBM3", "architecture": "Hopper", "device_id": 0x2330,
@@ -22,6 +24,8 @@ GPU_MODELS: dict[str, dict] = {
         "reserved_mib": 328, "vbios": "96.00.74.00.0D", "board_part": "692-2G520-0200-000",
         "gpu_part": "2330-885-A1", "serial_prefix": "13200000", "gsp": True,
         "row_remap": True, "retired_pages": False, "remap_banks": 2560, "power_limit": "700.00 W",
+        "inforom": "G520.0200.00.05", "nvlink_links": 18, "nvlink_gbps": "26.562", "nvswitch_device": 0x22A3,
+        "nvswitches": 4, "fabric": True,
     },
     "v100-sxm2": {
         "product_name": "Tesla V100-SXM2-32GB", "architecture": "Volta", "device_id": 0x1DB5,
@@ -29,8 +33,14 @@ GPU_MODELS: dict[str, dict] = {
         "reserved_mib": 0, "vbios": "88.00.98.00.01", "board_part": "900-2G503-0430-000",
         "gpu_part": "1DB5-890-A1", "serial_prefix": "03231180", "gsp": False,
         "row_remap": False, "retired_pages": True, "remap_banks": 0, "power_limit": "300.00 W",
+        "inforom": "G503.0203.00.04", "nvlink_links": 6, "nvlink_gbps": "25.781", "nvswitch_device": None,
+        "nvswitches": 0, "fabric": False,
     },
 }
+# NVLink/NVSwitch/fabric: nvlink_* as `nvidia-smi nvlink -s` prints them (corpus 106/108, DGX-1 V100
+# outputs), NVSwitch functions on the 8-GPU HGX board (corpus 110: four 10de:22a3 on HGX H100),
+# fabric: the GPU reports a fabric state (Hopper and later). InfoROM images are plausible strings
+# of each model's form (the H200 one from the capture).
 
 #: PCI bus numbers of the 8 GPUs on an HGX baseboard (corpus 050), and a 1-GPU VM (capture).
 BUS_LAYOUTS: dict[str, list[int]] = {

@@ -67,10 +67,15 @@ class Profile:
         boot id, GPU serials and UUIDs (those derive from the node name)."""
         data = copy.deepcopy(self.data)
         n = data["node"]
+        # the ids derived from the name the data was resolved under (a copy of a profile made
+        # under another name keeps its origin's hostname): each node gets its own, as machines do
+        origins = {self.name, n["hostname"]}
         if n["hostname"] == self.name:
             n["hostname"] = node
-        if n["boot_id"] == str(uuid.UUID(int=_h(self.name, "boot", 16))):
-            n["boot_id"] = str(uuid.UUID(int=_h(node, "boot", 16)))
+        if n["boot_id"] in {_boot_id(o) for o in origins}:
+            n["boot_id"] = _boot_id(node)
+        if n["machine_id"] in {_machine_id(o) for o in origins}:
+            n["machine_id"] = _machine_id(node)
         return Profile(node, data, list(self.chain))
 
 
@@ -118,12 +123,21 @@ def load_profile(name: str, directory: Path = PROFILES_DIR) -> Profile:
 # --------------------------------------------------------------------------- defaults
 TOP_KEYS = {"description", "node", "driver", "gpus", "modules", "dkms", "persistenced", "firmware",
             "kernel_log", "infiniband", "peermem_registered", "fabricmanager", "nvidia_smi",
-            "tools_absent", "files", "spec", "expect", "faults", "ldconfig"}
+            "tools_absent", "files", "spec", "expect", "faults", "ldconfig", "ib", "nvswitch"}
 
 
 def _h(name: str, salt: str, n: int = 8) -> int:
     """Stable pseudo-random integer from a node name (serials, uuids, boot ids)."""
     return int.from_bytes(hashlib.sha256(f"{salt}:{name}".encode()).digest()[:n], "big")
+
+
+def _boot_id(name: str) -> str:
+    return str(uuid.UUID(int=_h(name, "boot", 16)))
+
+
+def _machine_id(name: str) -> str:
+    """machine-id(5): 32 lower-case hex digits, set once per installation."""
+    return _h(name, "machine", 16).to_bytes(16, "big").hex()
 
 
 def _sd(dct: dict, key: str, default):
@@ -145,7 +159,8 @@ def normalize(name: str, d: dict) -> dict:
     _sd(node, "hostname", name)
     _sd(node, "uptime", "86400.42 172000.10")
     _sd(node, "vm", False)
-    _sd(node, "boot_id", str(uuid.UUID(int=_h(name, "boot", 16))))
+    _sd(node, "boot_id", _boot_id(name))
+    _sd(node, "machine_id", _machine_id(name))
     _sd(node, "os_release", "Ubuntu 22.04.4 LTS")
     # /sys/class/dmi/id (the RMA sheet's system identity); serials derived from the node name
     dmi = _sd(node, "dmi", {})
@@ -230,6 +245,18 @@ def normalize(name: str, d: dict) -> dict:
     _sd(d, "infiniband", [])
     _sd(d, "peermem_registered", "nvidia_peermem" in mods["loaded"])
     _sd(d, "fabricmanager", None)
+    # issue 19: InfiniBand ports of the `infiniband` devices (sysfs, and ibstat when `ibstat: true`),
+    # per-device overrides under `ports`; NVSwitch functions (default: the model's HGX count when the
+    # node runs fabric manager, else none)
+    ib = _sd(d, "ib", {})
+    _sd(ib, "rate", 400)
+    _sd(ib, "fw", "28.39.1002")
+    _sd(ib, "hca_type", "MT4129")
+    _sd(ib, "link_layer", "InfiniBand")
+    _sd(ib, "ibstat", False)
+    _sd(ib, "ports", {})
+    nvs = _sd(d, "nvswitch", {})
+    _sd(nvs, "count", GPU_MODELS[g["model"]]["nvswitches"] if d["fabricmanager"] and not node["vm"] else 0)
     smi = _sd(d, "nvidia_smi", {})
     _sd(smi, "hang", [])
     _sd(smi, "error", None)
@@ -280,6 +307,20 @@ def gpu_state(d: dict, name: str, i: int) -> dict:
         "serial": f"{m['serial_prefix']}{_h(name, 'serial') % 10**4:04d}{i + 1}",
         "uuid": f"GPU-{uuid.UUID(int=_h(name + str(i), 'uuid', 16))}",
         "minor": i,
+        # issue 19: NVLink (links listed by nvidia-smi nvlink -s; none in a VM), `down` (<inactive>),
+        # `speed` {link: GB/s}, `errors` {link: {replay, recovery, crc}}; fabric state (Hopper behind
+        # NVSwitch: Completed/Success); PCIe replays and AER counters of the GPU / its upstream ports;
+        # firmware and configuration as nvidia-smi -q -x prints them
+        "nvlink": {"links": 0 if d["node"]["vm"] else m["nvlink_links"], "gbps": m["nvlink_gbps"], "down": [],
+                   "speed": {}, "errors": {}},
+        "fabric": {"state": "Completed", "status": "Success"} if m["fabric"] and d["nvswitch"]["count"]
+        else {"state": "N/A", "status": "N/A"},
+        "replays": 0, "replay_rollovers": 0,
+        "aer": None if d["node"]["vm"] else {"correctable": 0, "nonfatal": 0, "fatal": 0},
+        "upstream_aer": {},
+        "vbios": m["vbios"], "inforom": m["inforom"],
+        "power_limit": float(m["power_limit"].split()[0]), "power_default": float(m["power_limit"].split()[0]),
+        "mig": "Disabled", "mig_pending": None, "compute_mode": "Default",
     }
     st = deep_merge(base, g["all"] or {})
     st = deep_merge(st, g["per_gpu"].get(i) or {})

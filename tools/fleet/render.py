@@ -44,6 +44,10 @@ ExecStart=/usr/bin/nvidia-persistenced --user nvidia-persistenced --no-persisten
 ExecStopPost=/bin/rm -rf /var/run/nvidia-persistenced
 """
 
+#: sysfs port rate strings (drivers/infiniband/core/sysfs.c rate_show: "<Gb/s> Gb/sec (<width>X <speed>)")
+_IB_RATES = {400: "400 Gb/sec (4X NDR)", 200: "200 Gb/sec (4X HDR)", 100: "100 Gb/sec (4X EDR)",
+             56: "56 Gb/sec (4X FDR)", 40: "40 Gb/sec (4X QDR)", 800: "800 Gb/sec (4X XDR)"}
+
 SMI_NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
                  "that the latest NVIDIA driver is installed and running.\n\n", 9)
 CLOCKS_QUERY = "--query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader"
@@ -173,6 +177,8 @@ class _Renderer:
     def base_files(self) -> None:
         t = self.t
         t.file("/etc/hostname", self.d["node"]["hostname"] + "\n")
+        if self.d["node"]["machine_id"]:   # "" : a node without one (containers, minimal images)
+            t.file("/etc/machine-id", self.d["node"]["machine_id"] + "\n")
         t.file("/etc/os-release", f'PRETTY_NAME="{self.d["node"]["os_release"]}"\nID=ubuntu\n')
         t.file("/etc/passwd", "".join(f"{n}:x:{u}:{g}:{gecos}:{home}:{sh}\n"
                                       for n, (u, g, gecos, home, sh) in self.passwd.items()))
@@ -230,10 +236,41 @@ class _Renderer:
                 t.file(f"/sys/module/{m}/version", self.drv["version"] + "\n")
         for dev in self.d["infiniband"]:
             t.dir(f"/sys/class/infiniband/{dev}")
+            p = self._ib_port(dev)
+            t.file(f"/sys/class/infiniband/{dev}/fw_ver", p["fw"] + "\n")
+            t.file(f"/sys/class/infiniband/{dev}/hca_type", p["hca_type"] + "\n")
+            base = f"/sys/class/infiniband/{dev}/ports/1"
+            t.file(f"{base}/state", {"ACTIVE": "4: ACTIVE", "DOWN": "1: DOWN", "INIT": "2: INIT",
+                                     "ARMED": "3: ARMED"}[p["state"]] + "\n")
+            t.file(f"{base}/phys_state", {"LinkUp": "5: LinkUp", "Disabled": "3: Disabled",
+                                          "Polling": "2: Polling"}[p["phys_state"]] + "\n")
+            t.file(f"{base}/rate", _IB_RATES[int(p["rate"])] + "\n")
+            t.file(f"{base}/link_layer", p["link_layer"] + "\n")
         if self.d["infiniband"] or "ib_core" in mods["loaded"] or "ib_core" in mods["builtin"]:
             t.dir("/sys/class/infiniband")
         if self.d["peermem_registered"]:
             t.file("/sys/kernel/mm/memory_peers/nv_mem/version", self.drv["version"] + "\n")
+
+    def _ib_port(self, dev: str) -> dict:
+        """Effective port 1 of an RDMA device: ``ib`` defaults, then ``ib.ports[dev]``."""
+        ib = self.d["ib"]
+        p = {"state": "ACTIVE", "phys_state": "LinkUp", "rate": ib["rate"], "fw": ib["fw"],
+             "hca_type": ib["hca_type"], "link_layer": ib["link_layer"]}
+        p.update(ib["ports"].get(dev) or {})
+        return p
+
+    def _ibstat(self) -> str:
+        """ibstat's text for the same ports (corpus 115's layout)."""
+        out = []
+        for k, dev in enumerate(sorted(self.d["infiniband"])):
+            p = self._ib_port(dev)
+            guid = f"0xa0000000000000{k + 1:02x}"
+            out += [f"CA '{dev}'", f"\tCA type: {p['hca_type']}", "\tNumber of ports: 1", f"\tFirmware version: {p['fw']}",
+                    "\tHardware version: 0", f"\tNode GUID: {guid}", f"\tSystem image GUID: {guid}", "\tPort 1:",
+                    f"\t\tState: {p['state'].capitalize()}", f"\t\tPhysical state: {p['phys_state']}",
+                    f"\t\tRate: {p['rate']}", "\t\tBase lid: 0", "\t\tLMC: 0", "\t\tSM lid: 0",
+                    "\t\tCapability mask: 0xa751e848", f"\t\tPort GUID: {guid}", f"\t\tLink layer: {p['link_layer']}"]
+        return "".join(x + "\n" for x in out)
 
     # ---- PCI topology in sysfs
     def _pcidev(self, path: str, vendor: int, device: int, cls: int, link: dict | None) -> None:
@@ -261,10 +298,10 @@ class _Renderer:
         if vm:
             self._pcidev("/sys/devices/pci0000:00/0000:00:00.0", 0x8086, 0x0D57, 0x060000, None)
             self._pcidev("/sys/devices/pci0000:00/0000:00:03.0", 0x1AF4, 0x1041, 0x020000, None)
-        elif self.d["fabricmanager"]:  # NVSwitches: NVIDIA functions that are not display class
-            for k in range(4):
-                self._pcidev(f"/sys/devices/pci0000:80/0000:80:01.{k}/0000:{0x83 + k:02x}:00.0",
-                             0x10DE, 0x22A3, 0x068000, self._link(4, 2, 4, 2))
+        # NVSwitches: NVIDIA functions of class 0x0680 (corpus 110: four GH100 NVSwitch bridges)
+        for k in range(0 if vm else self.d["nvswitch"]["count"]):
+            self._pcidev(f"/sys/devices/pci0000:80/0000:80:01.{k}/0000:{0x83 + k:02x}:00.0",
+                         0x10DE, m["nvswitch_device"] or 0x22A3, 0x068000, self._link(4, 2, 4, 2))
         for i in range(self.count):
             st, b = self.states[i], self.bdfs[i]
             pc = st["pcie"]
@@ -294,12 +331,37 @@ class _Renderer:
                         cg, cw = u.get("cur_gen", mg), u.get("cur_width", mw)
                     self._pcidev(path, 0x1000 if k else 0x8086, 0xC030 if k else 0x352A, 0x060400,
                                  self._link(cg, cw, mg, mw))
+                    self._aer(path, (st["upstream_aer"] or {}).get(k, {"correctable": 0, "nonfatal": 0,
+                                                                         "fatal": 0}) if st["aer"] else None)
                 path += f"/{_bdf_sysfs(b)}"
             self._pcidev(path, 0x10DE, m["device_id"], 0x030200, glink)
+            self._aer(path, st["aer"] if not lost else None)
         if self.d["infiniband"] and not vm:
             for k, dev in enumerate(self.d["infiniband"]):
                 self._pcidev(f"/sys/devices/pci0000:a0/0000:a0:01.{k}/0000:{0xA1 + k:02x}:00.0", 0x15B3, 0x1021,
                              0x020700, self._link(5, 16, 5, 16))
+
+    #: aer_dev_* line names (drivers/pci/pcie/aer.c aer_correctable_error_string, aer_uncorrectable_error_string)
+    AER_NAMES = {
+        "correctable": (["RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr",
+                         "HeaderOF"], "TOTAL_ERR_COR", "BadTLP"),
+        "nonfatal": (["Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF",
+                      "MalfTLP", "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked",
+                      "TLPBlockedErr", "PoisonTLPBlocked"], "TOTAL_ERR_NONFATAL", "CmpltTO"),
+        "fatal": (["Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP",
+                   "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
+                   "PoisonTLPBlocked"], "TOTAL_ERR_FATAL", "DLP"),
+    }
+
+    def _aer(self, path: str, counts: dict | None) -> None:
+        """aer_dev_{correctable,nonfatal,fatal} of one function; a count goes to the kind's typical
+        error (BadTLP, completion timeout, data link protocol) and its TOTAL line. None: no AER files."""
+        if counts is None:
+            return
+        for kind, (names, total, typical) in self.AER_NAMES.items():
+            n = int(counts.get(kind, 0))
+            self.t.file(f"{path}/aer_dev_{kind}", "".join(f"{x} {n if x == typical else 0}\n" for x in names)
+                        + f"{total} {n}\n")
 
     # ---- /proc/driver/nvidia, /dev, NVML library
     def driver_files(self) -> None:
@@ -418,7 +480,7 @@ class _Renderer:
         if err is None and not drv["loaded"]:
             err = {"out": SMI_NO_DRIVER[0], "rc": SMI_NO_DRIVER[1]}
         hang = self.d["nvidia_smi"]["hang"]
-        keys = ["--version", "-q -x", "-L", CLOCKS_QUERY, CLOCKS_QUERY_OLD, ""]
+        keys = ["--version", "-q -x", "-L", CLOCKS_QUERY, CLOCKS_QUERY_OLD, "", "nvlink -s", "nvlink -e"]
         if err is not None:
             for k in keys:
                 t.cases[k] = Invocation(out=err.get("out", ""), err=err.get("err", ""), rc=int(err.get("rc", 1)))
@@ -446,9 +508,37 @@ class _Renderer:
                 t.cases[CLOCKS_QUERY] = Invocation(
                     out='Field "clocks_event_reasons.active" is not a valid field to query.\n\n', rc=2)
             t.cases[CLOCKS_QUERY_OLD] = Invocation(out=csv)
+            t.cases["nvlink -s"], t.cases["nvlink -e"] = self._nvlink_outputs(model)
         for k in keys:
             if hang == "all" or k in (hang or []):
                 t.cases[k] = Invocation(hang=True)
+
+    def _nvlink_outputs(self, model: str) -> tuple[Invocation, Invocation]:
+        """``nvidia-smi nvlink -s`` and ``-e`` (9-space indentation, as R535-R580 print them, corpus 106).
+        A GPU without links prints nothing at all (the H200 VM capture)."""
+        name = GPU_MODELS[model]["product_name"]
+        s, e = [], []
+        for k, i in enumerate(self.present):
+            nv = self.states[i]["nvlink"]
+            if not nv["links"]:
+                continue
+            head = f"GPU {k}: {name} (UUID: {self.states[i]['uuid']})"
+            s.append(head)
+            e.append(head)
+            if self.states[i]["mig"] == "Enabled":  # corpus 120
+                s.append("Nvlink queries are not supported for Devices in MIG mode")
+                e.append("Nvlink queries are not supported for Devices in MIG mode")
+                continue
+            for n in range(nv["links"]):
+                sp = (nv["speed"] or {}).get(n, nv["gbps"])
+                s.append(f"         Link {n}: " + ("<inactive>" if n in (nv["down"] or []) else f"{sp} GB/s"))
+                err = (nv["errors"] or {}).get(n, {})
+                e += [f"         Link {n}: Replay Errors: {err.get('replay', 0)}",
+                      f"         Link {n}: Recovery Errors: {err.get('recovery', 0)}",
+                      f"         Link {n}: CRC Errors: {err.get('crc', 0)}"]
+                if n < nv["links"] - 1:
+                    e.append("")
+        return Invocation(out="".join(x + "\n" for x in s)), Invocation(out="".join(x + "\n" for x in e))
 
     # ---- modinfo
     def modinfo(self) -> None:
@@ -555,6 +645,15 @@ class _Renderer:
         ge = self.tool("getent", "/usr/bin/getent", Invocation(rc=2))
         for name, (uid, gid, gecos, home, sh) in self.passwd.items():
             ge.cases[f"passwd {name}"] = Invocation(out=f"{name}:x:{uid}:{gid}:{gecos}:{home}:{sh}\n")
+        if self.d["ib"]["ibstat"]:
+            self.tool("ibstat", "/usr/sbin/ibstat").default = Invocation(out=self._ibstat())
+        fm = self.d["fabricmanager"]
+        if fm:  # the package's log file (LOG_FILE_NAME); corpus 110's startup lines
+            self.t.file("/var/log/fabricmanager.log", fm.get("log") if fm.get("log") is not None else (
+                "[May 01 2025 13:53:48] [INFO] [tid 5946] Fabric Manager version " + (fm.get("version") or
+                                                                                    self.drv["version"]) + " is running\n"
+                "[May 01 2025 13:53:50] [INFO] [tid 5946] Successfully configured all the available NVSwitches to "
+                "route GPU NVLink traffic.\n"))
         m = GPU_MODELS[self.d["gpus"]["model"]]
         self.tool("lspci", "/usr/bin/lspci", Invocation(out="".join(
             f"{_bdf_sysfs(self.bdfs[i])} 3D controller [0302]: NVIDIA Corporation Device [10de:{m['device_id']:04x}] "

@@ -58,7 +58,15 @@ def render_gpu(st: dict, model: str, bdf: tuple[int, int, int, int], version: st
     _set(g, "serial", st["serial"])
     _set(g, "uuid", st["uuid"])
     _set(g, "minor_number", st["minor"])
-    _set(g, "vbios_version", m["vbios"])
+    _set(g, "vbios_version", st["vbios"])
+    _set(g, "inforom_version/img_version", st["inforom"])
+    _set(g, "mig_mode/current_mig", st["mig"])
+    _set(g, "mig_mode/pending_mig", st["mig_pending"] or st["mig"])
+    _set(g, "compute_mode", st["compute_mode"])
+    _set(g, "fabric/state", st["fabric"]["state"])
+    _set(g, "fabric/status", st["fabric"]["status"])
+    _set(g, "pci/replay_counter", st["replays"])
+    _set(g, "pci/replay_rollover_counter", st["replay_rollovers"])
     _set(g, "board_id", f"0x{bus << 8 | dev << 3 | fn:x}")
     _set(g, "board_part_number", m["board_part"])
     _set(g, "gpu_part_number", m["gpu_part"])
@@ -84,7 +92,10 @@ def render_gpu(st: dict, model: str, bdf: tuple[int, int, int, int], version: st
     _set(g, "performance_state", st["pstate"])
     _set(g, "gpu_power_readings/power_state", st["pstate"])
     _set(g, "module_power_readings/power_state", st["pstate"])
-    _set(g, "gpu_power_readings/current_power_limit", m["power_limit"])
+    _set(g, "gpu_power_readings/current_power_limit", f"{st['power_limit']:.2f} W")
+    _set(g, "gpu_power_readings/requested_power_limit", f"{st['power_limit']:.2f} W")
+    _set(g, "gpu_power_readings/default_power_limit", f"{st['power_default']:.2f} W")
+    _set(g, "gpu_power_readings/max_power_limit", f"{max(st['power_default'], st['power_limit']):.2f} W")
     for c in g.find("clocks_event_reasons"):
         c.text = "Active" if c.tag.removeprefix("clocks_event_reason_") in st["events"] else "Not Active"
     busy = "gpu_idle" not in st["events"]
@@ -108,7 +119,8 @@ def render_gpu(st: dict, model: str, bdf: tuple[int, int, int, int], version: st
         if k in ecc:
             _set(g, f"ecc_errors/{k}", ecc[k])
     _render_retired(g, st["retired"])
-    _render_remap(g, st["remap"], m["remap_banks"])
+    # remapped rows read N/A under MIG (corpus 010: A100 in MIG mode)
+    _render_remap(g, None if st["mig"] == "Enabled" else st["remap"], m["remap_banks"])
     return g
 
 

@@ -6,7 +6,9 @@ Scenario from the environment variable ``FAKE_NVML_SCENARIO``:
   h200 (default) | driver_not_loaded | library_not_found | mismatch | no_permission |
   geforce (ECC, remapping, GSP, ... NOT_SUPPORTED) | gpu_lost (handle of GPU 1 of 2 lost) |
   old (pre-535 pynvml: no *ClocksEventReasons, no SRAM status, no repair/unrepairable,
-  FUNCTION_NOT_FOUND for GpuMaxPcieLinkGeneration) | hw_slowdown (reasons 0x88)
+  FUNCTION_NOT_FOUND for GpuMaxPcieLinkGeneration) | hw_slowdown (reasons 0x88) |
+  nvlink (an HGX H100-like GPU: 18 NVLinks active at 26562 MB/s, link 3 with 5 CRC flit errors,
+  fabric Completed/Success)
 """
 
 import os
@@ -38,6 +40,12 @@ NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0
 NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
 NVML_FI_DEV_POWER_INSTANT = 186
 NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230
+NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON = 90
+NVML_NVLINK_MAX_LINKS = 18
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
 
 
 class NVMLError(Exception):
@@ -62,6 +70,10 @@ class c_nvmlEccSramErrorStatus_v1_t(Structure):
                 ("aggregateUncBucketL2", c_ulonglong), ("aggregateUncBucketSm", c_ulonglong),
                 ("aggregateUncBucketPcie", c_ulonglong), ("aggregateUncBucketMcu", c_ulonglong),
                 ("aggregateUncBucketOther", c_ulonglong), ("bThresholdExceeded", c_uint)]
+
+
+class c_nvmlGpuFabricInfo_t(Structure):
+    _fields_ = [("clusterUuid", c_uint * 4), ("status", c_uint), ("cliqueId", c_uint), ("state", c_uint)]
 
 
 class _PciInfo(Structure):
@@ -285,6 +297,8 @@ def nvmlDeviceGetFieldValues(h, ids):
             out.append(_Field(0, 77070))
         elif fid == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
             out.append(_Field(NVML_ERROR_NOT_SUPPORTED) if _GEFORCE else _Field(0, 0))
+        elif fid == NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON:
+            out.append(_Field(0, 26562) if _SCEN == "nvlink" else _Field(NVML_ERROR_NOT_SUPPORTED))
         else:
             out.append(_Field(NVML_ERROR_INVALID_ARGUMENT))
     return out
@@ -301,6 +315,48 @@ def nvmlDeviceGetTemperature(h, sensor):
 
 def nvmlDeviceGetPowerUsage(h):
     return 76621
+
+
+# issue 19: configuration, replays, fabric, NVLink (capture values: EnforcedPowerLimit 700000,
+# InforomImageVersion G520.0282.02.02, ComputeMode 0, PcieReplayCounter 1, NvLinkState NotSupported;
+# default power limit and fabric state from smi_qx.out: 700.00 W, N/A)
+def nvmlDeviceGetEnforcedPowerLimit(h):
+    return 700000
+
+
+def nvmlDeviceGetPowerManagementDefaultLimit(h):
+    return 700000
+
+
+def nvmlDeviceGetInforomImageVersion(h):
+    _ns_if(_GEFORCE)
+    return "G520.0282.02.02"
+
+
+def nvmlDeviceGetComputeMode(h):
+    return 0
+
+
+def nvmlDeviceGetPcieReplayCounter(h):
+    return 1
+
+
+def nvmlDeviceGetGpuFabricInfo(h, ref):
+    st = ref._obj
+    st.state, st.status = (3, 0) if _SCEN == "nvlink" else (0, 0)
+    return None
+
+
+def nvmlDeviceGetNvLinkState(h, link):
+    if _SCEN != "nvlink":
+        _raise(NVML_ERROR_NOT_SUPPORTED)
+    if link >= 18:
+        _raise(NVML_ERROR_INVALID_ARGUMENT)
+    return 1
+
+
+def nvmlDeviceGetNvLinkErrorCounter(h, link, counter):
+    return 5 if (link, counter) == (3, NVML_NVLINK_ERROR_DL_CRC_FLIT) else 0
 
 
 if _SCEN == "old":

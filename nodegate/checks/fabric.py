@@ -1,0 +1,126 @@
+"""NVLink fabric: per-GPU fabric state (Hopper and later) and the node's NVSwitch count (issue 19 items 3-4).
+
+NVSwitch SXid lines in the kernel log are judged with the Xids (NG-LOG-001, catalog
+nodegate/data/sxid.yaml); the fabric manager's own unit and version are NG-DRV-001/002.
+"""
+
+from __future__ import annotations
+
+from ..facts import NA, GpuFacts
+from ..outcomes import Result
+from ..spec.links import nvswitch_expectation
+from ..spec.skus import sku_profile
+from . import check
+from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
+
+#: nvidia-smi -q fabric state is reported by Hopper and later (NVML nvmlDeviceGetGpuFabricInfo:
+#: "Hopper or newer fully supported devices"); A100 HGX fabric health is the fabric manager's.
+FABRIC_ARCHS = ("hopper", "blackwell", "rubin")
+
+
+def _arch(g) -> str:
+    a = g.architecture or (sku_profile(g.pci_device_id).architecture if sku_profile(g.pci_device_id) else "")
+    return (a or "").lower()
+
+
+def gpu_identities(facts) -> list | None:
+    """The node's GPUs for SKU lookups: nvidia-smi's/NVML's, else the display-class NVIDIA functions
+    of the sysfs listing (``pci.sysfs``: device id and bus id survive a driver/library mismatch or a
+    hung nvidia-smi); None when neither is readable."""
+    gpus, _ = optional(facts, "gpus")
+    if gpus is not None:
+        return gpus
+    links, _ = optional(facts, "pci_links")
+    if links is None:
+        return None
+    return [GpuFacts(index=i, pci_bus_id=lk.bdf, pci_device_id=(lk.device or "").lower().removeprefix("0x") or None,
+                     source="sysfs") for i, lk in enumerate(x for x in links if x.role == "gpu")]
+
+
+def _nvswitch_context(facts, spec):
+    """(NVSwitch functions seen or None, their EvidenceError, expected count or None, its source)."""
+    seen, err = optional(facts, "nvswitches")
+    exp, src = nvswitch_expectation(spec, gpu_identities(facts))
+    return seen, err, exp, src
+
+
+@check(id="NG-FAB-001", name="fabric_state", title="GPU registered with the NVLink fabric (Completed/Success)",
+       scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json", "pci.nvswitch"),
+       remediation="Start nvidia-fabricmanager at the driver version (NG-DRV-001/002) and wait for state "
+                   "Completed; if it stays In Progress or Not Started, check the fabric manager log and the "
+                   "NVSwitch count (NG-NVSW-001), then reset the GPUs and NVSwitches (reboot).",
+       rule="For Hopper and later GPUs behind NVSwitch (fabric.required=auto: NVSwitch functions present or the "
+            "SKU profile expects them for this GPU count; true: always): nvidia-smi -q -x fabric/state Completed "
+            "and fabric/status Success, health summary Healthy where reported. In Progress or Not Started FAIL "
+            "(CUDA then returns 802 'system not yet initialized', corpus 110). Not reported -> ERROR. A stale "
+            "Completed while the fabric manager unit failed is NG-DRV-002's FAIL. Pre-Hopper or no NVSwitch "
+            "(auto), fabric.required=false -> SKIP.")
+def fabric_state(facts, spec, gpu) -> Result:
+    spec = spec_or_default(spec)
+    req = spec.fabric.required
+    if req is False:
+        return Result.skipped("fabric.required=false: fabric state not checked", expected="fabric.required=false")
+    g = gpu_for(facts, gpu)
+    name = gpu_label(g, gpu)
+    keys = ("smi.qx", "pci.nvswitch")
+    if req == "auto":
+        arch = _arch(g)
+        if arch and arch not in FABRIC_ARCHS:
+            return Result.skipped(f"fabric.required=auto: {name} is {g.architecture or arch}; fabric state is reported "
+                                  "by Hopper and later (an A100 fabric is the fabric manager's, NG-DRV-002)",
+                                  expected="fabric.required=auto", evidence_keys=keys)
+        seen, err, exp, src = _nvswitch_context(facts, spec)
+        if not seen and not exp:
+            if seen is None and exp is None:
+                raise err  # neither the listing nor an expectation: cannot tell whether NVSwitches apply
+            return Result.skipped(f"fabric.required=auto: no NVSwitch on this node ({len(seen or [])} seen; expected "
+                                  f"{fmt(exp)} from {src})", expected="fabric.required=auto",
+                                  observed=f"fabric state {fmt(g.fabric_state)}", evidence_keys=keys)
+    state, status, health = g.fabric_state, g.fabric_status, g.fabric_health
+    expected = "fabric state Completed, status Success"
+    obs = f"state {fmt(state)}, status {fmt(status)}" + (f", health {fmt(health)}" if health not in (None, NA) else "")
+    kw = dict(evidence=lines(f"fabric/state: {fmt(state)}", f"fabric/status: {fmt(status)}",
+                             f"fabric/health/summary: {fmt(health)}"), evidence_keys=keys)
+    if state is None:
+        return Result.errored(f"{name}: fabric state not reported (nvidia-smi -q -x has no <fabric> element: driver "
+                              "before R525?)", expected, obs, **kw)
+    if state is NA:
+        return Result.errored(f"{name}: fabric state N/A on a GPU behind NVSwitch (not reported by this driver or "
+                              "in this VM)", expected, obs, **kw)
+    if state != "Completed":
+        why = ("the GPU has not finished registering with the NVLink fabric (fabric manager not running or still "
+               "training the NVSwitches; CUDA returns 802 'system not yet initialized')")
+        return Result.failed(expected, obs, f"{name}: fabric state {state}: {why}", **kw)
+    if status != "Success":
+        return Result.failed(expected, obs, f"{name}: fabric state Completed but status {fmt(status)}", **kw)
+    if health not in (None, NA, "Healthy"):
+        return Result.failed(expected, obs, f"{name}: fabric health {health}", **kw)
+    return Result.passed(expected, obs, **kw)
+
+
+@check(id="NG-NVSW-001", name="nvswitch_count", title="NVSwitch count as the board has",
+       scope="node", severity="critical", evidence=("pci.nvswitch", "smi.qx"),
+       remediation="Reseat or replace the NVSwitch baseboard/tray (a missing NVSwitch fell off the bus or was "
+                   "never enumerated: check the BMC/SEL and the kernel log), then reboot and check again.",
+       rule="The NVIDIA PCI functions of class 0x0680 (NVSwitch bridges) number nvswitch.count, else what the SKU "
+            "profile gives for the node's GPU count (HGX A100 8-GPU 6, HGX H100/H200 8-GPU 4, 4-GPU boards and "
+            "single GPUs 0, PCIe boards 0). No expectation (unknown SKU, B200/B300 whose NVLink switch chips are "
+            "not host PCI functions, an unlisted GPU count) -> ERROR asking for nvswitch.count.")
+def nvswitch_count(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    seen = facts.nvswitches
+    _, _, exp, src = _nvswitch_context(facts, spec)
+    devs = sorted({f.device for f in seen if f.device})
+    obs = f"{len(seen)} NVSwitch function(s)" + (f": {', '.join(f.bdf for f in seen)}" if seen else "") + (
+        f" (device {', '.join(devs)})" if devs else "")
+    kw = dict(evidence=lines(*(f"{f.bdf} device {f.device} class {f.pci_class}" for f in seen)) or "no NVIDIA "
+              "function of class 0x0680", evidence_keys=("pci.nvswitch",))
+    if exp is None:
+        return Result.errored(f"no expected NVSwitch count ({src})", "", obs, **kw)
+    expected = f"{exp} NVSwitch(es) ({src})"
+    if len(seen) < exp:
+        return Result.failed(expected, obs, f"NVSwitch missing: {len(seen)} of {exp} present", **kw)
+    if len(seen) > exp:
+        return Result.failed(expected, obs, f"{len(seen)} NVSwitches present, {exp} expected: the spec or the "
+                             "board is not what it should be", **kw)
+    return Result.passed(expected, obs, **kw)

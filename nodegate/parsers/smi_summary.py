@@ -1,0 +1,99 @@
+"""Parser for the default ``nvidia-smi`` table (no arguments): one row block per GPU.
+
+Usage::
+
+    nvidia-smi
+
+Shape (R525+, three lines per GPU; older drivers two, with truncated names such as
+``Tesla V100-SXM2...``)::
+
+    | NVIDIA-SMI 570.133.20             Driver Version: 570.133.20     CUDA Version: 12.8     |
+    |   0  NVIDIA H100 80GB HBM3          Off |   00000000:53:00.0 Off |                    0 |
+    | N/A   26C    P0             67W /  700W |       0MiB /  81559MiB |      0%      Default |
+    |                                         |                        |             Disabled |
+
+Columns: GPU index, name, Persistence-M (On/Off), Bus-Id, Disp.A, Volatile Uncorr. ECC; Fan,
+Temp, Perf, Pwr:Usage/Cap, Memory-Usage, GPU-Util, Compute M.; MIG M. The process table after
+``Processes:`` is ignored. Source: corpus 110 (8x H100, 570.133.20, Persistence-M Off).
+
+Schema::
+
+    parse_smi_summary(text) -> SmiReport(driver_version, cuda_version, attached_gpus=None,
+        gpus=[GpuFacts(index, pci_bus_id, name, persistence_mode, pstate, temperature_c, power_draw_w,
+                       power_limit_w, compute_mode, mig_mode_current, source="smi_summary")])
+
+Example::
+
+    |   0  NVIDIA H100 80GB HBM3          Off |   00000000:53:00.0 Off |                    0 |
+    -> GpuFacts(index=0, name="NVIDIA H100 80GB HBM3", persistence_mode=False, pci_bus_id="0000:53:00.0")
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ParseError
+from ..facts import NA, GpuFacts, SmiReport
+from . import _values as V
+
+MAX_CHARS = 4 * 1024 * 1024
+_HEAD = re.compile(r"Driver Version:\s*(?P<drv>\S+)\s+CUDA Version:\s*(?P<cuda>\S+)")
+_ROW1 = re.compile(r"^\|\s*(?P<i>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off)\s*\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+                   r"[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>On|Off)\s*\|\s*(?P<ecc>.*?)\s*\|$")
+_ROW2 = re.compile(r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>P\d+|N/A|ERR!)\s+(?P<pw>.*?)\s*\|\s*(?P<mem>.*?)\s*\|"
+                   r"\s*(?P<util>\S+)\s+(?P<cm>\S+)\s*\|$")
+_ROW3 = re.compile(r"^\|\s+\|\s+\|\s*(?P<mig>\S+)\s*\|$")
+_POWER = re.compile(r"^(?P<use>\S+?)\s*/\s*(?P<cap>\S+)$")
+
+
+def _watts(raw: str):
+    s = raw.strip()
+    if V.is_na(s) or s.upper() == "ERR!":
+        return NA
+    return V.float_value(s.rstrip("W"), field="power")
+
+
+def parse_smi_summary(text: str | bytes) -> SmiReport:
+    """GPUs in table order. Empty -> empty SmiReport. ParseError when non-empty text holds no GPU
+    row and no ``Driver Version`` header (not this table)."""
+    text = V.check_text(text, cap=MAX_CHARS, what="nvidia-smi")
+    rep = SmiReport()
+    if not text.strip():
+        return rep
+    cur: GpuFacts | None = None
+    row = 0
+    for raw in text.splitlines():
+        ln = raw.rstrip()
+        if "Processes:" in ln:
+            break
+        m = _HEAD.search(ln)
+        if m:
+            rep.driver_version, rep.cuda_version = m.group("drv"), m.group("cuda")
+            continue
+        m = _ROW1.match(ln)
+        if m:
+            cur = GpuFacts(index=int(m.group("i")), name=m.group("name").strip(), pci_bus_id=V.bus_id(m.group("bus")),
+                           persistence_mode=m.group("pm") == "On", source="smi_summary")
+            rep.gpus.append(cur)
+            row = 1
+            continue
+        if cur is None:
+            continue
+        m = _ROW2.match(ln) if row == 1 else None
+        if m:
+            cur.pstate = None if m.group("perf") in ("N/A", "ERR!") else m.group("perf")
+            t = m.group("temp").rstrip("C")
+            cur.temperature_c = V.int_value(t, field="temp") if t not in ("ERR!",) else None
+            pm = _POWER.match(m.group("pw").strip())
+            if pm:
+                cur.power_draw_w, cur.power_limit_w = _watts(pm.group("use")), _watts(pm.group("cap"))
+            cur.compute_mode = m.group("cm")
+            row = 2
+            continue
+        m = _ROW3.match(ln) if row == 2 else None
+        if m:
+            cur.mig_mode_current = V.bool_value(m.group("mig"), field="MIG M.")
+            row = 3
+    if not rep.gpus and rep.driver_version is None:
+        raise ParseError("nvidia-smi: no GPU row and no 'Driver Version' header")
+    return rep
