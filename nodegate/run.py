@@ -206,6 +206,7 @@ class FleetRun:
     _released: set = field(default_factory=set, repr=False)
     _roots: dict = field(default_factory=dict, repr=False)         # node -> its --replay root
     _gpu_ids: dict = field(default_factory=dict, repr=False)       # released node -> [(index, serial, uuid)]
+    _light: set = field(default_factory=set, repr=False)           # nodes in memory with ID_KEYS only
     surplus: dict[str, int] = field(default_factory=dict, repr=False)  # node -> GPUs seen beyond gpu.count
 
     @property
@@ -250,7 +251,9 @@ class FleetRun:
                 pass
         if b.path is not None:
             # what the run-wide identity checks compare stays known (a few strings a node)
-            if not b.gather_error:
+            if node in self._light:
+                self._light.discard(node)
+            elif not b.gather_error:
                 self._keep_ids(node, self.node_ids(node))
                 try:
                     self._gpu_ids[node] = [(g.index, g.serial, g.uuid) for g in f.gpus] if f is not None else []
@@ -273,6 +276,44 @@ class FleetRun:
                     before.setdefault((what, v), []).append(node)
             self._id_index = (("streaming", len(self.peer_ids), extra), before)
 
+    def bundle_for(self, node: str, light: bool = False, tick: Callable[[], None] | None = None) -> Bundle | None:
+        """The node's Bundle, loaded if need be (``wait``). ``light``: a released or not yet loaded
+        node of a streaming run is read with ``ID_KEYS`` only (its node_identity item needs no
+        more); a light bundle is replaced by the whole one when a full one is asked for."""
+        b = self.bundles.get(node)
+        if b is not None and (light or node not in self._light):
+            return b
+        if b is not None:   # light, and the whole bundle is needed
+            self._light.discard(node)
+            del self.bundles[node]
+            self.facts.pop(node, None)
+        if light and self.streaming and node in self._paths and self.ready(node):
+            self.add(self._load(node, self._paths[node], only=ID_KEYS))
+            self._light.add(node)
+            return self.bundles[node]
+        return self.wait(node, tick)
+
+    def ids_of_every_node(self, tick: Callable[[], None] | None = None) -> None:
+        """Wait for every node to be gathered and make ``peer_ids`` hold the (boot id, machine id)
+        of each node not in memory, read from its bundle alone (``ID_KEYS``): what the node
+        identity check (NG-INV-003) compares, without merging every node (bounded memory)."""
+        for n in self.order:
+            ev = self._events.get(n)
+            while ev is not None and not ev.wait(0.25):
+                if tick is not None:
+                    tick()
+            if n in self.facts or n in self.peer_ids:
+                continue
+            path = self._paths.get(n)
+            entry = self._arrived.get(n)
+            if path is None and isinstance(entry, tuple) and isinstance(entry[0], Path):
+                path = entry[0]
+            if path is None:
+                continue   # an error bundle in memory: nothing of the node to compare
+            b = self._load(n, path, only=ID_KEYS)
+            if not b.gather_error:
+                self._keep_ids(n, bundle_ids(b))
+
     def peek(self, node: str):
         """(Bundle, NodeFacts) of ``node`` without keeping them when they are not in memory
         (reports of nodes whose items never ran); None when the node has no bundle."""
@@ -291,9 +332,9 @@ class FleetRun:
         b = self._load(node, path)
         return b, NodeFacts(b)
 
-    def _load(self, node: str, path: Path) -> Bundle:
+    def _load(self, node: str, path: Path, only=None) -> Bundle:
         try:
-            b = Bundle.load(path, root=self._roots.get(node))
+            b = Bundle.load(path, root=self._roots.get(node), only=only)
         except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
             return Bundle(node, {}, {"node": node, "status": "error",
                                      "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
@@ -626,6 +667,22 @@ def address_twins(jobs: list[NodeJob]) -> dict[str, list[str]]:
         if a is not None:
             by.setdefault(a, []).append(j.name)
     return {n: [o for o in ns if o != n] for ns in by.values() if len(ns) > 1 for n in ns}
+
+
+#: the evidence a bounded-memory run reads of every node up front: what the node identity check
+#: compares across the run (boot id, machine id: FleetRun.identity_clashes)
+ID_KEYS = frozenset({"meta.boot_id", "meta.machine_id"})
+
+
+def bundle_ids(b: Bundle) -> tuple:
+    """(boot id, machine id) of a bundle (None where unreadable; ``ID_KEYS`` suffice)."""
+    f, out = NodeFacts(b), []
+    for name in ("boot_id", "machine_id"):
+        try:
+            out.append(getattr(f, name) or None)
+        except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
+            out.append(None)
+    return tuple(out)
 
 
 #: niceness added to the gathering process (FleetRun.start_gather)

@@ -18,6 +18,8 @@ meaning: nodegate.session.start.take_over_outputs). Passive unless the run has a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from nodegate.reports import junit, terminal
@@ -95,6 +97,27 @@ def _shared_gpus(run) -> list:
         return run.shared_gpus()
     except Exception:  # noqa: BLE001 - untrusted facts: the summary line is best effort
         return []
+
+
+def report_failures(session, config, failures, junit_path) -> None:
+    """Outputs a full disk kept from being written: listed with the reason (nodegate's report
+    guard prints them: "nodegate: reports NOT written"), a small valid junit.xml naming the
+    error in place of the one that did not fit, and the exit status at least 1."""
+    from nodegate.session import outputs
+    guard = config.pluginmanager.get_plugin(outputs._PLUGIN_NAME)
+    for what, path, err in failures:
+        if what == "JUnit XML" and junit_path:
+            tr = config.pluginmanager.get_plugin("terminalreporter")
+            counts = {k: len(v) for k, v in (getattr(tr, "stats", {}) or {}).items() if k and isinstance(v, list)}
+            try:
+                outputs.minimal_junit(Path(junit_path), what, err, counts)
+                err += "; a minimal junit.xml naming this error was written instead"
+            except OSError:
+                pass
+        if guard is not None:
+            guard.failures.append((what, path, err))
+    if not session.exitstatus:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def run_environment(run, env: dict) -> dict:
@@ -177,6 +200,9 @@ class NodegateReports:
                           environment=run_environment(run, env),
                           junit_max_objects=int(getattr(self.config.option, "junit_max_objects", None)
                                                 or junit.MAX_OBJECTS))
+        failures = self.state.rendered.failures if self.state.rendered is not None else []
+        if failures:
+            report_failures(session, self.config, failures, self.paths.get("junit"))
 
     def _inventory(self) -> str:
         run = _fleet(self.config)

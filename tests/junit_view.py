@@ -40,7 +40,9 @@ def cases(path: Path):
         suite = parents.get(tc)
         props: list[tuple[str, str]] = []
         if suite is not None and suite.tag == "testsuite" and len(suite.findall("testcase")) == 1:
-            props = [(p.get("name"), p.get("value")) for p in suite.iter("property")]
+            props = [(p.get("name"), p.get("value")) for p in suite.findall("properties/property")]
+            if not any(n == "check_id" for n, _ in props):
+                props = []   # a node's suite (node, status, ...), not an item's
         m = _GROUP.match(name) if kind in ("pass", "skip") else None
         if m and ("," in m.group("ranges") or ".." in m.group("ranges")):
             for g in _indices(m.group("ranges")):

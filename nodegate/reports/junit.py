@@ -62,6 +62,7 @@ NODE_PROPS = ("node", "status", "system_vendor", "system_model", "system_serial"
 #: characters XML 1.0 does not allow (records are cleaned of C0/C1 controls already)
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 MESSAGE_CAP = 1000
+_GPU_ID = re.compile(r"-gpu\d+\]$")
 
 
 def _a(v) -> str:
@@ -102,8 +103,12 @@ def gpu_ranges(indices: list[str]) -> str:
 def gpu_group_name(nodeid: str, node: str, recs: list[Record]) -> str:
     """``test_x[n1-gpu3]`` -> ``test_x[n1-gpu0..7]``: the testcase counting a check's passed (or
     all skipped) GPUs names them; the healthy case is the same name run after run."""
-    head = testname(nodeid).split("[", 1)[0]
-    return f"{head}[{node}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+    name = testname(nodeid)
+    m = _GPU_ID.search(name)
+    if m is None:   # not a per-GPU test id: the node name as the records give it
+        return f"{name.split('[', 1)[0]}[{node}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+    # the item's own id up to "-gpu": pytest's escaping of the node name kept
+    return f"{name[:m.start()]}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
 
 
 @dataclass
@@ -229,6 +234,22 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
     return Fragment(xml, c.objects, c.testcases, len(recs), n["fail"], n["error"], n["skip"])
 
 
+def _append(fh, text: str) -> None:
+    """One write to an unbuffered binary file; on a full disk it is cut back to where it was."""
+    data = text.encode("utf-8")
+    pos = fh.tell()
+    try:
+        if fh.write(data) != len(data):
+            raise OSError(28, "No space left on device")
+    except OSError:
+        try:
+            fh.truncate(pos)
+            fh.seek(pos)
+        except (OSError, ValueError):
+            pass
+        raise
+
+
 @dataclass
 class _Part:
     path: Path
@@ -259,15 +280,22 @@ class JUnitWriter:
         cur = self.parts[-1] if self.parts else None
         if cur is None or (cur.nodes and (cur.objects + f.objects > self.max_objects
                                           or cur.testcases + f.testcases > self.max_testcases)):
-            p = self._tmp / f"part-{len(self.parts) + 1:03d}.frag"
-            cur = _Part(p, open(p, "w", encoding="utf-8"))  # noqa: SIM115 - closed in finish()
+            p = self._tmp / f"part-{len(self.parts) + 1:03d}.xml"
+            # unbuffered: one write a node, cut back exactly on a full disk (nothing left to flush)
+            fh = open(p, "wb", buffering=0)  # noqa: SIM115 - closed in finish()/abort()
+            # totals stay on the node suites (they are optional on <testsuites> in junit-10.xsd):
+            # the file is written once, in place, and renamed when complete (no second copy)
+            cur = _Part(p, fh)
+            _append(fh, f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name={_a(self.suite_name)}>\n')
             self.parts.append(cur)
         return cur
 
     def add_node(self, info: NodeInfo, recs: list[Record]) -> None:
+        """Append one node's suite (flushed: a full disk raises here, for this node, and the part
+        is cut back to its last whole node so the caller may free room and call again)."""
         f = node_fragment(info, recs)
         p = self._part(f)
-        p.fh.write(f.xml)
+        _append(p.fh, f.xml)
         p.objects += f.objects
         p.testcases += f.testcases
         p.tests, p.failures, p.errors = p.tests + f.tests, p.failures + f.failures, p.errors + f.errors
@@ -275,40 +303,49 @@ class JUnitWriter:
         bad = sorted({r.check_id or testname(r.nodeid) for r in recs if r.outcome in ("fail", "error")})
         self.summary.append((info, bad))
 
-    def _write_doc(self, dst: Path, part: _Part) -> None:
-        part.fh.close()
-        tmp = dst.with_name(f".{dst.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as out, open(part.path, encoding="utf-8") as src:
-            out.write('<?xml version="1.0" encoding="utf-8"?>\n')
-            out.write(f"<testsuites name={_a(self.suite_name)} tests=\"{part.tests}\" failures=\"{part.failures}\" "
-                      f"errors=\"{part.errors}\">\n")
-            shutil.copyfileobj(src, out, 1 << 20)
-            out.write("</testsuites>\n")
-        os.replace(tmp, dst)
+    def _close_into(self, part: _Part, dst: Path) -> None:
+        if not part.fh.closed:
+            _append(part.fh, "</testsuites>\n")
+            part.fh.close()
+        os.replace(part.path, dst)
 
     def finish(self) -> list[tuple[str, str, int, int]]:
-        """Write the files; returns (what, path, XML objects, testcases) of each."""
+        """Write the files; returns (what, path, XML objects, testcases) of each. A full disk
+        raises with the parts kept (the caller may free room and call again, or ``abort``)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.parts:
             self._part(Fragment("", 0, 0))
-        try:
-            if len(self.parts) == 1:
-                self._write_doc(self.path, self.parts[0])
-                p = self.parts[0]
-                return [("JUnit XML", str(self.path), p.objects, p.testcases)]
-            out = []
-            d = self.path.parent / "junit"
-            d.mkdir(parents=True, exist_ok=True)
-            for old in d.glob("part-*.xml"):
-                old.unlink()
-            for i, p in enumerate(self.parts, 1):
-                dst = d / f"part-{i:03d}.xml"
-                self._write_doc(dst, p)
-                out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))
-            objects, cases = self._write_summary(d)
-            return [("JUnit XML (summary)", str(self.path), objects, cases)] + out
-        finally:
+        if len(self.parts) == 1:
+            self._close_into(self.parts[0], self.path)
             shutil.rmtree(self._tmp, ignore_errors=True)
+            p = self.parts[0]
+            return [("JUnit XML", str(self.path), p.objects, p.testcases)]
+        out = []
+        d = self.path.parent / "junit"
+        d.mkdir(parents=True, exist_ok=True)
+        for old in d.glob("part-*.xml"):
+            if not any(old.samefile(p.path) for p in self.parts if p.path.exists()):
+                old.unlink()
+        for i, p in enumerate(self.parts, 1):
+            dst = d / f"part-{i:03d}.xml"
+            if p.path != dst:
+                self._close_into(p, dst)
+                p.path = dst
+            out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))
+        objects, cases = self._write_summary(d)
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        return [("JUnit XML (summary)", str(self.path), objects, cases)] + out
+
+    def abort(self) -> None:
+        """Remove what was written so far (a full disk): no truncated file is left."""
+        for p in self.parts:
+            try:
+                p.fh.close()
+            except OSError:
+                pass
+            if p.path.parent != self._tmp:
+                p.path.unlink(missing_ok=True)
+        shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _write_summary(self, parts_dir: Path) -> tuple[int, int]:
         """One testcase per node: passed (accepted), failure (need action) or skipped (not
@@ -333,6 +370,15 @@ class JUnitWriter:
         props = "".join(f"<property name=\"part\" value={_a((parts_dir / f'part-{i:03d}.xml').name)}/>"
                         for i in range(1, len(self.parts) + 1))
         tmp = self.path.with_name(f".{self.path.name}.tmp")
+        try:
+            self._summary_to(tmp, cases, props, failures, skipped)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, self.path)
+        return objects, len(cases)
+
+    def _summary_to(self, tmp: Path, cases: list[str], props: str, failures: int, skipped: int) -> None:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write('<?xml version="1.0" encoding="utf-8"?>\n')
             out.write(f"<testsuites name={_a(self.suite_name + ' summary')} tests=\"{len(cases)}\" "
@@ -342,5 +388,3 @@ class JUnitWriter:
             for c in cases:
                 out.write(c + "\n")
             out.write("</testsuite>\n</testsuites>\n")
-        os.replace(tmp, self.path)
-        return objects, len(cases)

@@ -186,3 +186,9 @@ class RunReports:
             info_for=info_for)
         self.rendered = render_all(ctx)
         self.outputs = self.rendered.outputs
+        w = self.writer
+        if w.error is not None:   # a full disk during the run: the reports lack these items
+            e = w.error
+            self.rendered.failures.insert(0, ("Results (JSON lines)", str(w.path),
+                                              f"{e.strerror or e}" + (f" (errno {e.errno})" if e.errno else "")
+                                              + f"; {w.lost} item(s) not written, missing from every report"))

@@ -18,6 +18,7 @@ Nodes of the run without any record (deselected, not run, not gathered) are rend
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ class RenderContext:
 @dataclass
 class Rendered:
     outputs: list[tuple[str, str]] = field(default_factory=list)
+    failures: list[tuple[str, str, str]] = field(default_factory=list)   # (what, path, error): NOT written
     infos: list[NodeInfo] = field(default_factory=list)           # every node, run order, counts filled
     archives: dict[str, Path] = field(default_factory=dict)
     junit_files: list[tuple[str, str, int, int]] = field(default_factory=list)
@@ -98,8 +100,15 @@ def render_all(ctx: RenderContext) -> Rendered:
     html_dir = html_path.parent if html_path else reports
     pages_dir = html_dir / "nodes"
     archive_dir = reports / "bundles"
-    jw = junit.JUnitWriter(ctx.junit_path, ctx.junit_max_objects, ctx.junit_max_testcases) if ctx.junit_path else None
-    rw = rma.RmaWriter(reports, inventory=ctx.inventory, generated_at=ctx.started_at) if ctx.write_rma else None
+    start_errors: list[tuple[str, object, OSError]] = []
+    try:
+        jw = junit.JUnitWriter(ctx.junit_path, ctx.junit_max_objects, ctx.junit_max_testcases) if ctx.junit_path else None
+    except OSError as e:
+        jw, _ = None, start_errors.append(("JUnit XML", ctx.junit_path, e))
+    try:
+        rw = rma.RmaWriter(reports, inventory=ctx.inventory, generated_at=ctx.started_at) if ctx.write_rma else None
+    except OSError as e:
+        rw, _ = None, start_errors.append(("RMA", reports / "rma.csv", e))
     fleet = FleetFindings()
     rows: list[html.MatrixRow] = []
     checks: dict[str, str] = {}
@@ -108,6 +117,46 @@ def render_all(ctx: RenderContext) -> Rendered:
     other: list[Record] = []
     if html_path:
         pages_dir.mkdir(parents=True, exist_ok=True)
+
+    dead: set[str] = set()
+
+    def room_from_html() -> bool:
+        """A full disk: the node pages go first (the HTML is the largest output and the others
+        are what a CI and the vendor need): True when there were pages to remove."""
+        if html_path is None or "HTML report" in dead:
+            return False
+        failed("HTML report", html_path, OSError(28, "No space left on device (room given to the JUnit, RMA "
+                                                  "files and archives)"),
+               lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+        return True
+
+    def guarded(what: str, path, fn, cleanup=None):
+        """``fn()``; on a full disk, once more after the node pages made room, else ``what``
+        fails (disabled, cleaned up)."""
+        try:
+            return fn()
+        except OSError as e:
+            if room_from_html():
+                try:
+                    return fn()
+                except OSError as e2:
+                    e = e2
+            failed(what, path, e, cleanup)
+        return None
+
+    def failed(what: str, path, exc: OSError, cleanup=None) -> None:
+        """A writer that hit a full disk: disabled, what it wrote removed, the reason kept."""
+        dead.add(what)
+        if cleanup is not None:
+            try:
+                cleanup()
+            except OSError:
+                pass
+        out.failures.append((what, str(path or ""), f"{exc.strerror or exc}" + (f" (errno {exc.errno})"
+                                                                                   if exc.errno else "")))
+
+    for what, path, e in start_errors:
+        failed(what, path, e)
 
     def one(node: str, recs: list[Record]) -> None:
         info = ctx.infos.get(node)
@@ -118,21 +167,23 @@ def render_all(ctx: RenderContext) -> Rendered:
         out.statuses[info.status] += 1
         out.totals.update({o: info.counts[o] for o in ("pass", "fail", "skip", "error")})
         arch_rel = ""
-        if info.has_problem:
+        if info.has_problem and "archives" not in dead:
             bdir = ctx.bundle_dirs.get(node) or info.bundle_dir or next((r.bundle_dir for r in recs if r.bundle_dir), "")
-            try:
-                p = archive.write_node_archive(archive_dir, node, Path(bdir) if bdir else None,
-                                               [r.to_dict() for r in recs], spec_source=info.spec_source)
+            p = guarded("archives", archive_dir, lambda: archive.write_node_archive(
+                archive_dir, node, Path(bdir) if bdir else None, [r.to_dict() for r in recs],
+                spec_source=info.spec_source))
+            if p is not None:
                 out.archives[node] = p
                 arch_rel = _rel(p, reports)
-            except OSError as e:
-                out.outputs.append((f"archive of {node}", f"not written: {e}"))
         findings = node_findings(node, recs)
         fleet.add(findings)
-        if jw is not None:
-            jw.add_node(info, recs)
-        if rw is not None:
-            rw.add(rma.node_rows(info, recs, archive=arch_rel, started=ctx.started_at))
+        if jw is not None and "JUnit XML" not in dead:
+            guarded("JUnit XML", ctx.junit_path, lambda: jw.add_node(info, recs), jw.abort)
+        if rw is not None and "RMA" not in dead:
+            rows_ = rma.node_rows(info, recs, archive=arch_rel, started=ctx.started_at)
+            guarded("RMA", reports / "rma.csv", lambda: rw.add(rows_), rw.abort)
+        if html_path is not None and "HTML report" in dead:
+            return
         if html_path is not None:
             page = pages_dir / f"{safe_filename(node)}.html"
             href = _rel(page, html_dir)
@@ -150,9 +201,13 @@ def render_all(ctx: RenderContext) -> Rendered:
             back = _rel(html_path, pages_dir) + f"#n-{node}"
             arch_href = _rel(out.archives[node], pages_dir) if node in out.archives else None
             tmp = page.with_name(f".{page.name}.tmp")
-            tmp.write_text(nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
-                                              title=ctx.title, extras=ctx.extras.get(node, [])), encoding="utf-8")
-            os.replace(tmp, page)
+            try:
+                tmp.write_text(nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
+                                                  title=ctx.title, extras=ctx.extras.get(node, [])), encoding="utf-8")
+                os.replace(tmp, page)
+            except OSError as e:
+                tmp.unlink(missing_ok=True)
+                failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
 
     seen: set[str] = set()
     for node, recs in node_groups(ctx.results_path, ctx.interleaved):
@@ -165,10 +220,12 @@ def render_all(ctx: RenderContext) -> Rendered:
         if node not in seen:
             seen.add(node)
             one(node, [])
-    if jw is not None:
-        out.junit_files = jw.finish()
-        out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
-    if html_path is not None:
+    if jw is not None and "JUnit XML" not in dead:
+        got = guarded("JUnit XML", ctx.junit_path, jw.finish, jw.abort)
+        if got is not None:
+            out.junit_files = got
+            out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
+    if html_path is not None and "HTML report" not in dead:
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
@@ -176,15 +233,20 @@ def render_all(ctx: RenderContext) -> Rendered:
                          hrefs=hrefs, env=ctx.environment, files=_files(ctx, html_dir, out), other=other_html,
                          sections=ctx.sections)
         tmp = html_path.with_name(f".{html_path.name}.tmp")
-        html_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, html_path)
-        out.outputs.insert(0, ("HTML report", str(html_path)))
-        out.outputs.append(("Node pages", f"{pages_dir}/ ({len(hrefs)} node(s))"))
-    if rw is not None:
-        paths = rw.finish()
-        out.outputs += [("RMA (CSV)", str(paths["rma.csv"])), ("RMA (JSON)", str(paths["rma.json"])),
-                        ("Actions (CSV)", str(paths["actions.csv"]))]
+        try:
+            html_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, html_path)
+            out.outputs.insert(0, ("HTML report", str(html_path)))
+            out.outputs.append(("Node pages", f"{pages_dir}/ ({len(hrefs)} node(s))"))
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+    if rw is not None and "RMA" not in dead:
+        paths = guarded("RMA", reports / "rma.csv", rw.finish, rw.abort)
+        if paths is not None:
+            out.outputs += [("RMA (CSV)", str(paths["rma.csv"])), ("RMA (JSON)", str(paths["rma.json"])),
+                            ("Actions (CSV)", str(paths["actions.csv"]))]
     if out.archives:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))

@@ -69,27 +69,54 @@ class ResultsWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "w", encoding="ascii", buffering=1 << 16)  # noqa: SIM115 - closed in close()
         self.count = 0
+        self.lost = 0
+        self.error: OSError | None = None   # a full disk: the lines from then on are lost (and counted)
         self.interleaved = False
         self._last = None
         self._seen: set[str] = set()
 
     def write(self, rec: Record) -> None:
-        if rec.node != self._last:
-            if rec.node in self._seen:
-                self.interleaved = True
-            self._seen.add(rec.node)
-            self._last = rec.node
-            self._fh.flush()
-        self._fh.write(json.dumps(to_line(rec), ensure_ascii=True, separators=(",", ":")) + "\n")
-        self.count += 1
+        """One line. An OSError (disk full) never stops the run: writing stops, the file keeps
+        its whole lines, ``error`` says why and ``lost`` counts the lines not written."""
+        if self.error is not None:
+            self.lost += 1
+            return
+        try:
+            if rec.node != self._last:
+                if rec.node in self._seen:
+                    self.interleaved = True
+                self._seen.add(rec.node)
+                self._last = rec.node
+                self._fh.flush()
+            self._fh.write(json.dumps(to_line(rec), ensure_ascii=True, separators=(",", ":")) + "\n")
+            self.count += 1
+        except OSError as e:
+            self.error = e
+            self.lost += 1
+            self._cut_to_whole_lines()
+
+    def _cut_to_whole_lines(self) -> None:
+        try:
+            self._fh.close()
+        except OSError:
+            pass
+        try:   # a line half written is no line (readers skip it anyway): cut it off
+            with open(self.path, "rb+") as fh:
+                data = fh.read()
+                fh.truncate(data.rfind(b"\n") + 1)
+        except OSError:
+            pass
 
     def close(self) -> None:
         if not self._fh.closed:
-            self._fh.flush()
             try:
+                self._fh.flush()
                 os.fsync(self._fh.fileno())
-            except OSError:
-                pass
+            except OSError as e:
+                if self.error is None:
+                    self.error = e
+                    self._cut_to_whole_lines()
+                    return
             self._fh.close()
 
 

@@ -134,33 +134,74 @@ class RmaWriter:
         self.dir = Path(reports_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.paths = {n: self.dir / n for n in ("rma.csv", "rma.json", "actions.csv")}
-        self._fh = {n: open(self.dir / f".{n}.tmp", "w", encoding="utf-8", newline="")  # noqa: SIM115
+        # unbuffered binary files: one write a node and file, so a full disk fails that write and the
+        # file is cut back to its last whole node exactly (no buffer left to flush later)
+        self._fh = {n: open(self.dir / f".{n}.tmp", "wb", buffering=0)  # noqa: SIM115
                     for n in self.paths}
-        self._fh["rma.csv"].write(csv_header())
-        self._fh["actions.csv"].write(csv_header())
         head = {"format": FORMAT, "generated_at": generated_at, "inventory": one_line(inventory, 1000)}
         # the JSON document streamed: the head's keys, then the rows one by one
-        self._fh["rma.json"].write(json.dumps(head, ensure_ascii=True)[:-1] + ', "rows": [')
+        try:
+            self._put({"rma.csv": csv_header(), "actions.csv": csv_header(),
+                       "rma.json": json.dumps(head, ensure_ascii=True)[:-1] + ', "rows": ['})
+        except OSError:
+            self.abort()
+            raise
         self.rma_rows = 0
         self.action_rows = 0
 
+    def _put(self, texts: dict[str, str]) -> None:
+        """Append each file's text; on an OSError every file is cut back to where it was."""
+        pos = {n: fh.tell() for n, fh in self._fh.items()}
+        try:
+            for n, t in texts.items():
+                if t:
+                    data = t.encode("utf-8")
+                    if self._fh[n].write(data) != len(data):
+                        raise OSError(28, "No space left on device")
+        except OSError:
+            for n, fh in self._fh.items():
+                try:
+                    fh.truncate(pos[n])
+                    fh.seek(pos[n])
+                except (OSError, ValueError):
+                    pass
+            raise
+
     def add(self, rows: list[dict]) -> None:
+        """Append one node's rows (a full disk raises here and every file is cut back to its last
+        whole node, so the caller may free room and call again)."""
+        texts = {"rma.csv": "", "rma.json": "", "actions.csv": ""}
+        n_rma, n_act = self.rma_rows, self.action_rows
         for row in rows:
             if is_vendor(row):
-                self._fh["rma.csv"].write(csv_line(row))
-                self._fh["rma.json"].write(("," if self.rma_rows else "") + "\n "
-                                           + json.dumps(row, ensure_ascii=True))
-                self.rma_rows += 1
+                texts["rma.csv"] += csv_line(row)
+                texts["rma.json"] += ("," if n_rma else "") + "\n " + json.dumps(row, ensure_ascii=True)
+                n_rma += 1
             else:
-                self._fh["actions.csv"].write(csv_line(row))
-                self.action_rows += 1
+                texts["actions.csv"] += csv_line(row)
+                n_act += 1
+        self._put(texts)
+        self.rma_rows, self.action_rows = n_rma, n_act
 
     def finish(self) -> dict[str, Path]:
-        self._fh["rma.json"].write("\n]}\n" if self.rma_rows else "]}\n")
-        for n, fh in self._fh.items():
-            fh.close()
+        """Close and rename the files. A full disk raises with the temporaries kept (whole
+        rows): the caller may free room and call again, or ``abort``."""
+        if not self._fh["rma.json"].closed:
+            self._put({"rma.json": "\n]}\n" if self.rma_rows else "]}\n"})
+            for f in self._fh.values():
+                f.close()
+        for n in self._fh:
             os.replace(self.dir / f".{n}.tmp", self.paths[n])
         return self.paths
+
+    def abort(self) -> None:
+        """Remove the temporaries (a full disk): no half-written file is left."""
+        for n, fh in self._fh.items():
+            try:
+                fh.close()
+            except OSError:
+                pass
+            (self.dir / f".{n}.tmp").unlink(missing_ok=True)
 
 
 def write(reports_dir: Path, infos_and_records, inventory: str = "", generated_at: str = "",

@@ -42,6 +42,8 @@ def after_item() -> None:
         run.release(node)
     cache = config.stash.get(IDENT_KEY, None)
     if cache:
-        for k in [k for k in cache if k == node or (isinstance(k, tuple) and len(k) > 1
-                                                    and (k[0] == node or k[1] == node))]:
+        # the per-GPU identities go; the node's driver version and Xids stay (a string and a small
+        # dict: its node_identity item, run after every node's own items, needs nothing else)
+        for k in [k for k in cache if (k[0] == node and k[0] not in ("driver", "xids"))
+                  or (k[0] == "slots" and k[1] == node)]:
             del cache[k]

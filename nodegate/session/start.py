@@ -15,7 +15,7 @@ import pytest
 
 from ..bundle import Bundle, discover
 from ..errors import SpecError
-from ..run import RUN_KEY, FleetRun, GatherOptions
+from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
 from . import gcsched, signals, specfile
@@ -250,7 +250,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
                         f"{shown(seen[b.node])} and {shown(d)}", returncode=EXIT_SPEC_ERROR)
         seen[b.node] = b.path or b.meta.get("source_file") or d
         if run.streaming and getattr(load, "lazy", False) and b.path is not None:
-            run.add_lazy(b.node, b.path, root=getattr(load, "root", None), ids=_ids(b))
+            run.add_lazy(b.node, b.path, root=getattr(load, "root", None), ids=bundle_ids(b))
         else:
             run.add(b)
         if given is not None and b.node in given:
@@ -291,23 +291,6 @@ def _say_replay(config, run: FleetRun, links: list[Path]) -> None:
     if own:
         tw.line(f"nodegate: {len(own)} node(s) judged by the spec stored in their own bundle (meta.json): a bundle's "
                 "spec is only as trusted as the bundle; give --spec FILE or --inventory to judge by yours", yellow=True)
-
-
-#: evidence read at --replay start on a streaming run: what the node identity check compares
-#: across the run (boot id, machine id: nodegate.run.FleetRun.identity_clashes)
-ID_KEYS = frozenset({"meta.boot_id", "meta.machine_id"})
-
-
-def _ids(b: Bundle) -> tuple:
-    """(boot id, machine id) of a bundle holding only ``ID_KEYS`` (None where unreadable)."""
-    from ..collect import NodeFacts
-    f, out = NodeFacts(b), []
-    for name in ("boot_id", "machine_id"):
-        try:
-            out.append(getattr(f, name) or None)
-        except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
-            out.append(None)
-    return tuple(out)
 
 
 class SpecCache:

@@ -93,6 +93,9 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
     on which node arrived first. The node_identity item (NG-INV-003, run last, after every node)
     reports every clash in all modes."""
     if check_id == IDENTITY_CHECK and run.overlapped:
+        if run.streaming:   # every node in, their ids known, none merged (bounded memory)
+            run.ids_of_every_node(wait_ticker(config, run))
+            return None
         for n in run.order:   # compares the whole run: every node in
             run.wait(n, wait_ticker(config, run))
         return None
@@ -162,9 +165,12 @@ def evaluate(item, p: VerdictParam) -> None:
     check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
     run: FleetRun = item.config.stash[RUN_KEY]
     cdef = ng_checks.load_all()[check_id]
+    # tests run while gathering: this node's first item waits for it; a released node (bounded
+    # memory) is read again, for its node_identity item only the ids (FleetRun.bundle_for)
+    light = check_id == IDENTITY_CHECK
     b = run.bundles.get(node)
-    if b is None:   # tests run while gathering: this node's first item waits for it
-        b = run.wait(node, wait_ticker(item.config, run))
+    if b is None or (not light and node in run._light):
+        b = run.bundle_for(node, light=light, tick=wait_ticker(item.config, run))
     cache = node_cache(item.config)
     clash = identity_clash(item.config, run, node, cache, check_id)
     unresolved = None

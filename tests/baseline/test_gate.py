@@ -160,7 +160,8 @@ def test_upgrade_regression_report_fields(upgrade):
     from tests.junit_view import cases
     props = next(c[4] for c in cases(reports / "junit.xml") if c[1] == "test_regression_pcie[node02-gpu1]")
     assert [k for k, _ in props] == ["node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial",
-                                     "gpu_uuid", "expected", "observed", "remediation"]
+                                     "gpu_uuid", "expected", "observed", "remediation", "spec_source"]
+    # (one property list for every FAIL/ERROR item in nodegate's JUnit: the suite's, spec_source included)
     d = dict(props)
     assert (d["node"], d["check_id"], d["severity"], d["gpu_index"], d["pci_bus_id"], d["gpu_serial"],
             d["gpu_uuid"]) == ("node02", "NG-REG-PCIE", "major", "1", F.BUS1, F.SERIAL1, F.UUID1)
