@@ -32,18 +32,22 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs
 
-## bench: simulated fleets of 16-256 nodes (needs root, openssh-server, busybox-static, dash)
+## bench: simulated SSH fleets of 16, 64, 256 nodes (needs root, openssh-server, busybox-static, dash);
+## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv)
+BENCH_ARGS ?=
 bench: $(STAMP)
-	@why=$$($(BIN)/python -c "from tools.fleet import sshd_available; print(sshd_available() or '')"); \
+	@case "$(BENCH_ARGS)" in *--scale*) ;; *) \
+	why=$$($(BIN)/python -c "from tools.fleet import sshd_available; print(sshd_available() or '')"); \
 	if [ -n "$$why" ]; then echo "make bench needs the simulated fleet: $$why"; \
-	  echo "install: apt-get install openssh-server openssh-client busybox-static dash (as root)"; exit 2; fi
-	$(BIN)/python bench/run.py
+	  echo "install: apt-get install openssh-server openssh-client busybox-static dash (as root)"; \
+	  echo "or run the replay-only scale bench: make bench BENCH_ARGS=--scale"; exit 2; fi;; esac
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py
 	$(BIN)/python tools/build_samples.py
 
-## clean: the venv, caches and every report file make itself writes (the demo, bench.json);
+## clean: the venv, caches and every report file make itself writes (the demo, bench.json, bench-scale.json);
 ## a live run's reports and evidence stay
 clean:
-	rm -rf $(VENV) $(DEMO) reports/bench.json .pytest_cache
+	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json .pytest_cache

@@ -1,4 +1,5 @@
 """``make bench``: nodegate on simulated fleets of 16, 64 and 256 nodes x 8 GPUs, against the SSH floor.
+``make bench BENCH_ARGS=--scale``: the replay at 256, 1,024 and 4,096 nodes instead (bench/scale.py).
 
 For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real sshd on 127.0.x.y):
 
@@ -37,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import floors, naive, site  # noqa: E402
+from bench import floors, naive, scale, site  # noqa: E402
 from bench.execs import sessions_per_node  # noqa: E402
 from bench.measure import proc_cpu_s, run_measured  # noqa: E402
 from tools.fleet import Fleet, sshd_available  # noqa: E402
@@ -313,8 +314,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
     ap.add_argument("--no-site", action="store_true", help="skip the site-checks row at --naive-at")
     ap.add_argument("--site-only", action="store_true", help="only the site-checks row, at each --sizes")
-    ap.add_argument("--out", default=str(ROOT / "reports" / "bench.json"))
+    ap.add_argument("--out", default=None, help="JSON written (default reports/bench.json, with --scale "
+                                                "reports/bench-scale.json)")
+    ap.add_argument("--scale", nargs="?", const=",".join(str(n) for n in scale.SIZES), default=None,
+                    metavar="N,N,...", help="instead: --replay of generated copies of the healthy 8-GPU bundle at "
+                                            "these sizes (default 256,1024,4096): wall, CPU, RSS, report sizes "
+                                            "(bench/scale.py, reports/bench-scale.json)")
     args = ap.parse_args(argv)
+    if args.scale:
+        return scale.main(tuple(int(x) for x in args.scale.split(",")), Path(args.out) if args.out else None)
+    args.out = args.out or str(ROOT / "reports" / "bench.json")
     why = sshd_available()
     if why:
         print(f"bench: cannot build a simulated fleet here: {why}", file=sys.stderr)

@@ -188,7 +188,7 @@ class Bundle:
 
     # ------------------------------------------------------------------ reading
     @classmethod
-    def load(cls, d: Path, root: Path | None = None) -> "Bundle":
+    def load(cls, d: Path, root: Path | None = None, only=None) -> "Bundle":
         """Read a bundle directory (ours or hand-built, trusted or not). Never raises for what
         the directory holds; unknown files are ignored.
 
@@ -200,7 +200,9 @@ class Bundle:
         read: an item over ``READ_CAP`` is ``truncated`` unread, and a bundle whose files hold
         more than ``BUNDLE_BUDGET`` bytes (hard links counted once) is not read at all (its
         node is ERROR). When meta.json lists the items, each item's files must agree with it
-        (exit code, status, size) or the item is ERROR (``inconsistent``)."""
+        (exit code, status, size) or the item is ERROR (``inconsistent``). ``only``: read meta.json
+        and just these item keys (a bounded-memory ``--replay`` reads a node's identity first and
+        the rest when its items run: FleetRun.add_lazy)."""
         d = Path(d)
         try:
             dfd = _open_dir(d, root)
@@ -208,7 +210,7 @@ class Bundle:
             return cls(node=_node_name(None, d), meta={
                 "status": REFUSED, "error": f"bundle directory not opened: {_os_why(e)}"}, path=d)
         try:
-            return _load_fd(cls, dfd, d)
+            return _load_fd(cls, dfd, d, only)
         finally:
             os.close(dfd)
 
@@ -353,7 +355,7 @@ def _load_meta(dfd: int, entries: dict) -> dict:
     return meta
 
 
-def _load_fd(cls, dfd: int, d: Path) -> "Bundle":
+def _load_fd(cls, dfd: int, d: Path, only=None) -> "Bundle":
     entries: dict[str, os.stat_result] = {}
     try:
         with os.scandir(dfd) as it:
@@ -373,6 +375,8 @@ def _load_fd(cls, dfd: int, d: Path) -> "Bundle":
                   | ({k for k in listed if isinstance(k, str) and _KEY_RE.match(k)} if listed is not None else set()))
     if listed is not None:
         keys = [k for k in keys if k in listed]   # not this run's: meta.json lists every item it gathered
+    if only is not None:
+        keys = [k for k in keys if k in only]
     over = _over_budget(entries, keys)
     if over:
         meta = dict(meta, status=REFUSED, error=over)

@@ -43,10 +43,10 @@ class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
 from . import altkeys
 from .bundle import Bundle, Evidence
 from .errors import EvidenceError, NodegateError, ParseError
-from .facts import (DkmsStatus, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, KernelLogCut, LibNvml,
+from .facts import (DkmsStatus, DmiFacts, DriverBanner, FirmwareFacts, GpuFacts, KernelEvent, KernelLogCut, LibNvml,
                     ModinfoFacts, ModuleState, PasswdEntry, PersistencedFacts, SmiError,
                     SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
-from .parsers import (dkms, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
+from .parsers import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                       proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
 from .collect_fabric import FabricFacts  # noqa: E402  (imports cached_property from this module)
 
@@ -60,7 +60,7 @@ class NodeFacts(FabricFacts):
     driver_banner, libnvml, smi_version, smi_error, gpus, gpu_source, persistenced_unit,
     persistenced_unit_files, persistenced, persistenced_user, firmware, pci_links,
     ib_devices, peermem_registered, kernel_events, kernel_log_cut, kernel_log_source, fabricmanager_version,
-    fabricmanager_unit, clocks_samples; and (nodegate/collect_fabric.py, issue 19) uptime_s,
+    fabricmanager_unit, clocks_samples, dmi; and (nodegate/collect_fabric.py, issue 19) uptime_s,
     nvlink_status, nvlink_errors, nvml_nvlinks, nvswitches, pci_aer, ib_ports, ibstat_ports,
     fabricmanager_log.
     Also: hostname, probe_user, smi_report, smi_driver_version, driver_gpus, dev_nodes,
@@ -469,6 +469,13 @@ class NodeFacts(FabricFacts):
     def kernel_log_source(self) -> str | None:
         """``kernel.log`` header: ``dmesg`` or ``journalctl -k -b``."""
         return kernel_log.kernel_log_source(self._text("kernel.log"))
+
+    # ------------------------------------------------------------------ system identity
+    @cached_property
+    def dmi(self) -> DmiFacts:
+        """``dmi.id``: system vendor, model, serials from /sys/class/dmi/id (serials need root).
+        EvidenceError when the item is missing (older bundles) or /sys/class/dmi/id is absent."""
+        return self._parse("dmi.id", dmi.parse_dmi, self._text("dmi.id"))
 
     # ------------------------------------------------------------------ fabric manager
     @cached_property

@@ -442,6 +442,27 @@ class LibNvml:
 
 
 @dataclass
+class DmiFacts:
+    """The system's DMI identity (``dmi.id``: /sys/class/dmi/id). ``values``: attribute ->
+    firmware string; ``unreadable``: attributes the probe's user could not read (the serials and
+    product_uuid are root-only); ``absent``: attributes the firmware does not provide."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    unreadable: set[str] = field(default_factory=set)
+    absent: set[str] = field(default_factory=set)
+
+    def text(self, attr: str) -> str:
+        """The value, or why there is none (for a report cell: never a guess)."""
+        if attr in self.values:
+            return self.values[attr] or "(empty in firmware)"
+        if attr in self.unreadable:
+            return "unreadable without root (re-run with --sudo)"
+        if attr in self.absent:
+            return "not provided by the firmware"
+        return "not reported"
+
+
+@dataclass
 class KernelLogCut:
     """How the probe cut the kernel log (its last line ``# lines: seen=S kept=K dropped_severe=D``).
 

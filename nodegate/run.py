@@ -157,7 +157,16 @@ class FleetRun:
     merged so far: ``wait(node)`` blocks until that node is gathered and merges it; ``wait_all()``
     merges every node and restores inventory order. Both are called from pytest's main thread
     only, so the dicts are never mutated by another thread while pytest iterates them.
-    ``order``: every node name in inventory order, known before any node is contacted."""
+    ``order``: every node name in inventory order, known before any node is contacted.
+
+    Bounded memory (``streaming``, docs/performance.md "4,096 nodes"): a node's Bundle and
+    NodeFacts are loaded when its items need them (``wait``: from the gathering process's bundle,
+    or from its directory on ``--replay``) and dropped by ``release(node)`` once its items are
+    done; ``bundles``/``facts`` then hold the nodes being judged, and a released node is read
+    again from disk if asked for. ``wait_all()`` still waits for the whole gather but merges
+    nothing. ``on_release`` callables get ``(node, bundle, facts)`` before a node is dropped
+    (the reports keep a summary of it). ``all_nodes``: every node of the run; ``nodes``: the
+    ones whose items are being collected (a shard of them, nodegate.session.shards)."""
 
     bundles: dict[str, Bundle] = field(default_factory=dict)
     facts: dict[str, NodeFacts] = field(default_factory=dict)
@@ -202,11 +211,149 @@ class FleetRun:
     _proc: object = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)   # the thread pool's
     _reason_box: object = field(default=None, repr=False)      # the gathering process's (interrupt.ReasonBox)
+    streaming: bool = False
+    on_release: list = field(default_factory=list, repr=False)
+    shard: list[str] | None = field(default=None, repr=False)     # nodes collected now (shards)
+    _paths: dict = field(default_factory=dict, repr=False)         # node -> bundle dir (lazy / released)
+    _released: set = field(default_factory=set, repr=False)
+    _roots: dict = field(default_factory=dict, repr=False)         # node -> its --replay root
+    _gpu_ids: dict = field(default_factory=dict, repr=False)       # released node -> [(index, serial, uuid)]
+    _light: set = field(default_factory=set, repr=False)           # nodes in memory with ID_KEYS only
+    surplus: dict[str, int] = field(default_factory=dict, repr=False)  # node -> GPUs seen beyond gpu.count
+
+    @property
+    def all_nodes(self) -> list[str]:
+        """Every node of the run in inventory order (gathered or not yet, loaded or not)."""
+        if self.order:
+            return list(self.order)
+        return list(self.bundles) + [n for n in self._paths if n not in self.bundles]
 
     @property
     def nodes(self) -> list[str]:
-        """Every node of the run in inventory order (gathered or not yet)."""
-        return list(self.order) if self.order else list(self.bundles)
+        """The nodes whose items are collected now: every node of the run (inventory order), or
+        while collecting a shard of a large run only that shard's (nodegate.session.shards)."""
+        return list(self.shard) if self.shard is not None else self.all_nodes
+
+    def add_lazy(self, node: str, path: Path, root: Path | None = None, ids: tuple | None = None) -> None:
+        """A node whose bundle is read from ``path`` (below the --replay ``root``) when first
+        needed (``--replay``, streaming); ``ids``: its (boot id, machine id), read now, so the node
+        identity check sees every node of the run (``peer_ids``) before all are loaded."""
+        self._paths[node] = Path(path)
+        if root is not None:
+            self._roots[node] = Path(root)
+        if ids is not None:
+            self.peer_ids[node] = ids
+        if node not in self.order:
+            self.order.append(node)
+
+    def has(self, node: str) -> bool:
+        """The node is in the run and its bundle is in memory or can be read (no waiting)."""
+        return node in self.bundles or (node in self._paths and self.ready(node))
+
+    def release(self, node: str) -> None:
+        """Drop the node's Bundle and NodeFacts (its items are done); ``on_release`` sees them
+        first. Only when ``streaming``; a released node is read again from disk when asked for."""
+        if not self.streaming or node not in self.bundles:
+            return
+        b, f = self.bundles[node], self.facts.get(node)
+        for cb in self.on_release:
+            try:
+                cb(node, b, f)
+            except Exception:  # noqa: BLE001 - a report's summary must not stop the run
+                pass
+        if b.path is not None:
+            # what the run-wide identity checks compare stays known (a few strings a node)
+            if node in self._light:
+                self._light.discard(node)
+            elif not b.gather_error:
+                self._keep_ids(node, self.node_ids(node))
+                try:
+                    self._gpu_ids[node] = [(g.index, g.serial, g.uuid) for g in f.gpus] if f is not None else []
+                except Exception:  # noqa: BLE001 - unreadable GPUs identify nothing
+                    self._gpu_ids[node] = []
+            self._paths.setdefault(node, b.path)
+            del self.bundles[node]
+            self.facts.pop(node, None)
+            self._released.add(node)
+
+    def _keep_ids(self, node: str, ids: tuple) -> None:
+        """Record a released node's (boot id, machine id) in ``peer_ids`` and in the identity
+        index in place (a live streaming run learns one node at a time: no rebuild a node)."""
+        before = self._index() if self._id_index else None
+        self.peer_ids[node] = ids
+        if before is not None:
+            extra = tuple(n for n in self.bundles if n not in self.peer_ids and n != node)
+            for what, v in (("boot id", ids[0]), ("machine id", ids[1])):
+                if v and node not in before.get((what, v), ()):
+                    before.setdefault((what, v), []).append(node)
+            self._id_index = (("streaming", len(self.peer_ids), extra), before)
+
+    def bundle_for(self, node: str, light: bool = False, tick: Callable[[], None] | None = None) -> Bundle | None:
+        """The node's Bundle, loaded if need be (``wait``). ``light``: a released or not yet loaded
+        node of a streaming run is read with ``ID_KEYS`` only (its node_identity item needs no
+        more); a light bundle is replaced by the whole one when a full one is asked for."""
+        b = self.bundles.get(node)
+        if b is not None and (light or node not in self._light):
+            return b
+        if b is not None:   # light, and the whole bundle is needed
+            self._light.discard(node)
+            del self.bundles[node]
+            self.facts.pop(node, None)
+        if light and self.streaming and node in self._paths and self.ready(node):
+            self.add(self._load(node, self._paths[node], only=ID_KEYS))
+            self._light.add(node)
+            return self.bundles[node]
+        return self.wait(node, tick)
+
+    def ids_of_every_node(self, tick: Callable[[], None] | None = None) -> None:
+        """Wait for every node to be gathered and make ``peer_ids`` hold the (boot id, machine id)
+        of each node not in memory, read from its bundle alone (``ID_KEYS``): what the node
+        identity check (NG-INV-003) compares, without merging every node (bounded memory)."""
+        for n in self.order:
+            ev = self._events.get(n)
+            while ev is not None and not ev.wait(0.25):
+                if tick is not None:
+                    tick()
+            if n in self.facts or n in self.peer_ids:
+                continue
+            path = self._paths.get(n)
+            entry = self._arrived.get(n)
+            if path is None and isinstance(entry, tuple) and isinstance(entry[0], Path):
+                path = entry[0]
+            if path is None:
+                continue   # an error bundle in memory: nothing of the node to compare
+            b = self._load(n, path, only=ID_KEYS)
+            if not b.gather_error:
+                self._keep_ids(n, bundle_ids(b))
+
+    def peek(self, node: str):
+        """(Bundle, NodeFacts) of ``node`` without keeping them when they are not in memory
+        (reports of nodes whose items never ran); None when the node has no bundle."""
+        if node in self.bundles:
+            return self.bundles[node], self.facts.get(node) or NodeFacts(self.bundles[node])
+        path = self._paths.get(node)
+        entry = self._arrived.get(node)
+        if path is None and isinstance(entry, tuple) and isinstance(entry[0], Path):
+            path = entry[0]
+        if path is None:
+            if isinstance(entry, Bundle):
+                return entry, NodeFacts(entry)
+            if isinstance(entry, tuple) and isinstance(entry[0], Bundle):
+                return entry
+            return None
+        b = self._load(node, path)
+        return b, NodeFacts(b)
+
+    def _load(self, node: str, path: Path, only=None) -> Bundle:
+        try:
+            b = Bundle.load(path, root=self._roots.get(node), only=only)
+        except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
+            return Bundle(node, {}, {"node": node, "status": "error",
+                                     "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
+        if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
+            return Bundle(node, {}, {"node": node, "status": "error",
+                                     "error": f"bundle {path} holds node {b.node!r}, not {node!r}"})
+        return b
 
     @property
     def contacted(self) -> list[str]:
@@ -220,7 +367,7 @@ class FleetRun:
         if self.selected is None:
             return {}
         out = {}
-        for n in self.targets or self.nodes:
+        for n in self.targets or self.all_nodes:
             want, ran = self.items_selected.get(n, 0), self.items_ran.get(n, 0)
             if want == 0:
                 out[n] = "NOT EVALUATED: no selected item (deselected by -k/-m/--lf/--deselect)"
@@ -253,8 +400,15 @@ class FleetRun:
 
     def _index(self) -> dict:
         """{("boot id" | "machine id", value): [nodes]} over every node known here, rebuilt when
-        a node was merged since (once per node arrival, not once per item)."""
-        key = (len(self.bundles), len(self.peer_ids))
+        a node was merged since (once per node arrival, not once per item). On a streaming run
+        the nodes in memory change with every node judged: there the ids of every node seen so
+        far are kept in ``peer_ids`` (replay: all of them from the start) and the index is
+        rebuilt only when a node whose ids are not there yet is in memory (O(1) a node)."""
+        if self.streaming:
+            extra = tuple(n for n in self.bundles if n not in self.peer_ids)
+            key = ("streaming", len(self.peer_ids), extra)
+        else:
+            key = (len(self.bundles), len(self.peer_ids))
         if self._id_index and self._id_index[0] == key:
             return self._id_index[1]
         idx: dict = {}
@@ -289,16 +443,18 @@ class FleetRun:
         (their checks say why); N/A and all-zero serials identify nothing."""
         from .checks.slots import _ident_value
         seen: dict[tuple[str, str], list[tuple[str, int | None]]] = {}
+        ids = {n: g for n, g in self._gpu_ids.items() if n not in self.facts}   # released (streaming)
         for node, f in self.facts.items():
             try:
-                gpus = list(f.gpus)
+                ids[node] = [(g.index, g.serial, g.uuid) for g in f.gpus]
             except Exception:  # noqa: BLE001
                 continue
-            for g in gpus:
-                for field, label in (("serial", "serial"), ("uuid", "UUID")):
-                    v = _ident_value(field, getattr(g, field, None))
+        for node, gpus in ids.items():
+            for index, serial, uuid in gpus:
+                for field, label, value in (("serial", "serial", serial), ("uuid", "UUID", uuid)):
+                    v = _ident_value(field, value)
                     if v is not None:
-                        seen.setdefault((label, v), []).append((node, g.index))
+                        seen.setdefault((label, v), []).append((node, index))
         return [(label, v, where) for (label, v), where in seen.items() if len({n for n, _ in where}) > 1]
 
     def identity_view(self, node: str) -> "IdentityView":
@@ -459,6 +615,10 @@ class FleetRun:
         """Block until ``node`` is gathered, merge it, return its Bundle (None: not in the run).
         ``tick()`` is called every ``every`` seconds while waiting (progress display)."""
         ev = self._events.get(node)
+        if node not in self.bundles and node in self._paths and (ev is None or ev.is_set()):
+            self.add(self._load(node, self._paths[node]))   # --replay (lazy) or released
+            self._released.discard(node)
+            return self.bundles.get(node)
         if ev is not None and node not in self.bundles:
             while not ev.wait(every):
                 if tick is not None:
@@ -475,14 +635,7 @@ class FleetRun:
 
     def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:
         import pickle
-        try:
-            b = Bundle.load(path)
-        except Exception as e:  # noqa: BLE001 - unreadable bundle: the node ERRORs
-            b = Bundle(node, {}, {"node": node, "status": "error",
-                                  "error": f"bundle {path} unreadable: {type(e).__name__}: {e}"})
-        if b.node != node:   # e.g. two names for one directory on a case-insensitive disk
-            b = Bundle(node, {}, {"node": node, "status": "error",
-                                  "error": f"bundle {path} holds node {b.node!r}, not {node!r}"})
+        b = self._load(node, path)
         f = NodeFacts(b)
         if parsed is not None and not b.gather_error:
             # the GPU facts the gathering process parsed from the same bytes (_parsed_gpus);
@@ -497,6 +650,12 @@ class FleetRun:
         """Block until every node is gathered; merge them all in inventory order. Raises what
         stopped the gather itself (not a node problem: those are in the bundles)."""
         for n in self.order:
+            if self.streaming:   # wait for the gather to finish, merge nothing (bounded memory)
+                ev = self._events.get(n)
+                while ev is not None and not ev.wait(0.25):
+                    if tick is not None:
+                        tick()
+                continue
             self.wait(n, tick)
         if self._thread is not None:
             self._thread.join()
@@ -541,6 +700,22 @@ def address_twins(jobs: list[NodeJob]) -> dict[str, list[str]]:
         if a is not None:
             by.setdefault(a, []).append(j.name)
     return {n: [o for o in ns if o != n] for ns in by.values() if len(ns) > 1 for n in ns}
+
+
+#: the evidence a bounded-memory run reads of every node up front: what the node identity check
+#: compares across the run (boot id, machine id: FleetRun.identity_clashes)
+ID_KEYS = frozenset({"meta.boot_id", "meta.machine_id"})
+
+
+def bundle_ids(b: Bundle) -> tuple:
+    """(boot id, machine id) of a bundle (None where unreadable; ``ID_KEYS`` suffice)."""
+    f, out = NodeFacts(b), []
+    for name in ("boot_id", "machine_id"):
+        try:
+            out.append(getattr(f, name) or None)
+        except Exception:  # noqa: BLE001 - unreadable: this id identifies nothing
+            out.append(None)
+    return tuple(out)
 
 
 #: niceness added to the gathering process (FleetRun.start_gather)

@@ -167,11 +167,12 @@ class BaselineSession:
             self.other_failures += 1
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix, summary, postfix, session):  # noqa: ARG002
+    def pytest_nodegate_report_sections(self, config):  # noqa: ARG002
+        """The change tables in nodegate's HTML report (nodegate.session.hookspecs)."""
         br, fleet = self.run(), self.fleet(self.config)
         if br is None or fleet is None:
-            return
-        postfix.append(render.html_section(br.all_comparisons(fleet), str(br.dir)))
+            return None
+        return [("Changes since the baseline", render.html_section(br.all_comparisons(fleet), str(br.dir)))]
 
     def pytest_sessionfinish(self, session, exitstatus):
         if _is_worker(self.config):

@@ -16,17 +16,23 @@ import pytest
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, finish, gcsched, markers, outputs, scheduling, selection, signals,
-                              specfile, start, terminal, verdicts)
+from nodegate.session import (cliopts, finish, gcsched, markers, outputs, release, scheduling, selection, shards,
+                              signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
-from nodegate.session.state import ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, RESULT_KEY
+from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, REPORT_PATHS_KEY,
+                                    RESULT_KEY)
 
 # re-exported for callers of the plugin module (tests, other plugins)
 VerdictParam = ng_items.VerdictParam
 node_of_test_id = scheduling.node_of_test_id
 _JOBS_KEY = JOBS_KEY
+
+
+def pytest_addhooks(pluginmanager):
+    from nodegate.session import hookspecs
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser):
@@ -66,6 +72,9 @@ def pytest_addoption(parser):
                      "instead of running the tests while the nodes are gathered (needs gpu.count)")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
+    g.addoption("--shard-nodes", type=int, default=shards.DEFAULT_SHARD_NODES, metavar="N",
+                help="bounded memory: above N nodes, collect and run the items of N nodes at a time "
+                     f"(default {shards.DEFAULT_SHARD_NODES}; 0: never)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,12 +97,7 @@ def pytest_configure(config):
     if o.list_hosts:
         cliopts.list_hosts(config)   # exits
     cliopts.collect_the_suites(config)
-    if not o.collectonly:   # --collect-only: nothing contacted, no report written
-        if hasattr(o, "htmlpath") and not o.htmlpath:
-            o.htmlpath = str(Path(o.reports_dir) / "report.html")
-            o.self_contained_html = True
-        if not getattr(o, "xmlpath", None):
-            o.xmlpath = str(Path(o.reports_dir) / "junit.xml")
+    config.stash[REPORT_PATHS_KEY] = start.take_over_outputs(config)
     if hasattr(config, "workerinput"):
         return
     try:
@@ -113,7 +117,12 @@ def pytest_configure_node(node):  # xdist controller -> worker (hook exists only
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     if session.config.stash.get(ACTIVE_KEY, False):
-        start.start_session(session)
+        start.start_session(session)   # plans the shards of a large run too (nodegate.session.shards)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    return shards.runtestloop(session)
 
 
 def pytest_generate_tests(metafunc):
@@ -137,7 +146,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     config = session.config
     selection.after_collection(session)   # only now: gathering of the selected nodes starts
-    gcsched.freeze_long_lived(config)
+    gcsched.freeze_long_lived(config, items=True)
     gcsched.young_gc_only(config)
     if config.stash.get(ACTIVE_KEY, False) and not hasattr(config, "workerinput"):
         terminal.group_by_node(config)
@@ -162,6 +171,7 @@ def pytest_runtest_logreport(report):
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logfinish(nodeid, location):  # noqa: ARG001
+    release.after_item()
     gcsched.after_item()
 
 
@@ -183,10 +193,11 @@ def pytest_runtest_setup(item):
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item):
+def pytest_runtest_teardown(item, nextitem):
     p = ng_items.verdict_param(item)
     if p is not None:
         p.result = None   # the report keeps what it needs (item stash, user_properties)
+    release.node_done_after(item, nextitem)
 
 
 @pytest.hookimpl(wrapper=True)   # pluggy's current wrapper form (no difference measured: docs/performance.md)

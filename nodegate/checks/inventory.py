@@ -152,7 +152,8 @@ def gpu_model(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     models = spec.gpu.model
     models = [models] if isinstance(models, str) else list(models or [])
-    expected = " or ".join(repr(m) for m in models) if models else "any model (gpu.model not set)"
+    # the Expected column shows the value (H100 80GB HBM3), not a Python repr; the message quotes it
+    expected = " or ".join(models) if models else "any model (gpu.model not set)"
     if gpu is not None and not gpu.present:
         where = gpu.pci_bus_id or "bus id unknown"
         return Result.failed(expected, "absent", f"GPU {gpu.index} ({where}) missing: the spec expects "

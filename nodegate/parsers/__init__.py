@@ -22,7 +22,7 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (dkms, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
+from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
                smi_xml, sysfs_lists, systemd, uptime)
@@ -70,6 +70,7 @@ PARSERS: dict[str, Callable] = {
     "uptime": uptime.parse_uptime,
     "smi_summary": smi_summary.parse_smi_summary,
     "smi_list": smi_list.parse_smi_list,
+    "dmi": dmi.parse_dmi,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -88,7 +89,7 @@ FORM_BY_KEY: dict[str, str] = {
     "kernel.log": "kernel_log",
     "meta.uptime": "uptime", "smi.nvlink_status": "nvlink_status", "smi.nvlink_errors": "nvlink_errors",
     "pci.nvswitch": "pci_nvswitch", "pci.aer": "pci_aer", "ib.ports": "ib_ports", "ib.ibstat": "ibstat",
-    "fabricmanager.log": "fabricmanager_log",
+    "fabricmanager.log": "fabricmanager_log", "dmi.id": "dmi",
 }
 
 

@@ -66,6 +66,10 @@ ITEMS: dict[str, tuple[str, str]] = {
                              "the running daemon"),
     "persistenced.passwd": ("getent passwd <spec user>", "the configured user's passwd entry"),
     "persistenced.unit_files": ("'== <file>' + content of nvidia-persistenced unit and drop-ins", "unit text"),
+    "dmi.id": ("for a in sys_vendor product_name product_version product_serial product_uuid board_vendor board_name "
+               "board_serial chassis_serial bios_version: '<a> ok <value>' | '<a> unreadable' | '<a> absent' "
+               "(/sys/class/dmi/id/<a>; serials and product_uuid need root)",
+               "system vendor, model and serial (DMI) for the RMA sheet"),
     "modinfo.nvidia": ("modinfo -k $(uname -r) nvidia", "on-disk module (license, version, firmware, vermagic)"),
     "modinfo.nvidia_peermem": ("modinfo -k $(uname -r) nvidia_peermem", "on-disk peermem module"),
     "modinfo.nv_peer_mem": ("modinfo -k $(uname -r) nv_peer_mem", "legacy Mellanox peer-memory module"),

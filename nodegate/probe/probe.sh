@@ -379,6 +379,22 @@ ng_f_peers() {
   return 0
 }
 
+# ng_f_dmi: the system's DMI identity (vendor, model, serials) for the RMA sheet, one line per
+# attribute: '<attr> ok <value>', '<attr> unreadable' or '<attr> absent'. The kernel makes the
+# serials and product_uuid root-only (mode 0400, drivers/firmware/dmi-id.c): without --sudo they
+# are reported unreadable, never guessed. `read` only: no fork per attribute.
+ng_f_dmi() {
+  [ -d /sys/class/dmi/id ] || { echo "/sys/class/dmi/id: No such file or directory" >&2; return 2; }
+  for ng_a in sys_vendor product_name product_version product_serial product_uuid board_vendor \
+      board_name board_serial chassis_serial bios_version; do
+    ng_f=/sys/class/dmi/id/$ng_a
+    if [ ! -e "$ng_f" ]; then printf '%s absent\n' "$ng_a"
+    elif [ -r "$ng_f" ] && ng_rd "$ng_f"; then printf '%s ok %s\n' "$ng_a" "$ng_v"
+    else printf '%s unreadable\n' "$ng_a"; fi
+  done
+  return 0
+}
+
 # ng_klog_cut: the NVRM lines on stdin, cut to the last NG_KLTAIL lines, except that every line
 # that can decide a verdict (an Xid, a GPU off the bus, RmInitAdapter, GSP, API mismatch, the
 # open-module and probe-routine messages, the loading banner, taint and drm lines), with the line
@@ -519,6 +535,7 @@ ng_lite firmware.gsp ng_f_firmware
 ng_lite persistenced.process ng_f_persistenced_proc
 ng_item persistenced.passwd ng_f_passwd
 ng_lite persistenced.unit_files ng_f_dropins
+ng_lite dmi.id ng_f_dmi
 ng_tool modinfo.nvidia modinfo -k "$ng_kr" nvidia
 ng_tool modinfo.nvidia_peermem modinfo -k "$ng_kr" nvidia_peermem
 ng_tool modinfo.nv_peer_mem modinfo -k "$ng_kr" nv_peer_mem

@@ -16,6 +16,17 @@ FIX_CONFIG, RESET, REBOOT, RESEAT, RMA = ("fix configuration", "reset", "reboot"
                                           "reseat/replace riser", "RMA")
 ACTIONS = (FIX_CONFIG, RESET, REBOOT, RESEAT, RMA)
 
+#: The action of an ERROR (nothing proven wrong yet): obtain the missing evidence
+#: (remedy.error_remediation says how), then re-run.
+OBTAIN_EVIDENCE = "obtain evidence"
+
+#: Actions that need the vendor (rma.csv / rma.json); the others are the site's own work
+#: (actions.csv).
+VENDOR_ACTIONS = (RESEAT, RMA)
+
+#: Sorting rank of every action, least disruptive first (0: none).
+ACTION_RANK = {OBTAIN_EVIDENCE: 1, **{a: i + 2 for i, a in enumerate(ACTIONS)}}
+
 SEVERITY_RANK = {"minor": 1, "major": 2, "critical": 3}
 
 _PATTERNS: tuple[tuple[str, re.Pattern], ...] = (

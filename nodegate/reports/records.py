@@ -1,8 +1,9 @@
 """Per-test records and per-node summaries, built from pytest reports and the FleetRun.
 
 A ``Record`` is the compact, cleaned copy of one test's ``report.nodegate`` dict (the suite
-plugin's contract, docs/contributing.md): kept for every test of the run (6000 at 256 nodes x 8
-GPUs), so evidence is kept only for failures and every field is capped.
+plugin's contract, docs/contributing.md): kept in memory only while its test runs (``RecordBook``),
+then written as one line of results.jsonl (nodegate.reports.results) and dropped; evidence is
+kept only for failures and every field is capped.
 
 ``node_info`` reads node-level facts for the summary and drift tables. Facts come from
 untrusted bundles and may be missing: every access is guarded and a failure becomes the
@@ -23,7 +24,8 @@ OUTCOMES = ("pass", "fail", "skip", "error")
 #: Fields copied from ``report.nodegate`` (contract order), all strings after cleaning.
 FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
           "vbios_version", "driver_version", "check_id", "check_name", "title", "severity",
-          "expected", "observed", "message", "remediation", "bundle_dir", "action")
+          "expected", "observed", "message", "remediation", "bundle_dir", "action", "scope",
+          "spec_source")
 
 _PARAM_RE = re.compile(r"\[(?P<node>.+?)(?:-gpu(?P<gpu>\d+))?\]$")
 
@@ -54,6 +56,9 @@ class Record:
     remediation: str = ""
     bundle_dir: str = ""
     action: str = ""
+    scope: str = ""          # "node" | "gpu" (the check's), "" for items that are not checks
+    xids: str = ""           # Xid codes the kernel log shows for this GPU (or node), ","-joined
+    spec_source: str = ""    # where the node's spec came from (FleetRun.spec_source)
     evidence: str = ""
     has_nodegate: bool = False
 
@@ -97,8 +102,9 @@ def attach_nodegate(rep, info: dict) -> None:
 
 
 class RecordBook:
-    """All records of a run, in the order tests finished. ``update(report)`` takes every
-    phase report (setup, call, teardown) of every test."""
+    """The records of the tests running now. ``update(report)`` takes every phase report
+    (setup, call, teardown) of every test; ``finish(nodeid)`` hands a finished test's record
+    over (to be written) and forgets it, so the book never holds the whole run."""
 
     def __init__(self) -> None:
         self.records: dict[str, Record] = {}
@@ -133,6 +139,11 @@ class RecordBook:
             self._filled_from.pop(nodeid, None)
         return rec
 
+    def finish(self, nodeid: str) -> Record | None:
+        """The record of ``nodeid`` (its teardown was reported), removed from the book."""
+        self._filled_from.pop(nodeid, None)
+        return self.records.pop(nodeid, None)
+
     def __iter__(self):
         return iter(self.records.values())
 
@@ -155,6 +166,9 @@ def _fill(rec: Record, ng: dict) -> None:
     out = str(ng.get("outcome", "")).lower()
     if out in OUTCOMES:
         rec.outcome = out
+    xids = ng.get("xids")
+    if isinstance(xids, (list, tuple)):
+        rec.xids = ",".join(str(int(x)) for x in xids if isinstance(x, int) or str(x).isdigit())
     rec.has_nodegate = True
     rec.evidence = excerpt(ng.get("evidence", "")) if rec.outcome == "fail" else ""
 
@@ -174,6 +188,13 @@ class NodeInfo:
     vbios: str | None = None           # distinct VBIOS versions, ", "-joined
     gpu_model: str | None = None       # "NVIDIA H200" or "A x4, B x4" when mixed
     gpu_count: int | None = None
+    # system identity from DMI (dmi.id: /sys/class/dmi/id); the serial needs root (--sudo):
+    # unreadable or not collected -> the text says so (``dmi_text``), never a guess
+    system_vendor: str | None = None
+    system_model: str | None = None
+    system_serial: str | None = None
+    spec_source: str = ""              # FleetRun.spec_source[node] (where the node's spec came from)
+    bundle_dir: str = ""
     # issue 19 (drift of firmware and configuration): distinct values over the node's GPUs, ", "-joined
     inforom: str | None = None
     power_limit: str | None = None     # enforced power limit, e.g. "700 W"
@@ -181,6 +202,12 @@ class NodeInfo:
     compute_mode: str | None = None
     problems: dict[str, str] = field(default_factory=dict)
     counts: Counter = field(default_factory=Counter)
+    # filled by the reports from the results (nodegate.reports.status)
+    status: str = ""                   # accepted | need action | not evaluated
+    expected_items: int | None = None  # items collected for the node before deselection
+    not_evaluated: str = ""            # why, when status is "not evaluated" (reports.render)
+    worst_severity: str = ""
+    action: str = ""
 
     @property
     def evaluated(self) -> bool:
@@ -197,6 +224,8 @@ class NodeInfo:
         """The node's gather column: the gather error, NOT EVALUATED, or "ok"."""
         if self.gather_status != "ok":
             return self.gather_status
+        if self.not_evaluated:
+            return self.not_evaluated
         return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
 
 
@@ -230,6 +259,7 @@ def node_info(node: str, bundle=None, facts=None, records: list[Record] = ()) ->
         info.gather_status = "not gathered"
     if facts is not None and info.gather_status == "ok":
         _facts_into(info, facts)
+        _dmi_into(info, facts)
     if info.driver_version is None:
         info.driver_version = next((r.driver_version for r in records if r.driver_version), None)
     if info.vbios is None:
@@ -258,6 +288,21 @@ def _facts_into(info: NodeInfo, facts) -> None:
         info.vbios = ", ".join(vb) if vb else None
         from .drift import gpu_config_values
         gpu_config_values(info, gpus)
+
+
+def _dmi_into(info: NodeInfo, facts) -> None:
+    """System vendor, model and serial from ``facts.dmi`` (nodegate.parsers.dmi.DmiFacts): each
+    the value, or the reason it is unknown (``DmiFacts.text``)."""
+    try:
+        dmi = facts.dmi
+    except Exception as e:  # untrusted input: the reason is the cell's text, never a guess
+        why = getattr(e, "reason", None) or f"{type(e).__name__}: {e}"
+        info.problems["dmi"] = one_line(why, 300)
+        info.system_vendor = info.system_model = info.system_serial = one_line(f"unknown: {why}", 300)
+        return
+    info.system_vendor = _s(dmi.text("sys_vendor"))
+    info.system_model = _s(dmi.text("product_name"))
+    info.system_serial = _s(dmi.text("product_serial"))
 
 
 def _s(v) -> str | None:

@@ -1,16 +1,26 @@
-"""rma.csv and rma.json: one row per failing GPU, plus one row per node with node-level
-failures (GPU columns empty). Only FAIL outcomes make rows; ERRORs (could not evaluate) go to
-the JSON's ``errors`` list, never to an RMA row.
+"""What to send to the vendor and what the site fixes itself (docs/reports.md "RMA and actions").
 
-CSV columns (``CSV_COLUMNS``): node, gpu_index, pci_bus_id, gpu_serial, gpu_uuid,
-board_part_number, vbios_version, driver_version, failed_checks (";"-joined check ids),
-severity (highest), action (strongest, see actions.py), observed, expected
-("<check id>: <value>" per check, "; "-joined).
+- ``rma.csv`` / ``rma.json``: only what needs the vendor: rows whose action is RMA or
+  reseat/replace (``actions.VENDOR_ACTIONS``), one row per GPU (all its failed checks together)
+  and one per node for node-level failures.
+- ``actions.csv``: the site's own work, same columns: rows whose action is fix configuration,
+  reset or reboot, and, per GPU (or node), the items that could not be evaluated (action
+  ``obtain evidence``, with how to obtain it).
 
-JSON: ``{"format": "nodegate-rma/1", "generated_at", "inventory", "rows": [...],
-"errors": [...], "not_evaluated": [{"node", "reason"}...]}``; each row has the CSV fields (gpu_index an int or null, failed_checks a
-list) plus ``checks``: per failed check id, title, severity, expected, observed, message,
-remediation, action. A healthy run writes the CSV header only and ``"rows": []``.
+Each row: the system's vendor, model and serial from DMI (``dmi.id``; the serial needs root, so
+without --sudo the cell says it is unreadable, never a guess), node, GPU index, PCI bus id,
+serial, UUID, board part number, VBIOS, driver, failed checks, the Xids the kernel log shows for
+that GPU (all of the node's for a node row), severity, action, observed and expected per check,
+remediation, the evidence archive's file name (relative to the reports directory) and the run's
+start time. A GPU missing from nvidia-smi is named by the bus id, UUID and index its other
+evidence gives (/proc/driver/nvidia/gpus, the kernel log: nodegate.session.identity).
+
+JSON: ``{"format": "nodegate-rma/2", "generated_at", "inventory", "rows": [...],
+"not_evaluated": [{"node", "reason"}, ...]}``; a row has the CSV fields (``gpu_index`` an
+integer or null, ``failed_checks`` and ``xids`` lists) plus ``checks``: per check id, title,
+severity, expected, observed, message, remediation, action. ``not_evaluated`` lists the nodes
+that were not judged (deselected, not run, interrupted: nodegate.reports.status): no row, and
+never counted as healthy.
 """
 
 from __future__ import annotations
@@ -21,14 +31,15 @@ import json
 import os
 from pathlib import Path
 
-from .actions import action_for, highest_severity, strongest
-from .records import Record
+from .actions import OBTAIN_EVIDENCE, VENDOR_ACTIONS, highest_severity
+from .findings import strongest_action
+from .records import NodeInfo, Record
 from .text import one_line
 
-CSV_COLUMNS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
-               "vbios_version", "driver_version", "failed_checks", "severity", "action",
-               "observed", "expected")
-FORMAT = "nodegate-rma/1"
+CSV_COLUMNS = ("system_vendor", "system_model", "system_serial", "node", "gpu_index", "pci_bus_id", "gpu_serial",
+               "gpu_uuid", "board_part_number", "vbios_version", "driver_version", "failed_checks", "xids",
+               "severity", "action", "observed", "expected", "remediation", "evidence_archive", "run_started_at")
+FORMAT = "nodegate-rma/2"
 _GPU_FIELDS = ("pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number", "vbios_version")
 
 
@@ -36,88 +47,173 @@ def _gpu_sort(idx: str) -> tuple[int, int | str]:
     return (0, int(idx)) if idx.isdigit() else (1, idx)
 
 
-def build_rows(records) -> list[dict]:
-    """Group FAIL records by (node, gpu_index); node-level ones (gpu_index "") first."""
-    groups: dict[tuple[str, str], list[Record]] = {}
-    for r in records:
-        if r.outcome == "fail":
-            groups.setdefault((r.node, r.gpu_index), []).append(r)
-    rows = []
-    for node, gpu in sorted(groups, key=lambda k: (k[0], k[1] != "", _gpu_sort(k[1]))):
-        rows.append(_row(node, gpu, sorted(groups[(node, gpu)], key=lambda r: r.check_id)))
-    return rows
-
-
 def _first(recs: list[Record], attr: str) -> str:
     return next((getattr(r, attr) for r in recs if getattr(r, attr)), "")
 
 
-def _row(node: str, gpu: str, recs: list[Record]) -> dict:
-    checks = [{"check_id": r.check_id, "check_name": r.check_name, "title": r.title,
-               "severity": r.severity, "expected": r.expected, "observed": r.observed,
-               "message": r.message, "remediation": r.remediation,
-               "action": action_for(r.remediation, r.action, r.observed, r.message)} for r in recs]
-    row = {"node": node, "gpu_index": int(gpu) if gpu.isdigit() else (gpu or None)}
+def _uniq(values) -> list[str]:
+    seen: list[str] = []
+    for v in values:
+        if v and v not in seen:
+            seen.append(v)
+    return seen
+
+
+def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started: str = "") -> list[dict]:
+    """The rows of one node: its FAIL records grouped per GPU (bus id, else index; node-level
+    checks in one row), then its ERROR records grouped the same way; node row first, GPUs in
+    index order."""
+    out = []
+    for outcome in ("fail", "error"):
+        groups: dict[str, list[Record]] = {}
+        for r in recs:
+            if r.outcome == outcome:
+                groups.setdefault(r.pci_bus_id or (f"#{r.gpu_index}" if r.gpu_index != "" else ""), []).append(r)
+        keys = sorted(groups, key=lambda k: (k != "", _gpu_sort(groups[k][0].gpu_index), k))
+        for k in keys:
+            out.append(_row(info, k != "", sorted(groups[k], key=lambda r: r.check_id), outcome, archive, started))
+    return out
+
+
+def _row(info: NodeInfo, is_gpu: bool, recs: list[Record], outcome: str, archive: str, started: str) -> dict:
+    checks = [{"check_id": r.check_id, "check_name": r.check_name, "title": r.title, "severity": r.severity,
+               "expected": r.expected, "observed": r.observed, "message": r.message,
+               "remediation": r.remediation, "action": r.action or (OBTAIN_EVIDENCE if outcome == "error" else "")}
+              for r in recs]
+    gpu = recs[0].gpu_index if is_gpu else ""
+    row = {"system_vendor": info.system_vendor or "", "system_model": info.system_model or "",
+           "system_serial": info.system_serial or "", "node": info.node,
+           "gpu_index": int(gpu) if gpu.isdigit() else None}
     for f in _GPU_FIELDS:
-        row[f] = _first(recs, f) if gpu else ""
-    row["driver_version"] = _first(recs, "driver_version")
+        row[f] = _first(recs, f) if is_gpu else ""
+    row["driver_version"] = _first(recs, "driver_version") or info.driver_version or ""
     row["failed_checks"] = [c["check_id"] or c["check_name"] for c in checks]
+    xids = sorted({int(x) for r in recs for x in r.xids.split(",") if x.strip().isdigit()})
+    row["xids"] = xids
     row["severity"] = highest_severity(c["severity"] for c in checks)
-    row["action"] = strongest(c["action"] for c in checks)
-    row["observed"] = "; ".join(f"{c['check_id']}: {one_line(c['observed'], 500)}" for c in checks)
-    row["expected"] = "; ".join(f"{c['check_id']}: {one_line(c['expected'], 500)}" for c in checks)
+    row["action"] = strongest_action(c["action"] for c in checks)
+    if outcome == "error":
+        row["observed"] = "; ".join(f"could not evaluate: {m}" for m in _uniq(one_line(c["message"], 500)
+                                                                               for c in checks))
+        row["expected"] = ""
+    else:
+        row["observed"] = "; ".join(f"{c['check_id']}: {one_line(c['observed'], 500)}" for c in checks)
+        row["expected"] = "; ".join(f"{c['check_id']}: {one_line(c['expected'], 500)}" for c in checks)
+    row["remediation"] = " | ".join(_uniq(one_line(c["remediation"], 1000) for c in checks))
+    row["evidence_archive"] = archive
+    row["run_started_at"] = started
     row["checks"] = checks
     return row
 
 
-def build_errors(records) -> list[dict]:
-    """ERROR records (could not be evaluated): node, gpu_index, check_id, title, message."""
-    return [{"node": r.node, "gpu_index": int(r.gpu_index) if r.gpu_index.isdigit() else None,
-             "check_id": r.check_id, "title": r.title, "message": one_line(r.message, 500)}
-            for r in records if r.outcome == "error"]
+def is_vendor(row: dict) -> bool:
+    return row["action"] in VENDOR_ACTIONS
 
 
 def _csv_cell(v) -> str:
     """Cell text; a leading = + - @ is quoted with ' so spreadsheets never run it as a
     formula (OWASP "CSV injection"): node strings are untrusted."""
+    if isinstance(v, list):
+        v = ";".join(str(x) for x in v)
     s = one_line("" if v is None else v, 4000)
     return "'" + s if s[:1] in ("=", "+", "-", "@") else s
 
 
-def csv_text(rows: list[dict]) -> str:
+def csv_line(row: dict) -> str:
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for row in rows:
-        vals = dict(row, failed_checks=";".join(row["failed_checks"]))
-        w.writerow([_csv_cell(vals[c]) for c in CSV_COLUMNS])
+    csv.writer(buf, lineterminator="\n").writerow([_csv_cell(row[c]) for c in CSV_COLUMNS])
     return buf.getvalue()
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:   # disk full: no half-written temporary left behind
-        tmp.unlink(missing_ok=True)
-        raise
+def csv_header() -> str:
+    return ",".join(CSV_COLUMNS) + "\n"
 
 
-def write(reports_dir: Path, records, inventory: str = "", generated_at: str = "",
-          not_evaluated: dict[str, str] | None = None) -> tuple[Path, Path]:
-    """Write ``rma.csv`` and ``rma.json`` under ``reports_dir``; returns both paths.
-    ``not_evaluated`` (node -> reason, FleetRun.not_evaluated()): the JSON's ``not_evaluated``
-    list (no RMA row: nothing was judged)."""
-    records = list(records)
-    rows = build_rows(records)
-    doc = {"format": FORMAT, "generated_at": generated_at, "inventory": one_line(inventory, 1000),
-           "rows": rows, "errors": build_errors(records),
-           "not_evaluated": [{"node": one_line(n, 300), "reason": one_line(r, 500)}
-                             for n, r in (not_evaluated or {}).items()]}
-    csv_p, json_p = Path(reports_dir) / "rma.csv", Path(reports_dir) / "rma.json"
-    _atomic_write(csv_p, csv_text(rows))
-    # ensure_ascii: the file stays 7-bit; json escapes every control character.
-    _atomic_write(json_p, json.dumps(doc, indent=1, ensure_ascii=True) + "\n")
-    return csv_p, json_p
+class RmaWriter:
+    """Streams rows into ``rma.csv``, ``rma.json`` (vendor) and ``actions.csv`` (site) under
+    ``reports_dir`` as nodes are rendered; ``finish()`` closes them (atomically renamed)."""
+
+    def __init__(self, reports_dir: Path, *, inventory: str = "", generated_at: str = ""):
+        self.dir = Path(reports_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.paths = {n: self.dir / n for n in ("rma.csv", "rma.json", "actions.csv")}
+        # unbuffered binary files: one write a node and file, so a full disk fails that write and the
+        # file is cut back to its last whole node exactly (no buffer left to flush later)
+        self._fh = {n: open(self.dir / f".{n}.tmp", "wb", buffering=0)  # noqa: SIM115
+                    for n in self.paths}
+        head = {"format": FORMAT, "generated_at": generated_at, "inventory": one_line(inventory, 1000)}
+        # the JSON document streamed: the head's keys, then the rows one by one
+        try:
+            self._put({"rma.csv": csv_header(), "actions.csv": csv_header(),
+                       "rma.json": json.dumps(head, ensure_ascii=True)[:-1] + ', "rows": ['})
+        except OSError:
+            self.abort()
+            raise
+        self.rma_rows = 0
+        self.action_rows = 0
+
+    def _put(self, texts: dict[str, str]) -> None:
+        """Append each file's text; on an OSError every file is cut back to where it was."""
+        pos = {n: fh.tell() for n, fh in self._fh.items()}
+        try:
+            for n, t in texts.items():
+                if t:
+                    data = t.encode("utf-8")
+                    if self._fh[n].write(data) != len(data):
+                        raise OSError(28, "No space left on device")
+        except OSError:
+            for n, fh in self._fh.items():
+                try:
+                    fh.truncate(pos[n])
+                    fh.seek(pos[n])
+                except (OSError, ValueError):
+                    pass
+            raise
+
+    def add(self, rows: list[dict]) -> None:
+        """Append one node's rows (a full disk raises here and every file is cut back to its last
+        whole node, so the caller may free room and call again)."""
+        texts = {"rma.csv": "", "rma.json": "", "actions.csv": ""}
+        n_rma, n_act = self.rma_rows, self.action_rows
+        for row in rows:
+            if is_vendor(row):
+                texts["rma.csv"] += csv_line(row)
+                texts["rma.json"] += ("," if n_rma else "") + "\n " + json.dumps(row, ensure_ascii=True)
+                n_rma += 1
+            else:
+                texts["actions.csv"] += csv_line(row)
+                n_act += 1
+        self._put(texts)
+        self.rma_rows, self.action_rows = n_rma, n_act
+
+    def finish(self, not_evaluated: dict[str, str] | None = None) -> dict[str, Path]:
+        """Close and rename the files; ``not_evaluated`` (node -> reason) ends rma.json. A full
+        disk raises with the temporaries kept (whole rows): the caller may free room and call
+        again, or ``abort``."""
+        if not self._fh["rma.json"].closed:
+            ne = json.dumps([{"node": one_line(n, 300), "reason": one_line(r, 500)}
+                             for n, r in (not_evaluated or {}).items()], ensure_ascii=True)
+            self._put({"rma.json": ("\n]" if self.rma_rows else "]") + f', "not_evaluated": {ne}}}\n'})
+            for f in self._fh.values():
+                f.close()
+        for n in self._fh:
+            os.replace(self.dir / f".{n}.tmp", self.paths[n])
+        return self.paths
+
+    def abort(self) -> None:
+        """Remove the temporaries (a full disk): no half-written file is left."""
+        for n, fh in self._fh.items():
+            try:
+                fh.close()
+            except OSError:
+                pass
+            (self.dir / f".{n}.tmp").unlink(missing_ok=True)
+
+
+def write(reports_dir: Path, infos_and_records, inventory: str = "", generated_at: str = "",
+          archives: dict[str, str] | None = None, not_evaluated: dict[str, str] | None = None) -> dict[str, Path]:
+    """All three files at once from ``[(NodeInfo, [Record, ...]), ...]`` (tests and tools)."""
+    w = RmaWriter(reports_dir, inventory=inventory, generated_at=generated_at)
+    for info, recs in infos_and_records:
+        w.add(node_rows(info, recs, archive=(archives or {}).get(info.node, ""), started=generated_at))
+    return w.finish(not_evaluated)

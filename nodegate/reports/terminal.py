@@ -1,6 +1,6 @@
-"""The end-of-run terminal summary: one line per node (worst first: not gathered, critical FAILs,
-FAILs, ERRORs; at most
-``MAX_NODES`` lines so it fits one screen at 256 nodes), fleet totals, and output paths.
+"""The end-of-run terminal summary: the verdict line (N accepted, N need action, N not
+evaluated), one line per node (worst first: not gathered, critical FAILs, FAILs, ERRORs; at most
+``MAX_NODES`` lines so it fits one screen at any fleet size), fleet totals, and output paths.
 Node strings are cleaned (no terminal escape sequences from a hostile node name)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .records import NodeInfo
+from .status import verdict_line
 from .text import one_line
 
 MAX_NODES = 20
@@ -25,17 +26,20 @@ def _worst_first(i: NodeInfo):
             -c["error"], i.node)
 
 
-def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int = MAX_NODES) -> list[str]:
-    """Lines to print; ``outputs`` are (what, path) pairs of files written."""
+def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int = MAX_NODES,
+          statuses: Counter | None = None) -> list[str]:
+    """Lines to print; ``outputs`` are (what, path) pairs of files written; ``statuses``: node
+    status -> nodes (the verdict line, first)."""
     total: Counter = Counter()
     for i in infos:
         total.update(i.counts)
     bad = [i for i in infos if i.has_problem]
+    out = [f"nodegate verdict: {verdict_line(statuses)}"] if statuses is not None else []
     unjudged = sum(1 for i in infos if not i.evaluated)
-    out = [f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems"
-           + (f" ({unjudged} not evaluated)" if unjudged else "") + "; "
-           f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
-           f"{total['error']} error"]
+    out.append(f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems"
+               + (f" ({unjudged} not evaluated)" if unjudged else "") + "; "
+               f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
+               f"{total['error']} error")
     shown = sorted(infos, key=_worst_first)[:max_nodes]
     if shown:
         w = min(40, max(len(_short(i.node, 40)) for i in shown))

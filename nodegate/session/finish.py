@@ -25,8 +25,6 @@ def finish_session(session, exitstatus) -> None:
     if interrupted:
         run.abort(signals.reason(config))
     why = config.stash.get(GATHER_FAILED_KEY, None)
-    from .selection import junit_property
-    junit_property(config, run)   # the NOT EVALUATED nodes, before junitxml writes its file
     try:
         run.wait_all()
     except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed

@@ -14,12 +14,19 @@ YOUNG_BUDGET = 200_000
 _PAUSED_KEY = pytest.StashKey[bool]()
 
 
-def freeze_long_lived(config) -> None:
+def _sharded(config) -> bool:
+    from .shards import active
+    return active(config)
+
+
+def freeze_long_lived(config, *, items: bool = False) -> None:
     """``gc.freeze()``: what exists now (bundles, parsed facts, collected items) lives until the
     end of the run; frozen, every later cyclic-GC pass and the interpreter's final collection at
     exit skip it (at 64 nodes the GC traversed it for ~18 % of the run's CPU, 1.5 s of it after
-    pytest_unconfigure; docs/performance.md). Reference counting still frees what is dropped."""
-    if config.stash.get(ACTIVE_KEY, False):
+    pytest_unconfigure; docs/performance.md). Reference counting still frees what is dropped.
+    ``items``: called once collection is done; a sharded run does not freeze a shard's items
+    (their reference cycles must be collectable when the shard is done: nodegate.session.shards)."""
+    if config.stash.get(ACTIVE_KEY, False) and not (items and _sharded(config)):
         gc.freeze()
 
 
@@ -52,4 +59,5 @@ def after_item() -> None:
     config = CONFIG[0]
     if config is not None and gc.get_count()[0] > YOUNG_BUDGET and config.stash.get(_PAUSED_KEY, False):
         gc.collect(1)
-        gc.freeze()
+        if not _sharded(config):   # a shard's survivors stay collectable until the shard is done
+            gc.freeze()

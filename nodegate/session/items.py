@@ -12,11 +12,18 @@ import pytest
 from .. import checks as ng_checks
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
-from .state import ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
+from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
 
 #: GPU slots collected for a node without gpu.count while only the selection is being learned
 #: (selection.preselect): stand-ins, so that -k on a GPU id can select the node
 PRESELECT_GPU_SLOTS = 8
+
+
+def uses_xdist(config) -> bool:
+    """pytest-xdist distributes this run (controller or worker)."""
+    o = config.option
+    return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
+                or getattr(o, "dist", "no") not in ("no", None))
 
 #: the node_identity check (NG-INV-003): it compares every node of the run, so its items run
 #: after every node's own items (and, while gathering, after every node is in)
@@ -95,8 +102,9 @@ def parametrize(metafunc) -> None:
                     params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
                     ids.append(f"{node}-gpu{i}")
             else:
-                if run.overlapped:   # no gpu.count: its GPU items follow what it reports
-                    run.wait(node)
+                # its GPU items follow what it reports: gathered (overlapped: waited for) or, on
+                # a bounded-memory run, read now (released once its items are done)
+                run.wait(node)
                 for slot in node_slots(run, node):
                     params.append(VerdictParam(cdef.id, node, slot))
                     ids.append(f"{node}-{slot.label}")
@@ -123,8 +131,10 @@ def item_node(item) -> str | None:
 
 
 def order_items(config, items) -> None:
-    """pytest_collection_modifyitems: node by node (inventory order), each node's items in suite
-    order; one xdist group per node; each suite item prefilled (``prefill_verdict_item``)."""
+    """pytest_collection_modifyitems (before any deselection): node by node (inventory order),
+    each node's items in suite order; one xdist group per node (with xdist); each suite item
+    prefilled (``prefill_verdict_item``); every node's item count kept (``COLLECTED_KEY``: the
+    reports' "every item of the node's full suite ran")."""
     if not config.stash.get(ACTIVE_KEY, False):
         return
     run = config.stash.get(RUN_KEY, None)
@@ -132,14 +142,19 @@ def order_items(config, items) -> None:
     node_of: dict[str, str] = {}
     keyed = []
     where: dict[object, tuple] = {}
+    collected = config.stash.setdefault(COLLECTED_KEY, {})
+    # the marker only where pytest-xdist can read it: a Mark per item is ~0.3 KB at 490,000 items
+    xdist = uses_xdist(config)
     identity: set[str] = set()
     for pos, item in enumerate(items):
         node = item_node(item)
         r = rank.get(node, -1)
         if node is not None:
             # one xdist group per node: with --dist loadgroup a node's items stay on one worker
-            item.add_marker(pytest.mark.xdist_group(node))
+            if xdist:
+                item.add_marker(pytest.mark.xdist_group(node))
             node_of[item.nodeid] = node
+            collected[node] = collected.get(node, 0) + 1
             prefill_verdict_item(item, where)
             p = verdict_param(item)
             if p is not None and p.check_id == IDENTITY_CHECK:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from .state import EXIT_SPEC_ERROR
+from .state import EXIT_SPEC_ERROR, REPORT_PATHS_KEY
 
 _PLUGIN_NAME = "nodegate-report-guard"
 
@@ -66,8 +66,9 @@ def _output_dirs(config) -> list[tuple[str, Path]]:
         out.append(("--bundles-dir", Path(o.bundles_dir) if getattr(o, "bundles_dir", None) else reports / "bundles"))
     if getattr(o, "save_bundles", None):
         out.append(("--save-bundles", Path(o.save_bundles)))
-    for opt, attr in (("--junitxml", "xmlpath"), ("--html", "htmlpath")):
-        f = getattr(o, attr, None)
+    taken = config.stash.get(REPORT_PATHS_KEY, None) or {}   # nodegate writes them (start.take_over_outputs)
+    for opt, attr, key in (("--junitxml", "xmlpath", "junit"), ("--html", "htmlpath", "html")):
+        f = taken.get(key) or getattr(o, attr, None)
         if f:
             p = Path(os.path.expandvars(str(f))).expanduser()
             if p.is_dir():

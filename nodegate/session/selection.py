@@ -30,6 +30,9 @@ from ..run import RUN_KEY
 from .items import item_node
 from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
 
+#: a shard's collection selected a nodegate item (a sharded run says "nothing selected" at the end)
+ANY_SELECTED_KEY = pytest.StashKey[bool]()
+
 #: markers that make an item a nodegate check even without a node parameter
 NODEGATE_MARKERS = ("nodegate", "nodegate_check", "nodegate_regression")
 
@@ -105,13 +108,11 @@ def preselect(session) -> dict[str, int] | None:
             tr = config.pluginmanager.get_plugin("terminalreporter")
             if tr is not None:
                 config.pluginmanager.unregister(tr)
-            items = session.perform_collect()
-            counts = selected_counts(config, items)
             run = config.stash.get(RUN_KEY, None)
-            order = list(run.nodes) if run is not None else list(counts)
-            payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": len(items),
-                       "collection_errors": int(session.testsfailed),
-                       "nodegate_items": sum(1 for i in items if is_nodegate_item(i))}
+            counts, n_items, n_nodegate = _collect_selection(session, run)
+            order = (run.targets or run.all_nodes) if run is not None else list(counts)
+            payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": n_items,
+                       "collection_errors": int(session.testsfailed), "nodegate_items": n_nodegate}
             os.write(w, json.dumps(payload).encode())
         except BaseException:  # noqa: BLE001 - the parent falls back to every node
             code = 1
@@ -138,6 +139,30 @@ def preselect(session) -> dict[str, int] | None:
         return None
 
 
+def _collect_selection(session, run) -> tuple[Counter, int, int]:
+    """In preselect's child: (node -> selected items, items, nodegate items) of the whole run.
+    A sharded run (nodegate.session.shards) is collected one shard at a time, as the run itself
+    will, so the child's memory stays that of one shard."""
+    from .shards import SHARDS_KEY
+    config = session.config
+    plan = config.stash.get(SHARDS_KEY, None) if run is not None else None
+    counts: Counter = Counter()
+    n_items = n_nodegate = 0
+    for k, shard in enumerate(plan or [None]):
+        if plan:
+            run.shard = shard
+            if k:
+                session.items = []
+                config.stash[ITEM_NODE_KEY] = {}
+        items = session.perform_collect()
+        counts.update(selected_counts(config, items))
+        n_items += len(items)
+        n_nodegate += sum(1 for i in items if is_nodegate_item(i))
+        if session.testsfailed:
+            break
+    return counts, n_items, n_nodegate
+
+
 #: preselect's answer when the collection has errors: pytest stops the run at collection (exit
 #: 2, its own report of the errors), so nothing is gathered
 COLLECTION_ERRORS: dict[str, int] = {"": 0}
@@ -157,18 +182,29 @@ def after_collection(session) -> None:
     if session.testsfailed and not config.option.continue_on_collection_errors:
         return   # collection errors: pytest stops the run here and reports them
     counts = selected_counts(config, items)
-    run.items_selected = dict(counts)
-    run.selected = [n for n in (run.targets or run.nodes) if counts.get(n)]
-    if not any(is_nodegate_item(i) for i in items):
-        run.abort()
-        pytest.exit(why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)),
-                    returncode=EXIT_SPEC_ERROR)
+    from .shards import active as sharded
+    if sharded(config):
+        # one shard's items: the selection of the whole run is the sum of its shards'. Whether
+        # anything is selected at all was learned before (preselect) or every node has items.
+        for n in run.nodes:
+            run.items_selected[n] = counts.get(n, 0)
+        run.selected = [n for n in (run.targets or run.all_nodes) if run.items_selected.get(n)]
+        if any(is_nodegate_item(i) for i in items):
+            config.stash[ANY_SELECTED_KEY] = True   # shards.runtestloop: exit 2 when no shard had one
+    else:
+        run.items_selected = dict(counts)
+        run.selected = [n for n in (run.targets or run.all_nodes) if counts.get(n)]
+        if not any(is_nodegate_item(i) for i in items):
+            run.abort()
+            pytest.exit(why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)),
+                        returncode=EXIT_SPEC_ERROR)
     pending = config.stash.get(PENDING_JOBS_KEY, None)
     if pending is None or config.option.collectonly:
         return
     del config.stash[PENDING_JOBS_KEY]
     from .start import start_gathering
-    start_gathering(config, run, [j for j in pending if counts.get(j.name)])
+    # sharded without -k/-m (start._prepare_live): every node is selected, the later shards' too
+    start_gathering(config, run, list(pending) if sharded(config) else [j for j in pending if counts.get(j.name)])
 
 
 def _deselected(config) -> int:
@@ -204,24 +240,8 @@ def _node_from_id(nodeid: str, run) -> str | None:
     if not m:
         return None
     pid = m.group("id")
-    known = set(run.targets or run.nodes)
+    known = set(run.targets or run.all_nodes)
     if pid in known:
         return pid
     g = _GPU_ID.match(pid)
     return g.group("node") if g and g.group("node") in known else None
-
-
-def junit_property(config, run) -> None:
-    """The JUnit testsuite property ``nodegate_not_evaluated``: the NOT EVALUATED nodes,
-    ", "-joined (pytest's LogXML.add_global_property; ``_pytest.junitxml.xml_key`` is pytest's
-    own stash key, tests/inventory/test_cli_selection.py fails the day it moves)."""
-    ne = run.not_evaluated()
-    if not ne:
-        return
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:   # pragma: no cover - the test above says so first
-        return
-    xml = config.stash.get(xml_key, None)
-    if xml is not None:
-        xml.add_global_property("nodegate_not_evaluated", ", ".join(ne))

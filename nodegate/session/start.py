@@ -8,19 +8,40 @@ and xdist workers load bundles from disk instead.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
 
 from ..bundle import Bundle, discover
 from ..errors import SpecError
-from ..run import RUN_KEY, FleetRun, GatherOptions
+from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
-from . import gcsched, signals, specfile
+from . import gcsched, shards, signals, specfile
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
+
+
+def take_over_outputs(config) -> dict:
+    """pytest_configure of a nodegate run: nodegate writes the JUnit and HTML reports itself, from
+    results.jsonl at the end (pytest's junitxml and pytest-html keep every test's data in memory
+    and outgrow a 4,096-node run: docs/performance.md). ``--junitxml PATH`` and ``--html PATH``
+    keep their meaning (that file is written, by nodegate); without them the defaults are
+    ``<reports-dir>/junit.xml`` and ``<reports-dir>/report.html``. Both options are cleared so
+    pytest's junitxml and pytest-html stay inactive (this runs before their pytest_configure)."""
+    o = config.option
+    reports = Path(o.reports_dir)
+    paths = {"junit": Path(os.path.expandvars(o.xmlpath)).expanduser() if getattr(o, "xmlpath", None)
+             else reports / "junit.xml",
+             "html": Path(os.path.expandvars(o.htmlpath)).expanduser() if getattr(o, "htmlpath", None)
+             else reports / "report.html"}
+    if hasattr(o, "xmlpath"):
+        o.xmlpath = None
+    if hasattr(o, "htmlpath"):
+        o.htmlpath = None
+    return paths
 
 
 def gather_options(config) -> GatherOptions:
@@ -40,6 +61,7 @@ def start_session(session) -> None:
     o = config.option
     reports = Path(o.reports_dir)
     run = FleetRun(reports_dir=reports, inventory_path=Path(o.inventory) if o.inventory else None)
+    run.streaming = streaming(config)
     wi = getattr(config, "workerinput", None)
     if wi is not None:
         run.mode = "replay"
@@ -55,6 +77,7 @@ def start_session(session) -> None:
         run.mode = "replay"
         run.bundles_dir = Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
+        shards.start(config, run)
     else:
         config.stash[RUN_KEY] = run
         _prepare_live(session, run, jobs)
@@ -70,13 +93,19 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     o = config.option
     run.mode = "local" if all(j.url.startswith("local") for j in jobs) else "ssh"
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
+    specs = SpecCache()
     for j in jobs:
-        run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
+        run.spec[j.name] = specs.get(j.spec_raw, f"host {j.name}")
     run.targets = [j.name for j in jobs]
     run.order = list(run.targets)
+    shards.start(config, run)
     why_not = why_gather_first(config)
     no_count = [j.name for j in jobs if not spec_get(run.spec[j.name], "gpu.count")]
-    if why_not is None and not no_count:
+    # a sharded run collects one shard at a time: the selection of every shard is known before
+    # gathering only from preselect's collection (it collects the shards in turn); without -k/-m/
+    # --deselect/--lf every node is selected and gathering starts after the first shard's collection
+    sharded_narrowed = shards.active(config) and narrows_nodes(config)
+    if why_not is None and not no_count and not sharded_narrowed:
         run.overlapped = True
         config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
         return
@@ -113,9 +142,10 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     run.bundles_dir.mkdir(parents=True, exist_ok=True)
     opts = gather_options(config)
     source = specfile.live_source(config)
+    specs = SpecCache()
     for j in jobs:
         if j.name not in run.spec:
-            run.spec[j.name] = load_spec(j.spec_raw, f"host {j.name}")
+            run.spec[j.name] = specs.get(j.spec_raw, f"host {j.name}")
         run.spec_raw[j.name] = j.spec_raw
         run.spec_source[j.name] = source
     if not jobs:
@@ -154,6 +184,24 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
         tw.line("")
 
 
+def narrows_nodes(config) -> bool:
+    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
+    ``--lf``/``--sw``: pytest's own selection)."""
+    o = config.option
+    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
+                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
+
+
+def streaming(config) -> bool:
+    """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
+    after. Not with pytest-xdist (the controller schedules from every bundle), --baseline or
+    --burn-in (they compare or load every node first)."""
+    o = config.option
+    return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
+                or getattr(o, "dist", "no") not in ("no", None) or getattr(o, "baseline", None)
+                or getattr(o, "burn_in", None))
+
+
 def why_gather_first(config) -> str | None:
     """None when the tests may run while the nodes are gathered, else why every node is gathered
     before collection: the per-GPU items then follow what each node reports. (While overlapping,
@@ -181,6 +229,19 @@ class ReplayAction(argparse.Action):
         setattr(namespace, "replay_all", [*(getattr(namespace, "replay_all", None) or []), values])
 
 
+class _DirLoader:
+    """Loads one bundle directory from its --replay root (``Bundle.load``); ``loader(keys)`` reads
+    only meta.json and those items (a streaming run reads the rest when the node's items run)."""
+
+    lazy = True
+
+    def __init__(self, d: Path, root: Path):
+        self.d, self.root = d, root
+
+    def __call__(self, only=None) -> Bundle:
+        return Bundle.load(self.d, root=self.root, only=only)
+
+
 def _replay_sources(roots: list[Path], save: Path | None,
                     links: list[Path] | None = None) -> list[tuple[str, object, Path]]:
     """Every bundle to replay as (node name, loader, where it came from): bundle directories under
@@ -200,7 +261,7 @@ def _replay_sources(roots: list[Path], save: Path | None,
         else:
             pytest.exit(f"nodegate: --replay {shown(root)}: neither a bundle directory nor an nvidia-bug-report log "
                         "(.log, .log.gz)", returncode=EXIT_SPEC_ERROR)
-        out += [(d.name, lambda d=d, root=root: Bundle.load(d, root=root), d) for d in dirs]
+        out += [(d.name, _DirLoader(d, root), d) for d in dirs]
         for p in logs:
             b = load_bug_report(p, taken)
             if save is not None:
@@ -242,19 +303,26 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
     inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    seen: dict[str, object] = {}
+    specs = SpecCache()
     for _, load, d in sources:
-        b = load()
+        # streaming (bounded memory): meta.json and the node's identity now, the rest when its
+        # items run (FleetRun.add_lazy)
+        b = load(ID_KEYS) if run.streaming and getattr(load, "lazy", False) else load()
         if by_job is not None and b.node not in by_job:
             continue
         if names is not None and b.node not in names:
             continue
         if only is not None and b.node not in only:
             continue
-        if b.node in run.bundles:
+        if b.node in seen:
             pytest.exit(f"nodegate: --replay {shown(root)}: two bundles for node {b.node}: "
-                        f"{shown(run.bundles[b.node].path or run.bundles[b.node].meta.get('source_file'))} and "
-                        f"{shown(d)}", returncode=EXIT_SPEC_ERROR)
-        run.add(b)
+                        f"{shown(seen[b.node])} and {shown(d)}", returncode=EXIT_SPEC_ERROR)
+        seen[b.node] = b.path or b.meta.get("source_file") or d
+        if run.streaming and getattr(load, "lazy", False) and b.path is not None:
+            run.add_lazy(b.node, b.path, root=getattr(load, "root", None), ids=bundle_ids(b))
+        else:
+            run.add(b)
         if given is not None and b.node in given:
             raw, src = given[b.node], given_src.get(b.node, "")
         elif forced is not None:
@@ -268,13 +336,13 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         raw = raw if isinstance(raw, dict) else {}
         run.spec_raw[b.node], run.spec_source[b.node] = raw, src
         try:
-            run.spec[b.node] = load_spec(raw, f"{shown(d)}/meta.json spec" if src.startswith("bundle") else src)
+            run.spec[b.node] = specs.get(raw, f"{shown(d)}/meta.json spec" if src.startswith("bundle") else src)
         except SpecError as e:
             run.spec_errors[b.node] = str(e)
-            run.spec[b.node] = load_spec({}, "defaults")
-    if not run.bundles:
+            run.spec[b.node] = specs.get({}, "defaults")
+    if not seen:
         pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
-    run.targets = list(run.bundles)
+    run.targets = run.all_nodes   # lazily loaded nodes too (streaming)
     _say_replay(config, run, links)
 
 
@@ -294,3 +362,22 @@ def _say_replay(config, run: FleetRun, links: list[Path]) -> None:
     if own:
         tw.line(f"nodegate: {len(own)} node(s) judged by the spec stored in their own bundle (meta.json): a bundle's "
                 "spec is only as trusted as the bundle; give --spec FILE or --inventory to judge by yours", yellow=True)
+
+
+class SpecCache:
+    """``load_spec`` once per distinct raw spec: the nodes of a fleet mostly share a few (one
+    validated Spec object each instead of one per node: time and memory at 4,096 nodes)."""
+
+    def __init__(self) -> None:
+        self._by_raw: dict[str, object] = {}
+
+    def get(self, raw: dict, source: str):
+        import json
+        try:
+            key = json.dumps(raw, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return load_spec(raw, source)
+        spec = self._by_raw.get(key)
+        if spec is None:
+            spec = self._by_raw[key] = load_spec(raw, source)
+        return spec

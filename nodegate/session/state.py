@@ -24,6 +24,11 @@ INVENTORY_KEY = pytest.StashKey[object]()
 PENDING_JOBS_KEY = pytest.StashKey[list]()
 #: set in selection.preselect's child: its collection contacts and waits for nothing
 PRESELECT_KEY = pytest.StashKey[bool]()
+#: node -> items collected for it before any deselection (the reports' node status)
+COLLECTED_KEY = pytest.StashKey[dict]()
+#: where nodegate writes its own JUnit and HTML (it takes over --junitxml and --html):
+#: {"junit": path or None, "html": path or None}
+REPORT_PATHS_KEY = pytest.StashKey[dict]()
 
 #: Exit codes documented for CI (README "Exit codes").
 EXIT_SPEC_ERROR = 2

@@ -24,6 +24,8 @@ def group_by_node(config) -> None:
     orig = getattr(tr, "write_fspath_result", None)
     if tr is None or orig is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
         return
+    if getattr(orig, "_nodegate", False):
+        return   # already wrapped (a sharded run collects once per shard)
 
     def write_fspath_result(nodeid: str, res: str, **markup: bool) -> None:
         node = config.stash.get(ITEM_NODE_KEY, {}).get(nodeid)
@@ -45,6 +47,7 @@ def group_by_node(config) -> None:
             return orig(nodeid, res, **markup)
         return None
 
+    write_fspath_result._nodegate = True
     tr.write_fspath_result = write_fspath_result
 
 
@@ -85,12 +88,15 @@ def gathered_summary(terminalreporter, config) -> None:
     terminalreporter.write_line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors in "
                                 f"{dt:.1f}s, while the tests ran")
     extra = []
-    for node in run.nodes:
+    for node in run.all_nodes:
         want = spec_get(run.spec.get(node), "gpu.count")
-        try:
-            n = len(run.facts[node].gpus)
-        except Exception:  # noqa: BLE001 - unreadable GPUs are the checks' to report
-            continue
+        if node not in run.facts:   # released (bounded memory): what its gpu_count item saw
+            n = run.surplus.get(node, 0)
+        else:
+            try:
+                n = len(run.facts[node].gpus)
+            except Exception:  # noqa: BLE001 - unreadable GPUs are the checks' to report
+                continue
         if want and n > int(want):
             extra.append(f"{shown(node, newlines=False)} ({n} GPUs)")
     if extra:

@@ -16,7 +16,9 @@ from .. import checks as ng_checks
 from ..bundle import REFUSED
 from ..outcomes import Outcome, Result
 from ..run import RUN_KEY, FleetRun
+from ..reports.remedy import error_remediation
 from ..textsafe import shown
+from .identity import missing_gpu_identity, xids_by_bus, xids_for
 from .items import IDENTITY_CHECK, VerdictParam, node_slots
 from .state import IDENT_KEY, RESULT_KEY, spec_get
 from .terminal import wait_ticker
@@ -48,6 +50,7 @@ def surplus_gpus(run: FleetRun, node: str, res: Result) -> Result:
         return res
     if not extra:
         return res
+    run.surplus[node] = len(run.facts[node].gpus)
     names = ", ".join(f"gpu{g.index} ({g.pci_bus_id or 'bus id unknown'})" for g in extra)
     why = (f"the node reports {len(extra)} GPU(s) beyond gpu.count {want}: {names}; their per-GPU "
            "checks were not collected (run with --gather-first, or correct gpu.count)")
@@ -90,6 +93,9 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
     on which node arrived first. The node_identity item (NG-INV-003, run last, after every node)
     reports every clash in all modes."""
     if check_id == IDENTITY_CHECK and run.overlapped:
+        if run.streaming:   # every node in, their ids known, none merged (bounded memory)
+            run.ids_of_every_node(wait_ticker(config, run))
+            return None
         for n in run.order:   # compares the whole run: every node in
             run.wait(n, wait_ticker(config, run))
         return None
@@ -111,13 +117,16 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
 
 
 def gpu_identity(run: FleetRun, node: str, slot) -> dict:
-    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown)."""
+    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown).
+    A GPU nvidia-smi does not show is named by its other evidence (nodegate.session.identity):
+    the driver's Device Minor as its index, its UUID and VBIOS."""
     ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
              "board_part_number": "", "vbios_version": ""}
     if slot is None:
         return ident
     ident["gpu_index"] = str(slot.index)
     ident["pci_bus_id"] = slot.pci_bus_id or ""
+    found = False
     try:
         gpus = run.facts[node].gpus
         # the GPU at this index and bus id first: two GPUs may report one bus id (issue 17)
@@ -126,9 +135,14 @@ def gpu_identity(run: FleetRun, node: str, slot) -> dict:
             if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
                 ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
                              board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
+                found = True
                 break
     except Exception:  # noqa: BLE001 - identity is best effort; the check reports the error
         pass
+    if not found and not getattr(slot, "present", True):
+        other = missing_gpu_identity(run.facts[node], slot.pci_bus_id)
+        other.pop("gpu_name", None)
+        ident.update(other)
     return ident
 
 
@@ -151,9 +165,12 @@ def evaluate(item, p: VerdictParam) -> None:
     check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
     run: FleetRun = item.config.stash[RUN_KEY]
     cdef = ng_checks.load_all()[check_id]
+    # tests run while gathering: this node's first item waits for it; a released node (bounded
+    # memory) is read again, for its node_identity item only the ids (FleetRun.bundle_for)
+    light = check_id == IDENTITY_CHECK
     b = run.bundles.get(node)
-    if b is None:   # tests run while gathering: this node's first item waits for it
-        b = run.wait(node, wait_ticker(item.config, run))
+    if b is None or (not light and node in run._light):
+        b = run.bundle_for(node, light=light, tick=wait_ticker(item.config, run))
     cache = node_cache(item.config)
     clash = identity_clash(item.config, run, node, cache, check_id)
     unresolved = None
@@ -179,10 +196,17 @@ def evaluate(item, p: VerdictParam) -> None:
     if ident is None:
         ident = cache[key] = gpu_identity(run, node, slot)
         ident["driver_version"] = cache.setdefault(("driver", node), driver_version(run, node))
+        xids = cache.get(("xids", node))
+        if xids is None:
+            xids = cache[("xids", node)] = xids_by_bus(run.facts[node]) if not b.gather_error else {}
+        ident["xids"] = xids_for(xids, None if slot is None else (ident["pci_bus_id"] or None))
+    # an ERROR proves nothing about the node: its remediation says how to obtain the evidence,
+    # never the check's FAIL text (nodegate.reports.remedy)
+    remediation = error_remediation(res.message) if res.outcome is Outcome.ERROR else cdef.remediation
     info = {"node": node, **ident, "check_id": cdef.id,
-            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity,
+            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity, "scope": cdef.scope,
             "expected": res.expected, "observed": res.observed, "message": res.message,
-            "evidence": res.evidence, "remediation": cdef.remediation, "outcome": res.outcome.value,
+            "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
             "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
             "bundle_dir": str(b.path or ""), "spec_source": run.spec_source.get(node, "")}
     item.stash[RESULT_KEY] = info

@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import defusedxml.ElementTree as ET
 import pytest
 import yaml
 
@@ -45,16 +44,9 @@ def run_suite(after: Path, before: Path | None, reports: Path, *extra: str, args
 
 
 def junit_outcomes(path: Path) -> dict[str, str]:
-    """{testcase name: pass|fail|error|skip} for the regression items."""
-    out = {}
-    for tc in ET.parse(path).getroot().iter("testcase"):
-        name = tc.get("name", "")
-        if not name.startswith("test_regression_"):
-            continue
-        tags = {c.tag for c in tc}
-        out[name] = ("error" if "error" in tags else "fail" if "failure" in tags else
-                     "skip" if "skipped" in tags else "pass")
-    return out
+    """{testcase name: pass|fail|error|skip} for the regression items (tests/junit_view.py)."""
+    from tests.junit_view import outcomes
+    return {k: v for k, v in outcomes(path).items() if k.startswith("test_regression_")}
 
 
 def expected_items(both: list[str], new: list[str], missing: list[str], gpus=("gpu0", "gpu1")) -> set[str]:
@@ -164,11 +156,12 @@ def test_upgrade_changes_json_exact(upgrade):
 def test_upgrade_regression_report_fields(upgrade):
     """JUnit properties of a per-GPU regression item follow the suite contract (order, values)."""
     _, reports = upgrade
-    root = ET.parse(reports / "junit.xml").getroot()
-    tc = next(t for t in root.iter("testcase") if t.get("name") == "test_regression_pcie[node02-gpu1]")
-    props = [(p.get("name"), p.get("value")) for p in tc.iter("property")]
+    # nodegate's JUnit: a failing item's properties on the <testsuite> around its testcase (junit-10.xsd)
+    from tests.junit_view import cases
+    props = next(c[4] for c in cases(reports / "junit.xml") if c[1] == "test_regression_pcie[node02-gpu1]")
     assert [k for k, _ in props] == ["node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial",
-                                     "gpu_uuid", "expected", "observed", "remediation"]
+                                     "gpu_uuid", "expected", "observed", "remediation", "spec_source"]
+    # (one property list for every FAIL/ERROR item in nodegate's JUnit: the suite's, spec_source included)
     d = dict(props)
     assert (d["node"], d["check_id"], d["severity"], d["gpu_index"], d["pci_bus_id"], d["gpu_serial"],
             d["gpu_uuid"]) == ("node02", "NG-REG-PCIE", "major", "1", F.BUS1, F.SERIAL1, F.UUID1)

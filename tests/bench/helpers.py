@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import defusedxml.ElementTree as DET
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,18 +20,14 @@ def run_suite(*args: str, reports: Path, timeout: float = 600) -> subprocess.Com
 
 
 def junit_cases(path: Path) -> dict[str, dict]:
-    """{classname::name: {"outcome", "message", "properties"}} of a JUnit file; times, hostnames and
-    timestamps left out. A name seen twice (teardown error after a call) keeps both, worst outcome."""
+    """{classname::name: {"outcome", "message", "properties"}} per item of nodegate's JUnit file
+    (tests/junit_view.py); a name seen twice (teardown error after a call) keeps the worst outcome."""
+    from tests.junit_view import cases
     rank = {"pass": 0, "skip": 1, "fail": 2, "error": 3}
     out: dict[str, dict] = {}
-    for tc in DET.parse(path).getroot().iter("testcase"):
-        tags = {c.tag: c for c in tc}
-        o = ("error" if "error" in tags else "fail" if "failure" in tags else
-             "skip" if "skipped" in tags else "pass")
-        el = next((tags[t] for t in ("error", "failure", "skipped") if t in tags), None)
-        props = [(p.get("name"), p.get("value")) for p in tc.iter("property")]
-        key = f"{tc.get('classname')}::{tc.get('name')}"
-        case = {"outcome": o, "message": el.get("message") if el is not None else None, "properties": props}
+    for cls, name, o, msg, props in cases(path):
+        key = f"{cls}::{name}"
+        case = {"outcome": o, "message": msg, "properties": props}
         if key not in out or rank[o] > rank[out[key]["outcome"]]:
             out[key] = case
     return out

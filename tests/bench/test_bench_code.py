@@ -119,3 +119,35 @@ def test_site_row_file_has_one_host_command_per_test():
                  and n.func.attr in ("run", "check_output", "file")]
         assert len(calls) == 1, f.name
         assert [a.arg for a in f.args.args] == ["host"]
+
+
+def test_scale_copies_are_replayable_bundles_of_their_own_node(tmp_path):
+    from bench import scale
+    from nodegate.bundle import Bundle
+    names = scale.make_copies(tmp_path / "fleet", 3)
+    assert names == ["s00000", "s00001", "s00002"]
+    b = Bundle.load(tmp_path / "fleet" / "s00002")
+    assert b.node == "s00002" and b.has("smi.qx") and not b.gather_error
+    assert (tmp_path / "fleet" / "s00001" / "smi.qx.out").stat().st_nlink == 1   # copies, not links
+
+
+def test_scale_counts_xml_objects_as_gitlab_does(tmp_path):
+    from bench import scale
+    f = tmp_path / "j.xml"
+    f.write_text('<?xml version="1.0"?>\n<testsuites><testsuite name="a" tests="2" failures="1" errors="0">'
+                 '<testcase name="x"/><testcase name="y"><failure message="m">text</failure></testcase>'
+                 "</testsuite></testsuites>\n")
+    assert scale.xml_objects(f) == (5, 2)
+
+
+def test_scale_run_at_two_sizes_writes_its_table(tmp_path):
+    from bench import scale
+    out = tmp_path / "scale.json"
+    assert scale.main((2, 4), out) == 0
+    rows = json.loads(out.read_text())
+    items = sum(8 if c.scope == "gpu" else 1 for c in __import__("nodegate.checks", fromlist=["x"]).load_all().values())
+    assert [(r["nodes"], r["items"], r["junit_files"], r["rc"]) for r in rows] == [
+        (2, 2 * items, 1, 0), (4, 4 * items, 1, 0)]
+    from nodegate.checks import load_all
+    per_node = 2 + len(load_all())   # a node's suite, a testcase per check, the check skipped on every GPU
+    assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * per_node

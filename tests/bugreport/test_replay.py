@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import defusedxml.ElementTree as DET
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "bugreports"
@@ -19,12 +18,9 @@ L203 = next(LOGS.glob("203-*.log"))
 
 
 def junit(path: Path) -> dict[str, str]:
-    out = {}
-    for tc in DET.parse(path).getroot().iter("testcase"):
-        tags = {c.tag for c in tc}
-        out[tc.get("name")] = ("error" if "error" in tags else "fail" if "failure" in tags else
-                               "skip" if "skipped" in tags else "pass")
-    return out
+    """{test name: outcome} per item of nodegate's (compact) JUnit (tests/junit_view.py)."""
+    from tests.junit_view import outcomes
+    return outcomes(path)
 
 
 def pytest_run(tmp: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:

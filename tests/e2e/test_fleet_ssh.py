@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import defusedxml.ElementTree as DET
 import pytest
 
 from tools.fleet import Fleet, load_profiles, sshd_available
@@ -27,18 +26,11 @@ PROBE_TIMEOUT = 60
 
 
 def junit_outcomes(path: Path) -> dict[str, str]:
-    """{testcase name: pass|fail|error|skip} from a JUnit XML file. A name reported twice (e.g. a
-    teardown error after the call) keeps the worst outcome: error > fail > skip > pass."""
-    rank = {"pass": 0, "skip": 1, "fail": 2, "error": 3}
-    out: dict[str, str] = {}
-    for tc in DET.parse(path).getroot().iter("testcase"):
-        tags = {c.tag for c in tc}
-        o = ("error" if "error" in tags else "fail" if "failure" in tags else
-             "skip" if "skipped" in tags else "pass")
-        name = tc.get("name")
-        if name not in out or rank[o] > rank[out[name]]:
-            out[name] = o
-    return out
+    """{test name: pass|fail|error|skip} from nodegate's JUnit file, one entry per item (the compact
+    GPU testcases expanded: tests/junit_view.py). A name reported twice keeps the worst outcome:
+    error > fail > skip > pass."""
+    from tests.junit_view import outcomes
+    return outcomes(path)
 
 
 def compare(expected: dict[str, str], got: dict[str, str]) -> dict[str, tuple]:

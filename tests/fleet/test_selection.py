@@ -74,8 +74,25 @@ def test_exitfirst_leaves_later_nodes_not_evaluated(fleet, tmp_path):
     r, execs, doc = _run(fleet, tmp_path, "-x", "-k", f"{B} or {A}")
     assert r.returncode == 1
     reasons = {e["node"]: e["reason"] for e in doc["not_evaluated"]}
-    assert "did not run" in reasons[B] and "no selected item" in reasons[C]
+    # sel-b FAILed before -x stopped the run: it needs action (an RMA row), which outranks "not
+    # evaluated"; sel-nocount was deselected and never contacted
+    assert B not in reasons and [r["node"] for r in doc["rows"]] == [B]
+    assert "no selected item" in reasons[C]
     assert execs[C] == 0
+
+
+@pytest.mark.parametrize("select", [[], ["-k", B]], ids=["all", "k-second-shard"])
+def test_sharded_live_run_gathers_the_selection_of_every_shard(fleet, tmp_path, select):
+    """--shard-nodes 1: each node's items are collected in turn; the selection of every shard is
+    known before gathering (the forked collection goes through the shards too)."""
+    r, execs, doc = _run(fleet, tmp_path, "--shard-nodes", "1", *select)
+    assert r.returncode == 1, r.stdout[-2000:]
+    if select:
+        assert execs == {A: 0, B: 1, C: 0}
+        assert sorted(e["node"] for e in doc["not_evaluated"]) == [A, C]
+    else:
+        assert execs == {A: 1, B: 1, C: 1}
+        assert doc["not_evaluated"] == []
 
 
 def test_xdist_controller_gathers_the_selection_and_reports_the_rest_not_evaluated(fleet, tmp_path):

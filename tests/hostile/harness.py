@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,17 +59,12 @@ def _node_of(test_id: str) -> str | None:
 
 
 def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(outcomes, messages) per item of nodegate's JUnit file (tests/junit_view.py)."""
+    from tests.junit_view import cases
     outcomes, messages = {}, {}
-    for tc in ET.parse(path).getroot().iter("testcase"):
-        name = tc.get("name", "")
-        kind, msg = "pass", ""
-        for child in tc:
-            if child.tag in ("failure", "error", "skipped"):
-                kind = {"failure": "fail", "error": "error", "skipped": "skip"}[child.tag]
-                msg = (child.get("message") or "") + "\n" + (child.text or "")
-                break
+    for _, name, kind, msg, _ in cases(path):
         outcomes[name] = kind
-        messages[name] = msg
+        messages[name] = msg or ""
     return outcomes, messages
 
 

@@ -152,35 +152,45 @@ def _no_traceback(r):
 
 @needs_mount
 def test_junit_that_does_not_fit_is_replaced_by_a_valid_one_naming_the_error(tmp_path, sizes):
-    """Room for the RMA files and the archives, not for junit.xml nor the HTML."""
-    room = sizes["rma.csv"] + sizes["rma.json"] + sizes["archives"] + 64 * 1024
-    assert room < sizes["junit.xml"] and room < sizes["report.html"]
+    """Room for results.jsonl (written as the run goes) and a little more, not for junit.xml:
+    nodegate renders its reports from results.jsonl at the end, each writer on its own."""
+    room = sizes["results.jsonl"] + 64 * 1024
+    assert room < sizes["results.jsonl"] + sizes["junit.xml"]
     r, files = _full_run(tmp_path, _kib(room))
     _no_traceback(r)
     assert r.returncode == 1
     assert "nodegate: reports NOT written" in r.stdout
     assert "JUnit XML " in r.stdout and "NOT written: No space left on device (errno 28)" in r.stdout
-    assert "HTML report " in r.stdout
-    root = ET.fromstring(files["junit.xml"])   # valid XML, not the truncated original
+    root = ET.fromstring(files["junit.xml"])   # valid XML, not a truncated original
     err = root.find("testsuite/testcase/error")
     assert err is not None and err.get("message") == "JUnit XML not written: No space left on device (errno 28)"
-    assert "passed" in err.text and "report.html" not in files
-    assert files["rma.csv"] and files["rma.json"] and sum(1 for k in files if k.endswith(".tar.gz")) == 2
+    assert "passed" in err.text
+    assert len(files["results.jsonl"]) == sizes["results.jsonl"]   # every item's line is kept
     assert not any(Path(k).name.startswith(".") for k in files), files.keys()   # no temporaries left
 
 
 @needs_mount
-def test_whatever_fits_is_written_when_only_the_html_does_not(tmp_path, sizes):
-    room = sizes["junit.xml"] + sizes["rma.csv"] + sizes["rma.json"] + sizes["archives"] + 96 * 1024
-    assert room < sizes["junit.xml"] + sizes["report.html"]
+def test_a_full_disk_gives_its_room_to_junit_rma_and_archives_before_the_html(tmp_path, sizes):
+    """Room for everything but the HTML (report.html and the node pages): the node pages, the
+    largest output, are removed to make room, the rest is written whole."""
+    def blocks(n: int) -> int:   # tmpfs gives each file whole 4 KiB pages
+        return (n + 4095) // 4096 * 4096
+    pages = sum(blocks(v) for k, v in sizes.items() if k.startswith("nodes/")) + blocks(sizes["report.html"])
+    kept = sum(blocks(v) for k, v in sizes.items() if not k.startswith("nodes/") and k not in ("report.html", "archives"))
+    room = kept + pages // 3
+    assert room < kept + pages
     r, files = _full_run(tmp_path, _kib(room))
     _no_traceback(r)
     assert r.returncode == 1
     assert len(files["junit.xml"]) == sizes["junit.xml"]   # the real one, whole
     ET.fromstring(files["junit.xml"])
-    assert "report.html" not in files
+    for k in ("rma.csv", "rma.json", "actions.csv"):
+        assert len(files[k]) == sizes[k], k
+    assert sum(1 for k in files if k.endswith(".tar.gz")) == sum(1 for k in sizes if k.endswith(".tar.gz"))
+    assert "report.html" not in files and not any(k.startswith("nodes/") for k in files)
     assert "HTML report " in r.stdout and "NOT written: No space left on device" in r.stdout
     assert "JUnit XML " not in r.stdout.split("nodegate: reports NOT written", 1)[1]
+    assert not any(Path(k).name.startswith(".") for k in files), files.keys()
 
 
 @needs_mount

@@ -235,14 +235,12 @@ def test_control_characters_are_shown_escaped(env):
     assert "::test_gpu_count[ctrl\\\\x1b]52;c;cHduZWQ=\\\\x07node\\\\x1b[2J] PASSED" in env["forced"].out   # -v: test ids
     assert "\\x1b]8;;http://evil.example/" in run.out + env["forced"].out   # dkms stderr in a message
     assert "580.159.04\\x1b]0;pwned-title\\x07" in run.out   # the module version in a FAIL message
-    props = {}
+    # nodegate's JUnit names every node (its suite) and results.jsonl every item's node, escaped
     import xml.etree.ElementTree as ET
-    for tc in ET.parse(run.reports / "junit.xml").getroot().iter("testcase"):
-        for p in tc.iter("property"):
-            if p.get("name") == "node":
-                props.setdefault(p.get("value"), 0)
-                props[p.get("value")] += 1
-    assert shown_node in props and "ctrl\\x1b[31mdir" in props
+    suites = {ts.get("name") for ts in ET.parse(run.reports / "junit.xml").getroot().iter("testsuite")}
+    assert shown_node in suites and "ctrl\\x1b[31mdir" in suites
+    nodes = {json.loads(ln)["node"] for ln in (run.reports / "results.jsonl").read_text().splitlines()}
+    assert shown_node in nodes and "ctrl\\x1b[31mdir" in nodes
 
 
 def test_a_control_character_in_a_node_name_gives_one_summary_row(env):
@@ -291,10 +289,10 @@ def test_a_bundle_judged_by_its_own_spec_says_so_everywhere(env):
     assert run.outcomes["test_ecc_counters[vendor-gpu0]"] == "pass"   # its own thresholds: 1000
     assert "judged by the spec stored in their own bundle" in run.out
     assert "spec: bundle meta.json: " in run.out.split("nodegate summary", 1)[1]
-    import xml.etree.ElementTree as ET
-    case = next(tc for tc in ET.parse(run.reports / "junit.xml").getroot().iter("testcase")
-                if tc.get("name") == "test_ecc_counters[vendor-gpu0]")
-    assert {p.get("name"): p.get("value") for p in case.iter("property")}["spec_source"] == "bundle meta.json"
+    # per item in results.jsonl (nodegate's JUnit has properties only on FAIL/ERROR items and nodes)
+    item = next(json.loads(ln) for ln in (run.reports / "results.jsonl").read_text().splitlines()
+                if json.loads(ln)["nodeid"].endswith("::test_ecc_counters[vendor-gpu0]"))
+    assert item["spec_source"] == "bundle meta.json"
     html = (run.reports / "report.html").read_text()
     assert "nodegate spec source" in html and "bundle meta.json: " in html
 

@@ -181,10 +181,16 @@ def test_deselected_nodes_are_not_evaluated_never_healthy(tmp_path):
     assert f"{len(NODES)} node(s): 0 healthy" in text
     assert "NOT EVALUATED: no selected item" in text
     html = (out / "report.html").read_text()
-    assert html.count("NOT EVALUATED: no selected item") == len(others)
-    props = {p.get("name"): p.get("value") for p in ET.parse(out / "junit.xml").getroot().iter("property")
-             if p.get("name", "").startswith("nodegate_")}
-    assert sorted(props["nodegate_not_evaluated"].split(", ")) == sorted(others)
+    assert f"0 accepted, 1 need action, {len(others)} not evaluated" in html
+    # the matrix's status cell of each says why (and so does its node page)
+    assert html.count('title="NOT EVALUATED: no selected item') == len(others)
+    assert "NOT EVALUATED: no selected item" in (out / "nodes" / f"{others[0]}.html").read_text()
+    # JUnit: each node's suite has its status and why (nodegate.reports.junit)
+    suites = {s.get("name"): {p.get("name"): p.get("value") for p in s.iter("property")}
+              for s in ET.parse(out / "junit.xml").getroot().iter("testsuite") if s.get("hostname")}
+    ne = sorted(n for n, p in suites.items() if p.get("status") == "not evaluated")
+    assert ne == sorted(others)
+    assert all(suites[n]["not_evaluated"].startswith("NOT EVALUATED: no selected item") for n in ne)
     doc = json.loads((out / "rma.json").read_text())
     assert sorted(e["node"] for e in doc["not_evaluated"]) == sorted(others)
 

@@ -397,3 +397,50 @@ def test_process_and_pci_scans_are_the_same_with_grep_without_it_and_when_it_can
     assert b"== 0000:01:00.0 gpu" in pci and b"0000:00:02.0" not in pci and pci.rstrip().endswith(b"gpus: 1")
     for name, o in outs.items():
         assert o == outs["grep"], name
+
+
+def _fake_dmi(root: Path) -> Path:
+    """A /sys/class/dmi/id as the kernel lays it out (drivers/firmware/dmi-id.c): vendor and model
+    world-readable, serials and product_uuid root-only."""
+    d = root / "dmi" / "id"
+    d.mkdir(parents=True)
+    for name, value, mode in (("sys_vendor", "Supermicro", 0o444), ("product_name", "SYS-821GE-TNHR", 0o444),
+                              ("product_serial", "S821GE000123", 0o400), ("product_uuid", "5c6e6a80-2d7b", 0o400),
+                              ("board_serial", "OM23AS000456", 0o400)):
+        (d / name).write_text(value + "\n")
+        (d / name).chmod(mode)
+    root.chmod(0o755)
+    (root / "dmi").chmod(0o755)
+    d.chmod(0o755)
+    return d
+
+
+@pytest.mark.parametrize("shell", SHELLS, ids=lambda s: s[0])
+def test_dmi_item_reports_serials_unreadable_without_root(shell):
+    import tempfile
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the probe as root and as another user")
+    # outside pytest's tmp_path: its parents are root-only, and the other user must reach the tree
+    top = Path(tempfile.mkdtemp(prefix="nodegate-dmi-", dir="/tmp"))
+    request_cleanup = shutil.rmtree
+    try:
+        _dmi_both(shell, _fake_dmi(top))
+    finally:
+        request_cleanup(top, ignore_errors=True)
+
+
+def _dmi_both(shell, d: Path) -> None:
+    from nodegate.parsers.dmi import parse_dmi
+    s, m = _item_script("ng_lite dmi.id ng_f_dmi")
+    s = s.replace("/sys/class/dmi/id", str(d))
+    as_root = parse_dmi(_split(_run(shell, s), m)[0]["dmi.id"].stdout)
+    assert as_root.values == {"sys_vendor": "Supermicro", "product_name": "SYS-821GE-TNHR",
+                              "product_serial": "S821GE000123", "product_uuid": "5c6e6a80-2d7b",
+                              "board_serial": "OM23AS000456"}
+    assert as_root.absent == {"product_version", "board_vendor", "board_name", "chassis_serial", "bios_version"}
+    p = subprocess.run(shell, input=s.encode(), capture_output=True, timeout=60, user=65534, group=65534)
+    items, _ = _split(p, m)
+    user = parse_dmi(items["dmi.id"].stdout)
+    assert (user.values, user.unreadable) == ({"sys_vendor": "Supermicro", "product_name": "SYS-821GE-TNHR"},
+                                              {"product_serial", "product_uuid", "board_serial"})
+    assert user.text("product_serial") == "unreadable without root (re-run with --sudo)"

@@ -1,7 +1,7 @@
 """records.py: per-test records from pytest phase reports, and node summaries."""
 
 from nodegate.bundle import Bundle
-from nodegate.facts import DriverBanner, GpuFacts
+from nodegate.facts import DmiFacts, DriverBanner, GpuFacts
 from nodegate.errors import EvidenceError
 from nodegate.reports.records import RecordBook, node_info
 
@@ -52,6 +52,8 @@ class _Facts:
     driver_banner = DriverBanner(flavor="open", version="580.159.04")
     gpus = [GpuFacts(index=0, name="NVIDIA H200", vbios_version="96.00.99.00.01"),
             GpuFacts(index=1, name="NVIDIA H200", vbios_version="96.00.99.00.02")]
+    dmi = DmiFacts(values={"sys_vendor": "Supermicro", "product_name": "SYS-821GE-TNHR"},
+                   unreadable={"product_serial"})
 
     @property
     def kernel_release(self):
@@ -65,7 +67,28 @@ def test_node_info_reads_facts_and_guards_errors():
             i.gather_s) == ("ok", "580.159.04", "open", None, "NVIDIA H200", 2,
                             "96.00.99.00.01, 96.00.99.00.02", 2.5)
     assert i.problems == {"kernel": "EvidenceError: evidence not collected: meta.uname_r [meta.uname_r]"}
+    # DMI identity: the serial needs root; the cell says so, never a guess
+    assert (i.system_vendor, i.system_model, i.system_serial) == (
+        "Supermicro", "SYS-821GE-TNHR", "unreadable without root (re-run with --sudo)")
     assert (i.counts["fail"], i.counts["pass"], i.has_problem) == (1, 1, True)
+
+
+def test_node_info_dmi_not_collected_says_so():
+    class F(_Facts):
+        @property
+        def dmi(self):
+            raise EvidenceError("dmi.id", "evidence not collected: dmi.id")
+    i = node_info("n1", Bundle("n1", meta={"status": "ok"}), F(), [])
+    assert i.system_serial == "unknown: evidence not collected: dmi.id"
+
+
+def test_finished_records_leave_the_book():
+    book = RecordBook()
+    for when in ("setup", "call", "teardown"):
+        book.update(report(when=when, outcome="passed", nodegate=ng(outcome="pass")))
+    assert len(book) == 1
+    r = book.finish("suites/test_x.py::test_x[n1]")
+    assert (r.outcome, len(book)) == ("pass", 0)
 
 
 def test_node_info_gather_error_skips_facts():

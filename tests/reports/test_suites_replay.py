@@ -11,7 +11,6 @@ import re
 import shutil
 
 import pytest
-from junitparser.xunit2 import JUnitXml
 
 from .fleetgen import CTRL, HOSTILE_NODE, IMG_SERIAL, SCRIPT_NAME, make_bundle
 from .runner import ROOT, run_pytest
@@ -56,37 +55,48 @@ def suite_run(tmp_path_factory):
 
 
 def _cases(run):
-    out = []
-    for suite in JUnitXml.fromfile(str(run.junit)):
-        for case in suite:
-            props = {p.name: p.value for p in case.properties()}
-            kind = type(case.result[0]).__name__.lower() if case.result else "pass"
-            out.append((case, props, kind))
-    return out
+    """(name, properties, kind) per item of nodegate's JUnit (tests/junit_view.py)."""
+    from tests.junit_view import cases
+    return [(name, dict(props), kind) for _, name, kind, _, props in cases(run.junit)]
+
+
+def _results(run):
+    return [json.loads(ln) for ln in (run.out / "results.jsonl").read_text().splitlines()]
 
 
 def test_run_has_every_node_and_properties(suite_run):
     assert suite_run.rc == 1, suite_run.output[-3000:]
-    cases = _cases(suite_run)
-    assert {p["node"] for _, p, _ in cases} == {"h200-vm", HOSTILE_NODE, "down"}
-    for case, props, _ in cases:
-        assert list(props) == PROPS, case.name
-    assert {k for _, p, k in cases if p["node"] == "down"} == {"error"}
+    lines = _results(suite_run)
+    assert {d["node"] for d in lines} == {"h200-vm", HOSTILE_NODE, "down"}
+    assert {d["outcome"] for d in lines if d["node"] == "down"} == {"error"}
+    for name, props, kind in _cases(suite_run):
+        if kind in ("fail", "error"):
+            assert list(props) == PROPS, name
 
 
-def test_rma_rows_are_exactly_the_junit_failures(suite_run):
-    cases = _cases(suite_run)
-    failed = {(p["node"], p["gpu_index"], p["check_id"]) for _, p, k in cases if k == "failure"}
-    errors = {(p["node"], p["gpu_index"], p["check_id"]) for _, p, k in cases if k == "error" and p}
+def test_every_report_agrees_with_results_jsonl(suite_run):
+    lines = _results(suite_run)
+    by_item = {(d["node"], "" if d["gpu_index"] is None else str(d["gpu_index"]), d["check_id"]): d["outcome"]
+               for d in lines}
+    # JUnit: the same outcome for every item
+    junit = {n: k for n, _, k in _cases(suite_run)}
+    assert {d["nodeid"].split("::", 1)[1]: d["outcome"] for d in lines} == junit
+    # rma.json + actions.csv: every FAIL and ERROR item, in one row of one of them, nothing else
     doc = json.loads((suite_run.out / "rma.json").read_text())
-    from_rma = {(r["node"], "" if r["gpu_index"] is None else str(r["gpu_index"]), c["check_id"])
-                for r in doc["rows"] for c in r["checks"]}
-    assert from_rma == failed
-    assert {(e["node"], "" if e["gpu_index"] is None else str(e["gpu_index"]), e["check_id"])
-            for e in doc["errors"] if e["check_id"]} == errors
-    assert len(doc["errors"]) == sum(1 for _, _, k in cases if k == "error")
+    from_rma = {(r["node"], "" if r["gpu_index"] is None else str(r["gpu_index"]), c)
+                for r in doc["rows"] for c in r["failed_checks"]}
+    acts = list(csv.DictReader((suite_run.out / "actions.csv").open()))
+    from_actions = {(a["node"], a["gpu_index"], c) for a in acts for c in a["failed_checks"].split(";")}
+    assert from_rma | from_actions == {k for k, o in by_item.items() if o in ("fail", "error")}
+    assert not from_rma & from_actions
+    assert {r["action"] for r in doc["rows"]} <= {"RMA", "reseat/replace riser"}
     rows = list(csv.DictReader((suite_run.out / "rma.csv").open()))
     assert len(rows) == len(doc["rows"])
+    # the HTML matrix: one row per node with its status
+    html = suite_run.html.read_text()
+    statuses = dict(re.findall(r'<tr id="n-([^"]*)" data-status="([^"]*)" data-cells="[^"]*">', html))
+    assert statuses == {"h200-vm": "need action", HOSTILE_NODE.replace("<", "&lt;").replace(">", "&gt;"):
+                        "need action", "down": "need action"}
 
 
 def test_hostile_strings_never_markup_or_control_characters(suite_run):
@@ -109,7 +119,7 @@ def test_real_report_in_browser_runs_no_node_string(suite_run, tmp_path):
         pytest.skip("chromium not installed (CI: apt-get install chromium)")
     dom = chromium(tmp_path, suite_run.html.as_uri(), "--dump-dom")
     assert PWNED not in dom
-    assert len(re.findall(r'<td class="col-node">', dom)) == len(_cases(suite_run))
+    assert len(re.findall(r'<tr id="n-', dom)) == 3
     assert "&lt;script&gt;document.documentElement.dataset.pwned=1&lt;/script&gt;" in dom
     chromium(tmp_path, suite_run.html.as_uri(), "--window-size=1600,2400", f"--screenshot={tmp_path / 'real.png'}")
     assert (tmp_path / "real.png").stat().st_size > 10_000

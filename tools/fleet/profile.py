@@ -162,6 +162,16 @@ def normalize(name: str, d: dict) -> dict:
     _sd(node, "boot_id", _boot_id(name))
     _sd(node, "machine_id", _machine_id(name))
     _sd(node, "os_release", "Ubuntu 22.04.4 LTS")
+    # /sys/class/dmi/id (the RMA sheet's system identity); serials derived from the node name
+    dmi = _sd(node, "dmi", {})
+    _sd(dmi, "sys_vendor", "Supermicro")
+    _sd(dmi, "product_name", "SYS-821GE-TNHR")
+    _sd(dmi, "product_serial", f"S{_h(name, 'dmi-serial', 6):012d}")
+    _sd(dmi, "product_uuid", str(uuid.UUID(int=_h(name, "dmi-uuid", 16))))
+    _sd(dmi, "board_vendor", dmi["sys_vendor"])
+    _sd(dmi, "board_name", "X13DEG-OAD")
+    _sd(dmi, "board_serial", f"OM{_h(name, 'dmi-board', 5):010d}")
+    _sd(dmi, "bios_version", "2.1")
 
     drv = _sd(d, "driver", {})
     if "version" not in drv:

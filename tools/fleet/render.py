@@ -156,6 +156,7 @@ class _Renderer:
         self.base_files()
         self.proc()
         self.sys_modules()
+        self.dmi()
         self.pci()
         self.driver_files()
         self.firmware()
@@ -211,6 +212,14 @@ class _Renderer:
             addr = 0xFFFFFFFFC0400000 + 0x400000 * pos
             lines.append(f"{m} {MODULE_SIZES.get(m, 65536)} {cols} Live 0x{addr:016x}{taint}\n")
         t.file("/proc/modules", "".join(reversed(lines)))  # most recently loaded first
+
+    def dmi(self) -> None:
+        """/sys/class/dmi/id as the kernel lays it out (drivers/firmware/dmi-id.c): vendor and
+        model world-readable, serials and product_uuid root-only (0400)."""
+        t, dmi = self.t, self.d["node"]["dmi"]
+        for attr, value in dmi.items():
+            secret = attr.endswith("_serial") or attr == "product_uuid"
+            t.file(f"/sys/class/dmi/id/{attr}", f"{value}\n", mode=0o400 if secret else 0o444)
 
     def sys_modules(self) -> None:
         t, mods = self.t, self.d["modules"]

@@ -1,0 +1,201 @@
+"""``make bench BENCH_ARGS=--scale`` (``bench/run.py --scale``): nodegate at cluster scale, replayed.
+
+For each size (default 256, 1,024 and 4,096 nodes x 8 GPUs), N copies of the healthy 8-GPU sample
+bundle (inventories/samples/fleet/h200-580-open-healthy, node name changed in meta.json) are
+generated under a temporary directory (never committed), then
+
+    python -m pytest suites --replay <copies> --reports-dir <tmp> -q -p timing_plugin
+
+runs as a child process: wall, CPU and peak RSS from ``os.wait4`` (bench/measure.py), phases
+from bench/timing_plugin.py, and what it wrote: results.jsonl, the JUnit file(s) (bytes, XML
+objects as GitLab counts them: every element; test cases), report.html and the node pages, and
+how long headless chromium takes to open report.html (``--dump-dom``, minus chromium's own start
+on an empty page, both measured here). Prints a table, writes reports/bench-scale.json. It
+reports; it does not gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.measure import run_measured  # noqa: E402
+
+SAMPLE = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
+SIZES = (256, 1024, 4096)
+COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "items", "junit_mb", "junit_objects", "junit_files",
+           "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s")
+
+
+def _ids_of(src: Path) -> dict[str, str]:
+    """The sample's identifiers that must differ per node (boot id, machine id, GPU serials and
+    UUIDs): value -> a format string of the same length for copy ``i``."""
+    import re
+    text = "".join(p.read_text(errors="replace") for p in src.iterdir() if p.suffix == ".out")
+    out: dict[str, str] = {}
+    for v in set(re.findall(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text)):
+        out[v] = v[:-6] + "{i:06x}"
+    for v in set(re.findall(r"<serial>(\d{10,})</serial>", (src / "smi.qx.out").read_text())):
+        out[v] = v[:-11] + "{i:06d}" + v[-5:]   # the last digits tell the GPUs apart
+    for f in ("meta.boot_id.out", "meta.machine_id.out"):
+        p = src / f
+        if p.is_file():
+            v = p.read_text().strip()
+            if len(v) >= 8:
+                out[v] = v[:-6] + "{i:06x}"
+    return out
+
+
+def make_copies(dst: Path, n: int, src: Path = SAMPLE) -> list[str]:
+    """``n`` copies of the sample bundle as nodes ``s00000``...; files copied (not linked: a
+    bundle reader may refuse hard links). Each copy is a machine of its own: its boot id, machine
+    id and GPU serials and UUIDs get a node number in their last digits (same length, so meta.json's
+    item sizes still hold), else the run's identity checks see one machine answering for all.
+    Returns the node names."""
+    meta = json.loads((src / "meta.json").read_text())
+    ids = _ids_of(src)
+    files = [(p, p.read_bytes()) for p in sorted(src.iterdir()) if p.is_file() and p.name != "meta.json"]
+    names = []
+    for i in range(n):
+        name = f"s{i:05d}"
+        d = dst / name
+        d.mkdir(parents=True, exist_ok=True)
+        for f, data in files:
+            if f.suffix == ".out" and ids:
+                text = data.decode("utf-8", "surrogateescape")
+                for old, fmt in ids.items():
+                    if old in text:
+                        text = text.replace(old, fmt.format(i=i))
+                data = text.encode("utf-8", "surrogateescape")
+            (d / f.name).write_bytes(data)
+        (d / "meta.json").write_text(json.dumps(dict(meta, node=name), indent=1))
+        names.append(name)
+    return names
+
+
+def xml_objects(path: Path) -> tuple[int, int]:
+    """(elements, testcases): GitLab's object count (text nodes are none) of a JUnit file."""
+    import defusedxml.ElementTree as DET
+    elements = cases = 0
+    for _, el in DET.iterparse(str(path), events=("start",)):
+        elements += 1
+        cases += el.tag == "testcase"
+    return elements, cases
+
+
+def _chromium_s(url: str, exe: str) -> float | None:
+    with tempfile.TemporaryDirectory(prefix="nodegate-chromium-") as prof:
+        argv = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-extensions", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={prof}", "--dump-dom", url]
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run(argv, capture_output=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            return None
+        return round(time.monotonic() - t0, 2) if p.returncode == 0 else None
+
+
+def html_open(html: Path, tries: int = 3) -> dict:
+    """Best of ``tries`` headless chromium loads of ``html`` and of an empty page (its start-up)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        return {"html_open": "chromium not installed"}
+    empty = html.parent / ".empty.html"
+    empty.write_text("<!DOCTYPE html><html><body>x</body></html>")
+    page = [t for t in (_chromium_s(html.as_uri(), exe) for _ in range(tries)) if t is not None]
+    base = [t for t in (_chromium_s(empty.as_uri(), exe) for _ in range(tries)) if t is not None]
+    empty.unlink()
+    if not page:
+        return {"html_open": "chromium failed"}
+    out = {"html_load_s": min(page), "chromium_start_s": min(base) if base else None}
+    out["html_open_s"] = round(min(page) - (min(base) if base else 0), 2)
+    return out
+
+
+def _mb(n: int) -> float:
+    return round(n / 1e6, 2)
+
+
+def _dir_bytes(d: Path) -> int:
+    return sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
+
+
+def run_size(n: int, base: Path, extra: list[str] = ()) -> dict:
+    fleet, reports, timing = base / f"fleet{n}", base / f"reports{n}", base / f"timing{n}.json"
+    t0 = time.monotonic()
+    make_copies(fleet, n)
+    gen_s = round(time.monotonic() - t0, 1)
+    print(f"[scale {n:>5}] {n} bundles generated in {gen_s}s; nodegate --replay ...", flush=True)
+    from bench.run import _env, _phases
+    argv = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", "timing_plugin",
+            "--replay", str(fleet), "--reports-dir", str(reports), *extra]
+    started = time.time()
+    m = run_measured(argv, cwd=ROOT, env=_env(timing), timeout_s=3600)
+    if m.rc not in (0, 1):
+        raise RuntimeError(f"nodegate --replay at {n} nodes: rc {m.rc}\n{m.output[-4000:]}")
+    phases = _phases(timing, started)
+    junit = reports / "junit.xml"
+    files = [junit] + sorted((reports / "junit").glob("part-*.xml"))
+    objects = [xml_objects(f) for f in files if f.exists()]
+    row = {"nodes": n, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb, "rc": m.rc,
+           "items": sum(1 for _ in open(reports / "results.jsonl")),
+           "junit_mb": _mb(sum(f.stat().st_size for f in files if f.exists())),
+           "junit_objects": max(o[0] for o in objects), "junit_testcases": max(o[1] for o in objects),
+           "junit_files": len(objects), "html_mb": _mb((reports / "report.html").stat().st_size),
+           "node_pages_mb": _mb(_dir_bytes(reports / "nodes")),
+           "results_mb": _mb((reports / "results.jsonl").stat().st_size),
+           "report_s": phases.get("report_s"), "phases": phases, "bundles_generated_s": gen_s}
+    row.update(html_open(reports / "report.html"))
+    print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS", flush=True)
+    shutil.rmtree(fleet, ignore_errors=True)
+    shutil.rmtree(reports, ignore_errors=True)
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    lines = [list(COLUMNS)] + [[str(r.get(c, "")) for c in COLUMNS] for r in rows]
+    w = [max(len(x[i]) for x in lines) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(x[i].rjust(w[i]) for i in range(len(COLUMNS))) for x in lines)
+
+
+def main(sizes=SIZES, out: Path | None = None, extra: list[str] = ()) -> int:
+    out = out or ROOT / "reports" / "bench-scale.json"
+    t0 = time.monotonic()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nodegate-scale-") as tmp:
+        for n in sizes:
+            rows.append(run_size(n, Path(tmp), list(extra)))
+    from bench.run import machine
+    info = machine()
+    if len(rows) > 1:
+        first = rows[0]
+        for r in rows[1:]:
+            r["wall_ratio_to_first"] = round(r["wall_s"] / first["wall_s"], 2)
+            r["cpu_ratio_to_first"] = round(r["cpu_s"] / first["cpu_s"], 2)
+            r["nodes_ratio_to_first"] = round(r["nodes"] / first["nodes"], 2)
+    for r in rows:
+        r["machine"] = info
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
+    print()
+    print(table(rows))
+    for r in rows[1:]:
+        print(f"{r['nodes']:>5}: wall x{r['wall_ratio_to_first']} (CPU x{r['cpu_ratio_to_first']}) for "
+              f"x{r['nodes_ratio_to_first']} the nodes")
+    print(f"\nwrote {out} in {time.monotonic() - t0:.0f}s ({info['nproc']} CPUs, load "
+          f"{info['loadavg_at_start'][0]:.1f} at start)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(tuple(int(x) for x in sys.argv[1].split(",")) if len(sys.argv) > 1 else SIZES))

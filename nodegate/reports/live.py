@@ -1,0 +1,200 @@
+"""The reports' side of a running session: records streamed to results.jsonl as the tests run,
+node summaries kept as nodes are released, every report rendered at the end.
+
+Used by plugins/nodegate_reports.py (hook wiring only). Works on pytest's report objects by
+their public attributes (``nodeid``, ``when``, ``outcome``, ``user_properties``, ``nodegate``,
+``extras``); it never holds the run's reports: a record lives from a test's setup to its
+teardown, then becomes one results line.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+from . import html as ng_html
+from . import metadata as ng_metadata
+from .actions import OBTAIN_EVIDENCE, action_for
+from .records import NodeInfo, Record, RecordBook, node_info
+from .remedy import error_remediation
+from .render import RenderContext, render_all
+from .results import FILENAME, ResultsWriter
+from .text import clean, esc, one_line
+
+#: JUnit property values are capped (a testcase's properties stay short whatever a node says)
+PROPERTY_CAP = 1000
+_EMPTY = types.MappingProxyType({})
+
+
+def sanitize_properties(report) -> None:
+    """Clean ``report.user_properties`` in place: str values, no control characters, capped."""
+    props = getattr(report, "user_properties", None)
+    if not props:
+        return
+    report.user_properties = [(one_line(k, 100), clean(v, PROPERTY_CAP)) for k, v in props]
+
+
+def finalize(rec: Record) -> Record:
+    """The record as results.jsonl keeps it: a FAIL's action resolved (nodegate.reports.actions),
+    an ERROR's action ``obtain evidence`` and its remediation how to obtain it (never the FAIL
+    text), nothing to do for PASS and SKIP."""
+    if rec.outcome == "fail":
+        rec.action = action_for(rec.remediation, rec.action, rec.observed, rec.message)
+    elif rec.outcome == "error":
+        rec.action = OBTAIN_EVIDENCE
+        rec.remediation = error_remediation(rec.message)
+    else:
+        rec.action = ""
+        rec.remediation = ""
+    return rec
+
+
+def compact(report) -> None:
+    """After every plugin has seen the report (``pytest_runtest_logreport`` trylast): drop what
+    pytest would keep of it until the session ends (its terminal reporter holds every report) and
+    nothing reads afterwards: the keywords dict, the properties, nodegate's dict and extras. The
+    outcome, location, longrepr, sections and durations stay (failure summaries, ``--durations``)."""
+    if getattr(report, "nodegate", None) is None:
+        return
+    report.keywords = _EMPTY
+    report.user_properties = ()
+    report.nodegate = None
+    if getattr(report, "extras", None):
+        report.extras = ()
+    if not report.sections:
+        report.sections = ()
+
+
+def forget_passed_phase(config, report) -> None:
+    """A nodegate item's passed setup or teardown report, once every plugin saw it: pytest's
+    terminal reporter files it under ``stats[""]`` and keeps it to the session's end, where only
+    ``--durations`` and the ``-rP``/``-rA`` passes summary read that list; without those options
+    it is taken out again (two of every item's three reports: ~0.6 GB at 4,096 nodes,
+    docs/performance.md). tests/reports/test_memory.py fails the day pytest files them elsewhere."""
+    if getattr(report, "when", None) not in ("setup", "teardown") or getattr(report, "outcome", "") != "passed":
+        return
+    o = config.option
+    if getattr(o, "durations", None) is not None or set(getattr(o, "reportchars", "") or "") & {"P", "A"}:
+        return
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    lst = getattr(tr, "stats", {}).get("") if tr is not None else None
+    if lst and lst[-1] is report:
+        lst.pop()
+
+
+class RunReports:
+    """State of one session's reports (controller only)."""
+
+    def __init__(self, reports_dir: Path, junit_path: Path | None, html_path: Path | None):
+        self.reports_dir = Path(reports_dir)
+        self.junit_path, self.html_path = junit_path, html_path
+        self.book = RecordBook()
+        self.writer: ResultsWriter | None = None
+        self.infos: dict[str, NodeInfo] = {}
+        self.extras: dict[str, list[str]] = {}
+        self.outputs: list[tuple[str, str]] = []
+        self.rendered = None
+        self._props: dict[str, tuple[list, list]] = {}
+
+    # ------------------------------------------------------------------ during the run
+    def open(self) -> None:
+        if self.writer is None:
+            self.writer = ResultsWriter(self.reports_dir / FILENAME)
+
+    def sanitize_once(self, report) -> None:
+        """``sanitize_properties``, once per test: setup, call and teardown reports copy the same
+        ``item.user_properties``, so the cleaned list of the first phase is reused."""
+        props = getattr(report, "user_properties", None)
+        nodeid = getattr(report, "nodeid", "")
+        if not props:
+            self._props.pop(nodeid, None)
+            return
+        cached = self._props.get(nodeid)
+        if cached is not None and cached[0] == props:
+            report.user_properties = list(cached[1])
+        else:
+            raw = list(props)
+            sanitize_properties(report)
+            self._props[nodeid] = (raw, list(report.user_properties))
+        if getattr(report, "when", None) == "teardown":
+            self._props.pop(nodeid, None)
+
+    def record(self, report) -> Record | None:
+        """Take a phase report; at teardown the finished record is written to results.jsonl."""
+        rec = self.book.update(report)
+        if rec is None:
+            return None
+        self._keep_extras(rec, report)
+        if getattr(report, "when", None) == "teardown":
+            done = self.book.finish(report.nodeid)
+            if done is not None and (done.has_nodegate or done.node):
+                self.open()
+                self.writer.write(finalize(done))
+        return rec
+
+    def _keep_extras(self, rec: Record, report) -> None:
+        """HTML attachments of a node's items (burn-in plots): pytest-html's ``extras`` entries
+        of format html (nodegate's own markup) and links; shown on the node's page."""
+        for e in getattr(report, "extras", None) or ():
+            if not isinstance(e, dict) or not rec.node:
+                continue
+            kind, content = e.get("format_type"), e.get("content")
+            if kind == "html" and isinstance(content, str):
+                self.extras.setdefault(rec.node, []).append(content)
+            elif kind == "url" and isinstance(content, str):
+                self.extras.setdefault(rec.node, []).append(
+                    f'<a href="{esc(content, 1000)}">{esc(e.get("name") or content, 300)}</a>')
+
+    def on_release(self, node: str, bundle, facts, spec_source: str = "") -> None:
+        """FleetRun.release listener: the node's summary before its evidence is dropped."""
+        self.infos[node] = self.info(node, bundle, facts, spec_source)
+
+    @staticmethod
+    def info(node: str, bundle, facts, spec_source: str = "") -> NodeInfo:
+        i = node_info(node, bundle, facts, [])
+        i.spec_source = spec_source
+        i.bundle_dir = str(getattr(bundle, "path", "") or "")
+        return i
+
+    # ------------------------------------------------------------------ end of the session
+    def render(self, *, run, expected: dict, title: str, inventory: str, started: str, environment: dict,
+               junit_max_objects: int, sections: list | None = None) -> None:
+        """Every report from results.jsonl (nodegate.reports.render); ``run`` (FleetRun) gives the
+        node list, the nodes' facts and, from its selection, why nodes were not evaluated."""
+        if self.writer is None:
+            self.open()
+        for nodeid in list(self.book.records):   # interrupted: a test without teardown report
+            rec = self.book.finish(nodeid)
+            if rec is not None and rec.outcome in ("fail", "error") and (rec.has_nodegate or rec.node):
+                self.writer.write(finalize(rec))
+        self.writer.close()
+        nodes = list(getattr(run, "all_nodes", None) or []) if run is not None else []
+        spec_source = dict(getattr(run, "spec_source", {}) or {}) if run is not None else {}
+        reasons = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
+        deselected = ({n for n in nodes if not run.items_selected.get(n)}
+                      if run is not None and getattr(run, "selected", None) is not None else set())
+
+        def info_for(node: str) -> NodeInfo:
+            got = run.peek(node) if run is not None and hasattr(run, "peek") else None
+            if got is None:
+                # never contacted: deselected, or the run stopped first (FleetRun.not_evaluated)
+                i = NodeInfo(node=one_line(node, 300), gather_status=reasons.get(node, "not gathered"))
+                i.spec_source = spec_source.get(node, "")
+                return i
+            return self.info(node, got[0], got[1], spec_source.get(node, ""))
+
+        ctx = RenderContext(
+            reports_dir=self.reports_dir, results_path=self.writer.path, interleaved=self.writer.interleaved,
+            nodes=nodes, infos=self.infos, expected=expected, extras=self.extras, title=title,
+            inventory=inventory, started_at=started, junit_path=self.junit_path, html_path=self.html_path,
+            junit_max_objects=junit_max_objects, sections=list(sections or []),
+            environment=ng_html.escape_environment(ng_metadata.redact(dict(environment))) if environment else {},
+            info_for=info_for, reasons=reasons, deselected=deselected)
+        self.rendered = render_all(ctx)
+        self.outputs = self.rendered.outputs
+        w = self.writer
+        if w.error is not None:   # a full disk during the run: the reports lack these items
+            e = w.error
+            self.rendered.failures.insert(0, ("Results (JSON lines)", str(w.path),
+                                              f"{e.strerror or e}" + (f" (errno {e.errno})" if e.errno else "")
+                                              + f"; {w.lost} item(s) not written, missing from every report"))

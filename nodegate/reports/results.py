@@ -1,0 +1,155 @@
+"""``<reports>/results.jsonl``: one JSON line per test item, written as the run goes.
+
+The machine-readable record of a run (docs/reports.md "results.jsonl"), for jq, dashboards and
+the other reports: the JUnit files, the HTML report and its node pages, the RMA and action
+lists and the evidence archives are all rendered from these lines at the end of the session
+(``render.render_all``), so every report agrees with this file.
+
+One line per item, written when the item's last phase (teardown) is reported; items run node by
+node, so a node's lines are consecutive (``ResultsWriter.interleaved`` says when they are not,
+e.g. with pytest-xdist). Keys, in this order (``LINE_FIELDS``): the ten the issue names first,
+then the rest of the record (strings; ``gpu_index`` an integer or null; ``xids`` a list of
+integers). ``ensure_ascii`` keeps the file 7-bit; every value was cleaned of control characters
+(``text.clean``) and capped before it got here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+from .records import Record
+
+FILENAME = "results.jsonl"
+
+#: Keys of every line, in this order.
+LINE_FIELDS = ("node", "check_id", "scope", "gpu_index", "pci_bus_id", "gpu_serial", "outcome", "message",
+               "observed", "expected", "severity", "action",
+               "check_name", "title", "gpu_uuid", "board_part_number", "vbios_version", "driver_version",
+               "remediation", "xids", "spec_source", "nodeid", "evidence", "bundle_dir")
+
+
+def to_line(rec: Record) -> dict:
+    """The JSON object of one record (``LINE_FIELDS`` order)."""
+    d = {f: getattr(rec, f) for f in LINE_FIELDS}
+    d["gpu_index"] = int(rec.gpu_index) if rec.gpu_index.isdigit() else None
+    d["xids"] = [int(x) for x in rec.xids.split(",") if x.strip().isdigit()] if rec.xids else []
+    return d
+
+
+def from_line(d: dict) -> Record:
+    """A Record from one parsed line (unknown keys ignored, missing keys empty)."""
+    rec = Record(nodeid=str(d.get("nodeid") or ""))
+    for f in LINE_FIELDS:
+        if f in ("nodeid",):
+            continue
+        v = d.get(f)
+        if f == "gpu_index":
+            v = "" if v is None else str(v)
+        elif f == "xids":
+            v = ",".join(str(x) for x in v) if isinstance(v, list) else ""
+        elif v is None:
+            v = ""
+        setattr(rec, f, v if isinstance(v, str) else str(v))
+    rec.has_nodegate = bool(rec.check_id)
+    return rec
+
+
+class ResultsWriter:
+    """Appends one line per finished item to ``path`` (truncated when the session starts).
+
+    Lines are buffered by the file object and flushed whenever the node changes, so a crash
+    loses at most the node being judged. ``count`` lines written so far; ``interleaved`` True
+    once a node's lines were not consecutive (readers then group in memory)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "w", encoding="ascii", buffering=1 << 16)  # noqa: SIM115 - closed in close()
+        self.count = 0
+        self.lost = 0
+        self.error: OSError | None = None   # a full disk: the lines from then on are lost (and counted)
+        self.interleaved = False
+        self._last = None
+        self._seen: set[str] = set()
+
+    def write(self, rec: Record) -> None:
+        """One line. An OSError (disk full) never stops the run: writing stops, the file keeps
+        its whole lines, ``error`` says why and ``lost`` counts the lines not written."""
+        if self.error is not None:
+            self.lost += 1
+            return
+        try:
+            if rec.node != self._last:
+                if rec.node in self._seen:
+                    self.interleaved = True
+                self._seen.add(rec.node)
+                self._last = rec.node
+                self._fh.flush()
+            self._fh.write(json.dumps(to_line(rec), ensure_ascii=True, separators=(",", ":")) + "\n")
+            self.count += 1
+        except OSError as e:
+            self.error = e
+            self.lost += 1
+            self._cut_to_whole_lines()
+
+    def _cut_to_whole_lines(self) -> None:
+        try:
+            self._fh.close()
+        except OSError:
+            pass
+        try:   # a line half written is no line (readers skip it anyway): cut it off
+            with open(self.path, "rb+") as fh:
+                data = fh.read()
+                fh.truncate(data.rfind(b"\n") + 1)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            try:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            except OSError as e:
+                if self.error is None:
+                    self.error = e
+                    self._cut_to_whole_lines()
+                    return
+            self._fh.close()
+
+
+def read(path: Path) -> Iterator[Record]:
+    """Every record of a results file, in file order. A line that is not a JSON object (a
+    truncated last line after a crash) is skipped."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(d, dict):
+                yield from_line(d)
+
+
+def node_groups(path: Path, interleaved: bool = False) -> Iterator[tuple[str, list[Record]]]:
+    """(node, its records) in file order: one group per run of consecutive lines of a node,
+    holding one node in memory at a time. ``interleaved`` (lines of nodes mixed): every record
+    is read first and grouped, first appearance order."""
+    if interleaved:
+        groups: dict[str, list[Record]] = {}
+        for rec in read(path):
+            groups.setdefault(rec.node, []).append(rec)
+        yield from groups.items()
+        return
+    cur: str | None = None
+    recs: list[Record] = []
+    for rec in read(path):
+        if rec.node != cur and recs:
+            yield cur, recs
+            recs = []
+        cur = rec.node
+        recs.append(rec)
+    if recs:
+        yield cur, recs

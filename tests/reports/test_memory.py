@@ -1,0 +1,133 @@
+"""Bounded memory of a run (docs/performance.md "4,096 nodes"): shards of nodes collected and run
+in turn, node evidence released once its items are done, nodegate's reports compacted and their
+passed setup/teardown reports not kept by pytest's terminal reporter. The figures are the
+benchmark's (``make bench --scale``); these tests pin the mechanisms, and the pytest behaviour they
+rely on (so they fail the day pytest changes it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from .runner import ROOT, run_pytest, synth_suite
+from .test_run_outputs import build_fleet
+
+PROBE = '''
+import json, os, pytest
+from nodegate.run import RUN_KEY
+S = {"collections": [], "max_bundles": 0, "nodes_at_collection": []}
+
+def pytest_collection_finish(session):
+    S["collections"].append(len(session.items))
+    run = session.config.stash.get(RUN_KEY, None)
+    if run is not None:
+        S["nodes_at_collection"].append(list(run.nodes))
+
+def pytest_runtest_logfinish(nodeid):
+    run = _cfg[0].stash.get(RUN_KEY, None)
+    if run is not None:
+        S["max_bundles"] = max(S["max_bundles"], len(run.bundles))
+
+_cfg = [None]
+def pytest_configure(config):
+    _cfg[0] = config
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    S["stats"] = {k: len(v) for k, v in tr.stats.items()}
+    passed = tr.stats.get("passed", [])
+    S["compacted"] = all(dict(r.keywords) == {} and tuple(r.user_properties) == () for r in passed)
+    with open(os.environ["PROBE_OUT"], "w") as fh:
+        json.dump(S, fh)
+'''
+
+
+def _probe_run(tmp_path, fleet, *extra):
+    suite = synth_suite(tmp_path / "suite")
+    (tmp_path / "memprobe.py").write_text(PROBE)
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(out))
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = [sys.executable, "-m", "pytest", ".", "-p", "no:cacheprovider", "-p", "memprobe", "--replay", str(fleet),
+           "--reports-dir", str(tmp_path / "out"), *extra]
+    p = subprocess.run(cmd, cwd=suite, env=env, capture_output=True, text=True, timeout=600)
+    return p, json.loads(out.read_text()) if out.exists() else None
+
+
+def _results(d):
+    return sorted((x["nodeid"].split("/", 1)[1], x["outcome"], x["message"]) for x in
+                  (json.loads(ln) for ln in (d / "results.jsonl").read_text().splitlines()))
+
+
+def test_pytest_keeps_passed_phase_reports_in_terminal_stats(tmp_path):
+    """The pytest behaviour nodegate's compaction relies on: the terminal reporter files a passed
+    setup/teardown report under stats[""] (two per test) and keeps it to the session's end."""
+    (tmp_path / "test_plain.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    (tmp_path / "memprobe.py").write_text(PROBE)
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(out))
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-p", "no:cacheprovider", "-p", "memprobe"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(out.read_text())["stats"] == {"": 4, "passed": 2}
+
+
+def test_nodegate_reports_are_compacted_and_phase_reports_not_kept(tmp_path):
+    fleet = build_fleet(tmp_path / "fleet")
+    p, s = _probe_run(tmp_path, fleet)
+    assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
+    assert s["stats"].get("", 0) == 0          # 11 items: no passed setup/teardown report kept
+    assert (s["stats"]["passed"], s["stats"]["failed"], s["stats"]["error"]) == (5, 3, 3)
+    assert s["compacted"]
+    assert "3 failed, 5 passed, 3 errors" in p.stdout    # pytest's own summary counts them as before
+
+
+def test_durations_keeps_the_phase_reports(tmp_path):
+    fleet = build_fleet(tmp_path / "fleet")
+    p, s = _probe_run(tmp_path, fleet, "--durations=3")
+    assert s["stats"][""] == 19                # passed setups (8: 3 items ERROR in setup) and teardowns (11)
+    assert "slowest 3 durations" in p.stdout
+
+
+def test_shards_collect_and_run_nodes_in_turn_with_the_same_results(tmp_path):
+    fleet = build_fleet(tmp_path / "fleet")
+    whole = run_pytest(synth_suite(tmp_path / "w"), ".", fleet, tmp_path / "whole")
+    p, s = _probe_run(tmp_path, fleet, "--shard-nodes", "2")
+    assert p.returncode == whole.rc == 1, p.stdout[-3000:]
+    # 4 nodes in shards of 2 (replay order: a1, b2, down, evil): two collections, one per shard
+    assert len(s["nodes_at_collection"]) == 2 and [len(n) for n in s["nodes_at_collection"]] == [2, 2]
+    assert s["collections"] == [6, 5]   # a1 + b2: 3 + 3 items; down (2) + evil (3)
+    assert s["max_bundles"] <= 2               # released once their items are done
+    assert _results(tmp_path / "out") == _results(whole.out)
+    assert "3 failed, 5 passed, 3 errors" in p.stdout
+    shard_page = (tmp_path / "out" / "report.html").read_text()
+    assert 'id="ng-verdict">4 node(s): <b class="st-ok">1 accepted</b>' in shard_page
+
+
+def test_shards_with_deselection_and_collect_only(tmp_path):
+    fleet = build_fleet(tmp_path / "fleet")
+    p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "1", "-k", "gpu_health", "--collect-only", "-q")
+    assert p.returncode == 0, p.stdout[-3000:]
+    listed = [ln for ln in p.stdout.splitlines() if "::test_" in ln]
+    assert len(listed) == 7 and all("test_gpu_health" in ln for ln in listed)
+    assert "7/11 tests collected (4 deselected)" in p.stdout
+
+
+def test_shards_keep_the_selection_of_every_shard(tmp_path):
+    """Each shard's collection adds its nodes' selected items: nodes of earlier shards are not
+    reported "not evaluated" because a later shard was collected, and -k on a node of the last
+    shard leaves exactly the others not evaluated."""
+    fleet = build_fleet(tmp_path / "fleet")
+    p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "2")
+    doc = json.loads((tmp_path / "out" / "rma.json").read_text())
+    assert p.returncode == 1 and doc["not_evaluated"] == [], p.stdout[-3000:]
+    p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "1", "-k", "evil")
+    doc = json.loads((tmp_path / "out" / "rma.json").read_text())
+    assert sorted(e["node"] for e in doc["not_evaluated"]) == ["a1", "b2", "down"], p.stdout[-3000:]
+    assert all("no selected item" in e["reason"] for e in doc["not_evaluated"])
+    p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "1", "-k", "no_such_check")
+    assert p.returncode == 2 and "no nodegate check selected" in p.stdout + p.stderr, p.stdout[-2000:]
