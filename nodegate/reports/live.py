@@ -168,7 +168,9 @@ class RunReports:
             if rec is not None and rec.outcome in ("fail", "error") and (rec.has_nodegate or rec.node):
                 self.writer.write(finalize(rec))
         self.writer.close()
-        nodes = list(getattr(run, "all_nodes", None) or []) if run is not None else []
+        # every node of the run: the inventory's after --limit (FleetRun.targets), gathered or not
+        # (deselected nodes are never contacted: they are reported not evaluated)
+        nodes = list(getattr(run, "targets", None) or getattr(run, "all_nodes", None) or []) if run is not None else []
         spec_source = dict(getattr(run, "spec_source", {}) or {}) if run is not None else {}
         reasons = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
         deselected = ({n for n in nodes if not run.items_selected.get(n)}

@@ -168,7 +168,7 @@ def run_in_setup(item, st) -> None:
     if errors or isinstance(exc, (NodegateError,)):
         why = errors[0] if errors else exc
         item.stash[OUTCOME_KEY] = ("done", None)
-        _record(item, st, node, chk, "error", f"could not evaluate: {why}")
+        _record(item, st, node, chk, "error", str(why))   # the reports say "could not evaluate"
         pytest.fail(f"[{chk.id}] could not evaluate: {why}", pytrace=False)
     if exc is None:
         item.stash[OUTCOME_KEY] = ("done", None)
@@ -179,7 +179,7 @@ def run_in_setup(item, st) -> None:
         _record(item, st, node, chk, "fail", _exc_line(exc))
         return
     item.stash[OUTCOME_KEY] = ("done", None)
-    _record(item, st, node, chk, "error", f"could not evaluate: {type(exc).__name__}: {_exc_line(exc)}")
+    _record(item, st, node, chk, "error", f"{type(exc).__name__}: {_exc_line(exc)}")
     raise exc
 
 
@@ -219,7 +219,9 @@ def _evidence(st, node: str) -> str:
 
 
 def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> None:
-    """The item's report info (``report.nodegate``), JUnit properties and the node's result."""
+    """The item's report info (``report.nodegate``), JUnit properties and the node's result.
+    ``message`` is the why alone (the reports add "could not evaluate" to an ERROR's)."""
+    message = str(message)   # the report is serialized (xdist): plain strings only
     b = st.run.bundles.get(node)
     failing = outcome in ("fail", "error")
     info = {"node": node, "gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
@@ -272,7 +274,7 @@ def report_info(item, rep, call) -> dict | None:
             why = str(exc)
         else:
             why = f"fixture error: {type(exc).__name__}: {_exc_line(exc)}" if exc is not None else "setup failed"
-        _record(item, st, node, chk, "error", f"could not evaluate: {why}")
+        _record(item, st, node, chk, "error", why)   # the reports say "could not evaluate"
         info = item.stash[INFO_KEY]
         if isinstance(exc, pytest.fail.Exception):
             rep.longrepr = f"[{chk.id}] could not evaluate: {why}"

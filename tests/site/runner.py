@@ -45,9 +45,27 @@ class Run:
                 return tc
         raise KeyError(name)
 
+    def record(self, name: str) -> dict:
+        """The item's line of results.jsonl (nodegate.reports.results): ``name`` is the test id's
+        last part, e.g. ``test_x[n1]``."""
+        for ln in (self.out / "results.jsonl").read_text().splitlines():
+            d = json.loads(ln)
+            if d["nodeid"].rsplit("::", 1)[-1] == name:
+                return d
+        raise KeyError(name)
+
     def properties(self, name: str) -> dict[str, str]:
-        tc = self.testcase(name)
-        return {p.get("name"): p.get("value") for p in tc.iter("property")}
+        """The item's values as every report has them (results.jsonl: node, check_id, severity,
+        observed, expected, remediation, ...); a FAIL or ERROR item's JUnit properties (on the
+        testsuite around its testcase: junit-10.xsd) must agree with them."""
+        rec = self.record(name)
+        from tests.junit_view import cases
+        for _, n, _, _, props in cases(self.junit):
+            if n == name and props:
+                junit = dict(props)
+                assert all(str(rec.get(k) if rec.get(k) is not None else "") == v
+                           for k, v in junit.items() if k in rec), (junit, rec)
+        return {k: "" if v is None else str(v) for k, v in rec.items()}
 
     def message(self, name: str) -> str:
         tc = self.testcase(name)
