@@ -21,7 +21,7 @@ venv: $(STAMP)
 ## reports/demo/ and nothing else (exit 0 even with findings)
 demo: $(STAMP)
 	rm -rf $(DEMO)
-	@rc=0; $(BIN)/nodegate -p no:cacheprovider --replay inventories/samples --reports-dir $(DEMO) \
+	@rc=0; $(BIN)/nodegate --replay inventories/samples --reports-dir $(DEMO) \
 	  -q --tb=no -rN || rc=$$?; \
 	echo "nodegate exit $$rc: 1 means findings, which the sample fleet has on purpose"; \
 	test $$rc -le 1 && test -s $(DEMO)/report.html && test -s $(DEMO)/junit.xml && test -s $(DEMO)/rma.csv \
@@ -50,4 +50,4 @@ samples: $(STAMP)
 ## clean: the venv, caches and every report file make itself writes (the demo, bench.json, bench-scale.json);
 ## a live run's reports and evidence stay
 clean:
-	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json .pytest_cache
+	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json .pytest_cache .hypothesis *.egg-info

@@ -348,8 +348,9 @@ def _load_meta(dfd: int, entries: dict) -> dict:
         return {"status": REFUSED, "error": f"meta.json {e.why}"}
     try:
         meta = json.loads(raw.decode("utf-8", errors="replace"))
-    except ValueError as e:
-        return {"status": "malformed", "error": f"meta.json unreadable: {e}"}
+    except (ValueError, RecursionError) as e:
+        # RecursionError: deeply nested arrays under the size cap (json's C decoder recurses)
+        return {"status": "malformed", "error": f"meta.json unreadable: {type(e).__name__}: {str(e)[:200]}"}
     if not isinstance(meta, dict):
         return {"status": "malformed", "error": "meta.json is not an object"}
     return meta
@@ -492,7 +493,8 @@ def _disagreement(key: str, im: dict, rc: int | None, word: str | None, size: in
 def _put(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` (created with 0o666 less the umask, or truncated), as
     ``Path.write_bytes`` does, without its file object."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    from .safeio import create
+    fd = create(path)   # a link planted in a shared bundles directory is never followed
     try:
         view = memoryview(data)
         while view:

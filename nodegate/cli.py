@@ -14,8 +14,16 @@ their entry points (``-p`` each when PYTEST_DISABLE_PLUGIN_AUTOLOAD is set). Wit
 installed suites run (``testpaths``); the cache (``--lf``) lives in ``./.pytest_cache``;
 reports go to ``./reports`` unless ``--reports-dir`` says otherwise.
 
+Arguments pytest would read otherwise than the operator means:
+
+- ``--limit @FILE`` (Ansible's retry-file pattern): pytest (8.2+) expands every argument that
+  starts with ``@`` as a file of arguments itself, so it is passed as ``--limit=@FILE``;
+- ``suites`` (and ``suites/...``) names the installed suites when the current directory has no
+  ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a site's own.
+
 Exit codes: pytest's, as documented in README.md (0 pass, 1 findings, 2 usage/inventory/spec
-error or nothing selected, 3 regressions only).
+error or nothing selected, 3 regressions only); pytest's own usage error (4: an unknown option,
+a bad option value) is 2 here, as README's table says.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ import sys
 from pathlib import Path
 
 PLUGINS = ("plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline",
-           "plugins.nodegate_burnin")
+           "plugins.nodegate_burnin", "plugins.nodegate_site")
+#: set for the pytest run of this command (the plugin names the program "nodegate" in usage lines)
+ENV_FLAG = "NODEGATE_CLI"
 
 
 def package_paths() -> tuple[Path, Path]:
@@ -52,7 +62,28 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
         # pytest marks its plugin for assertion rewriting: a warning in every run)
         for p in PLUGINS:
             args += ["-p", p]
-    return args + list(argv)
+    return args + rewrite(list(argv), root, cwd)
+
+
+def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:
+    """``--limit @FILE`` -> ``--limit=@FILE``; a bare ``suites`` path -> the installed suites
+    (module docstring). Everything after ``--`` is left alone."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out += argv[i:]
+            break
+        if a == "--limit" and i + 1 < len(argv):
+            out.append(f"--limit={argv[i + 1]}")
+            i += 2
+            continue
+        if (a == "suites" or a.startswith("suites/") or a.startswith("suites::")) and not (cwd / "suites").exists():
+            a = str(root / a)
+        out.append(a)
+        i += 1
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         from importlib.metadata import version
         print(f"nodegate {version('nodegate')} (pytest {pytest.__version__})")
         return 0
-    return int(pytest.main(pytest_args(argv)))
+    os.environ[ENV_FLAG] = "1"
+    rc = int(pytest.main(pytest_args(argv)))
+    return 2 if rc == int(pytest.ExitCode.USAGE_ERROR) else rc
 
 
 if __name__ == "__main__":

@@ -29,5 +29,15 @@ class SpecError(NodegateError):
     """The inventory or spec is invalid; raised before any node is contacted (exit code 2)."""
 
 
+class InventoryError(SpecError):
+    """The inventory or ``--limit`` is unusable (ansible-core refused it, no such file, a host or
+    value nodegate cannot use); exit code 2, before any node is contacted."""
+
+
+def error_label(e: Exception) -> str:
+    """How an exit-2 message names the error: "inventory error" or "spec error"."""
+    return "inventory error" if isinstance(e, InventoryError) else "spec error"
+
+
 class TransportError(NodegateError):
     """Could not run the probe on a node (connect, auth, host key, deadline)."""

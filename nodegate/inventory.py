@@ -24,7 +24,7 @@ vars files over inline vars), Jinja templating and host patterns are ansible-cor
 
 Connections: ansible-core's ``ssh`` (Ansible's default, also ``smart``) -> nodegate's OpenSSH
 transport; ``paramiko``/``paramiko_ssh`` -> the paramiko transport; ``local`` -> local. Anything
-nodegate cannot do as Ansible would is refused (``SpecError``; the plugin exits 2 naming the host
+nodegate cannot do as Ansible would is refused (``InventoryError``, a ``SpecError``; the plugin exits 2 naming the host
 and the value): another connection plugin (winrm, docker...), a password with ``ssh`` (nodegate
 runs OpenSSH in batch mode), ``ansible_ssh_common_args``/``ansible_ssh_extra_args``/
 ``ansible_ssh_args``, inline ``ansible_ssh_private_key``, a ``ansible_become_method`` other than
@@ -34,19 +34,20 @@ is not usable as a bundle directory name (nodegate.bundle.safe_node_dirname).
 Ansible is told to refuse what it would otherwise only warn about (ansible-core configuration,
 set for this process before ansible is imported): duplicated YAML keys
 (``DUPLICATE_YAML_DICT_KEY=error``) and unparsable sources (``INVENTORY_UNPARSED_IS_FAILED``,
-``INVENTORY_ANY_UNPARSED_IS_FAILED``). Every error is a ``SpecError`` carrying Ansible's own
+``INVENTORY_ANY_UNPARSED_IS_FAILED``). Every error is an ``InventoryError`` carrying Ansible's own
 message and the source; Ansible's warnings are kept in ``Inventory.warnings``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ansible_core import LOCK, ansible, captured, msg, plain
-from .errors import SpecError
+from .errors import InventoryError, SpecError
 
 SPEC_VAR = "nodegate"
 
@@ -145,11 +146,36 @@ def redact_url(url: str) -> str:
 DROPPED = ("Skipping unexpected key", "as this is not a valid group definition", "Skipping invalid")
 
 
+#: a DNS name (RFC 1123 labels; "_" too, as resolvers accept it)
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
+
+
+def address_problem(addr: str) -> str | None:
+    """Why ``addr`` (ansible_host, else the inventory name) is not an address nodegate connects to,
+    or None: an IPv4/IPv6 address (a zone id allowed) or a DNS name. Anything else (a leading "-"
+    that OpenSSH would read as an option, "user@host", "host:port", "?query", "#", "ssh://...",
+    spaces) is refused: it would change the connection instead of naming a host."""
+    import ipaddress
+    try:
+        ipaddress.ip_address(addr.split("%", 1)[0] if ":" in addr else addr)
+        return None
+    except ValueError:
+        pass
+    if _HOSTNAME.match(addr):
+        return None
+    return ("is not a host name or IP address (put the port in ansible_port and the user in ansible_user; "
+            "nothing else belongs there)")
+
+
 class Inventory:
     """An inventory source parsed by ansible-core. ``names``: every host in Ansible's order;
     ``select(limit)`` resolves the hosts a run targets; ``hosts``: every host resolved."""
 
     def __init__(self, source: str):
+        # a path that does not exist is said so (ansible-core would report "Completely failed to
+        # parse inventory source" after every plugin failed); "h1,h2," host lists are no paths
+        if "," not in source and not Path(source).expanduser().exists():
+            raise InventoryError(f"inventory {source}: no such file or directory")
         a = ansible()
         self.source = source
         self.warnings: list[str] = []
@@ -158,11 +184,11 @@ class Inventory:
             with captured(self.warnings):
                 self._im = a["InventoryManager"](loader=self._loader, sources=[source])
         except a["AnsibleError"] as e:
-            raise SpecError(f"inventory {source}: ansible-core refused it: {msg(e)}"
+            raise InventoryError(f"inventory {source}: ansible-core refused it: {msg(e)}"
                             + self._details()) from None
         dropped = [w for w in self.warnings if any(d in w for d in DROPPED)]
         if dropped:
-            raise SpecError(f"inventory {source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
+            raise InventoryError(f"inventory {source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
         self._vm = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._vm_merge = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._cache: dict[str, Host] = {}
@@ -171,7 +197,7 @@ class Inventory:
         self._plugins: dict[str, object] = {}
         self.names = [h.name for h in self._im.get_hosts("all")]
         if not self.names:
-            raise SpecError(f"inventory {source}: no hosts defined" + self._details())
+            raise InventoryError(f"inventory {source}: no hosts defined" + self._details())
 
     @property
     def path(self) -> Path:
@@ -201,12 +227,12 @@ class Inventory:
                 self._im.subset(limit)
                 names = [h.name for h in self._im.get_hosts("all")]
         except a["AnsibleError"] as e:
-            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
+            raise InventoryError(f"--limit {limit!r}: {msg(e)}") from None
         finally:
             self._im.subset(None)
         self.warnings.extend(w for w in warns if w not in self.warnings)
         if not names:
-            raise SpecError(f"--limit {limit!r} matches no host in {self.source}"
+            raise InventoryError(f"--limit {limit!r} matches no host in {self.source}"
                             + ("; " + "; ".join(warns) if warns else ""))
         return names
 
@@ -227,7 +253,7 @@ class Inventory:
         try:
             safe_node_dirname(name)
         except ValueError:
-            raise SpecError(f"inventory {self.source}: host {name!r}: the name is not usable as a bundle "
+            raise InventoryError(f"inventory {self.source}: host {name!r}: the name is not usable as a bundle "
                             "directory name (letters, digits, '.', '_', '-'; not '.' or '..'): name the host "
                             "so and put its address in ansible_host") from None
         ah = self._im.get_host(name)
@@ -241,17 +267,17 @@ class Inventory:
                     conn_name = "ssh"
                 for var, what in UNSUPPORTED_VARS.items():
                     if hv.get(var) not in (None, ""):
-                        raise SpecError(f"{where}: {var} ({what}) is not supported by nodegate's transports "
+                        raise InventoryError(f"{where}: {var} ({what}) is not supported by nodegate's transports "
                                         "(put ssh options in ~/.ssh/config; connection ssh reads it)")
                 conn = self._plugins.get(conn_name)
                 if conn is None:
                     conn = self._plugins[conn_name] = a["connection_loader"].get(conn_name, a["PlayContext"](), None)
                 if conn is None:
-                    raise SpecError(f"{where}: ansible_connection {conn_name!r}: no such ansible-core "
+                    raise InventoryError(f"{where}: ansible_connection {conn_name!r}: no such ansible-core "
                                     "connection plugin")
                 plugin = conn._load_name.rsplit(".", 1)[-1]
                 if plugin not in TRANSPORTS:
-                    raise SpecError(f"{where}: ansible_connection {conn_name!r} is not supported by nodegate "
+                    raise InventoryError(f"{where}: ansible_connection {conn_name!r} is not supported by nodegate "
                                     "(ssh, paramiko, local)")
                 values = self._connection_values(conn, plugin, hv, t, where) if plugin != "local" else {}
                 become = self._become(hv, t, where)
@@ -259,7 +285,7 @@ class Inventory:
         except SpecError:
             raise
         except a["AnsibleError"] as e:
-            raise SpecError(f"{where}: {msg(e)}") from None
+            raise InventoryError(f"{where}: {msg(e)}") from None
         groups = tuple(g.name for g in a["sort_groups"](ah.get_groups()))
         return Host(name=name, connection=TRANSPORTS[plugin], become=become, groups=groups, spec_raw=spec,
                     sources=(self.source,), plugin=conn._load_name, **values)
@@ -271,7 +297,7 @@ class Inventory:
         try:
             conn.set_options(var_options=conn._resolve_option_variables(hv, t))
         except a["AnsibleError"] as e:
-            raise SpecError(f"{where}: {msg(e)} (values: port {hv.get('ansible_port', hv.get('ansible_ssh_port'))!r})") \
+            raise InventoryError(f"{where}: {msg(e)} (values: port {hv.get('ansible_port', hv.get('ansible_ssh_port'))!r})") \
                 from None
 
         def opt(o):
@@ -281,14 +307,18 @@ class Inventory:
                 return None
         port = opt("port")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536):
-            raise SpecError(f"{where}: port {port!r} is not a TCP port number")
+            raise InventoryError(f"{where}: port {port!r} is not a TCP port number")
         key = opt("private_key_file")
         password = opt("password")
         if password is not None and plugin == "ssh":
-            raise SpecError(f"{where}: a password is set (ansible_password/ansible_ssh_pass) but the connection "
+            raise InventoryError(f"{where}: a password is set (ansible_password/ansible_ssh_pass) but the connection "
                             "is ssh: nodegate runs OpenSSH in batch mode, which takes no password; set "
                             "ansible_connection: paramiko for password logins, or use a key")
         addr = opt(ADDRESS_OPTION[plugin]) or self._im.get_host(hv["inventory_hostname"]).address
+        if plugin != "local":
+            why = address_problem(str(addr))
+            if why:
+                raise InventoryError(f"{where}: ansible_host {str(addr)[:200]!r} {why}")
         hkc = opt("host_key_checking")
         return {"address": str(addr), "port": port, "user": None if opt("remote_user") is None else str(opt("remote_user")),
                 "key_file": os.path.expanduser(str(key)) if key else None,
@@ -305,13 +335,13 @@ class Inventory:
             method = t.template(hv.get("ansible_become_method") or "sudo")
             user = t.template(hv.get("ansible_become_user") or "root")
             if method not in ("sudo", "ansible.builtin.sudo"):
-                raise SpecError(f"{where}: ansible_become_method {method!r} is not supported (nodegate runs the "
+                raise InventoryError(f"{where}: ansible_become_method {method!r} is not supported (nodegate runs the "
                                 "probe with sudo -n)")
             if user != "root":
-                raise SpecError(f"{where}: ansible_become_user {user!r} is not supported (the probe runs as root "
+                raise InventoryError(f"{where}: ansible_become_user {user!r} is not supported (the probe runs as root "
                                 "through sudo -n)")
             if t.template(hv.get("ansible_connection") or "") == "local":
-                raise SpecError(f"{where}: ansible_become with a local connection: use --sudo")
+                raise InventoryError(f"{where}: ansible_become with a local connection: use --sudo")
         return become
 
     def _spec(self, ah, where: str) -> dict:
@@ -355,5 +385,5 @@ def select_names(limit: str | None, names) -> list[str]:
             im.subset(limit)
             got = {h.name for h in im.get_hosts("all")}
         except a["AnsibleError"] as e:
-            raise SpecError(f"--limit {limit!r}: {msg(e)}") from None
+            raise InventoryError(f"--limit {limit!r}: {msg(e)}") from None
     return [n for n in names if n in got]

@@ -9,11 +9,12 @@ evaluates the check (ERROR fails the setup, SKIP skips) and the test asserts PAS
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from nodegate.errors import SpecError
+from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
 from nodegate.session import (cliopts, finish, gcsched, markers, outputs, release, scheduling, selection, shards,
@@ -36,6 +37,8 @@ def pytest_addhooks(pluginmanager):
 
 
 def pytest_addoption(parser):
+    if os.environ.get("NODEGATE_CLI"):   # nodegate/cli.py: usage lines name the command run
+        parser.prog = "nodegate"
     g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
     g.addoption("--inventory", help="Ansible inventory: YAML or INI file, directory, or h1,h2, "
                                     "(read by ansible-core, with group_vars/ and host_vars/)")
@@ -103,9 +106,10 @@ def pytest_configure(config):
     try:
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
-        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     if not config.option.collectonly:   # --collect-only writes nothing: no output location to check
-        outputs.check_outputs(config)   # exit 2 before any node is contacted
+        outputs.check_live_options(config)   # exit 2 before any node is contacted
+        outputs.check_outputs(config)
     outputs.install(config)
 
 

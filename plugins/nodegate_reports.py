@@ -29,9 +29,9 @@ from nodegate.reports.text import one_line
 
 try:
     from nodegate.run import RUN_KEY
-    from nodegate.session.state import ACTIVE_KEY, COLLECTED_KEY, REPORT_PATHS_KEY
+    from nodegate.session.state import ACTIVE_KEY, COLLECTED_KEY, NO_RUN_KEY, REPORT_PATHS_KEY
 except Exception:  # pragma: no cover - the reports still work from report.nodegate alone
-    RUN_KEY = ACTIVE_KEY = COLLECTED_KEY = REPORT_PATHS_KEY = None
+    RUN_KEY = ACTIVE_KEY = COLLECTED_KEY = NO_RUN_KEY = REPORT_PATHS_KEY = None
 
 _PLUGIN_NAME = "nodegate-reports"
 _CONFIG: list = [None]   # the session's config (pytest_runtest_logreport is not given one)
@@ -159,8 +159,9 @@ class NodegateReports:
         run = _fleet(self.config)
         if run is None or _is_worker(self.config) or self.config.option.collectonly:
             return   # --collect-only: nothing is evaluated, no report is written
+        # results.jsonl is opened (truncated) by the first finished item, not here: a run that
+        # stops before any check (exit 2, nothing selected) leaves the previous run's reports
         self.state.reports_dir = self.reports_dir()
-        self.state.open()
         if hasattr(run, "on_release") and not self._listening:
             run.on_release.append(lambda n, b, f: self.state.on_release(
                 n, b, f, str(getattr(run, "spec_source", {}).get(n, "") or "")))
@@ -180,6 +181,8 @@ class NodegateReports:
     def pytest_sessionfinish(self, session, exitstatus):  # noqa: ARG002
         if _is_worker(self.config) or not self.active() or self.config.option.collectonly:
             return
+        if NO_RUN_KEY is not None and self.config.stash.get(NO_RUN_KEY, None):
+            return   # exit 2 before any check: nothing to report (nodegate.session.selection.exit_nothing)
         run = _fleet(self.config)
         expected = dict(self.config.stash.get(COLLECTED_KEY, {}) or {}) if COLLECTED_KEY is not None else {}
         env = {}

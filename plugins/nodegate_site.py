@@ -110,7 +110,10 @@ def pytest_runtest_makereport(item, call):
     if site_items.site_node(item) is not None:
         info = site_items.report_info(item, rep, call)
         if info is not None:
-            rep.nodegate = info
+            # one readable line for pytest to print, node text escaped (a FAIL's assertion message
+            # quotes node output: docs/security.md "Control characters"), as for nodegate's checks
+            from nodegate.reports.records import attach_nodegate
+            attach_nodegate(rep, info)
     return rep
 
 

@@ -75,7 +75,7 @@ probe's key wins when both are present; nodegate/altkeys.py). Facts from `smi.q`
 BR_HEAD = """
 ## nvidia-bug-report logs
 
-`pytest suites --replay nvidia-bug-report.log.gz` (plain or gzip; `--replay` repeated for several,
+`nodegate --replay nvidia-bug-report.log.gz` (plain or gzip; `--replay` repeated for several,
 or a folder of `*.log` / `*.log.gz`) converts each log into a bundle (nodegate/bugreport) and judges
 it with the same checks; `--save-bundles DIR` writes the converted bundles to `DIR/<node>/`
 (`meta.json` `origin: nvidia-bug-report`, `bug_report_version`, `source_file`, `derived`). The node

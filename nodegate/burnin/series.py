@@ -229,7 +229,7 @@ def burnin_data(bundle: Bundle) -> BurninData:
         raise EvidenceError("burnin.run", "no burn-in evidence in this bundle (run with --burn-in DURATION)")
     try:
         run = json.loads(bundle.get("burnin.run").text)
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise EvidenceError("burnin.run", f"unreadable: {e}") from None
     if run.get("status") not in ("ok", "interrupted", "timeout", "incomplete"):
         raise EvidenceError("burnin.run", f"burn-in did not run: {run.get('error') or run.get('status')}")

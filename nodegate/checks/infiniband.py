@@ -67,6 +67,9 @@ def _expected(spec) -> str:
 
 @check(id="NG-IB-001", name="infiniband_ports", title="InfiniBand ports Active/LinkUp at the expected rate",
        scope="node", severity="critical", evidence=_KEYS,
+       # cables, transceivers and switch ports are the site's fabric work (actions.csv), not the
+       # node vendor's: the remediation's "reseat" would otherwise rank it as a riser reseat
+       action="fix configuration",
        remediation="Check the cable/transceiver and the switch port of each failing HCA port (ibstat, "
                    "mlxlink -d <dev> -m), reseat or replace; a port at a lower rate: check the cable type and the "
                    "switch's speed configuration.",

@@ -36,6 +36,9 @@ def _ev(g, act=None) -> str:
 
 @check(id="NG-PCIE-001", name="pcie_link_capability", title="PCIe link capability meets spec",
        scope="gpu", severity="major", evidence=("smi.qx", "nvml.json"),
+       # the slot's capability (wrong slot or BIOS setting) is configuration; a degraded trained
+       # link of a capable slot (NG-PCIE-002) is the riser/reseat case
+       action="fix configuration",
        remediation="Move the GPU to a slot/riser of the specified generation and width, or fix the BIOS link "
                    "setting (a Gen5 GPU in a Gen4 slot reports Max 4).",
        rule="max_link_gen (else max_device_link_gen) and max_link_width >= pcie.gen/pcie.width (default from the "

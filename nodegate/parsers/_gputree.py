@@ -100,8 +100,26 @@ def _bus(g: TNode):
 
 
 def _errs_block(g: TNode, name: str):
+    _once(g, "ecc_errors")
     errs = g.at("ecc_errors")
+    if errs is not None:
+        _once(errs, name)
     return _ecc(errs.at(name)) if errs is not None else EccCounters()
+
+
+def _once(node: TNode, name: str) -> None:
+    """Two ``name`` elements in one ``node`` (a second, zeroed ECC block before the real one):
+    contradictory evidence, never "the first one wins" (ParseError: the facts that need it ERROR)."""
+    if sum(1 for c in node.children if c.name == name) > 1:
+        raise ParseError(f"{node.name}: {name} given more than once (contradictory)")
+
+
+def _count(raw, field: str):
+    """An error counter: a non-negative integer (NA/None as int_value gives them)."""
+    v = V.int_value(raw, field=field)
+    if isinstance(v, int) and v < 0:
+        raise ParseError(f"{field}: negative error count {v}")
+    return v
 
 
 def _ecc_aggregate(g: TNode) -> EccCounters:
@@ -270,14 +288,18 @@ def _ecc(block: TNode | None) -> EccCounters:
             if sub is None:
                 continue
             for c in sub.children:
-                ec.by_location[f"{kind}.{c.name}"] = V.int_value(c.value, field=f"{kind}.{c.name}")
+                _once(sub, c.name)
+                ec.by_location[f"{kind}.{c.name}"] = _count(c.value, f"{kind}.{c.name}")
         ec.correctable_total = ec.by_location.get("single_bit.total")
         ec.uncorrectable_total = ec.by_location.get("double_bit.total")
         return ec
     for c in block.children:
         if c.name == "sram_threshold_exceeded":
             continue
-        ec.by_location[c.name] = V.int_value(c.value, field=c.name)
+        _once(block, c.name)
+        if c.children:   # a counter holds a number, not elements
+            raise ParseError(f"{block.name}.{c.name}: a counter with child elements")
+        ec.by_location[c.name] = _count(c.value, c.name)
     bl = ec.by_location
     ec.correctable_total = _sum(bl, ("sram_correctable", "dram_correctable"))
     ec.uncorrectable_total = _sum(bl, ("sram_uncorrectable", "sram_uncorrectable_parity",

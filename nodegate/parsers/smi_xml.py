@@ -69,8 +69,17 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
         n = V.int_value(ag, field="attached_gpus")
         rep.attached_gpus = n if isinstance(n, int) else None
     gpus = [c for c in tree.children if c.name == "gpu"]
+    if len(gpus) > MAX_GPUS:
+        # every GPU becomes items of its own: thousands from one hostile node would stall the
+        # run (the XML cap alone allows ~300,000 tiny <gpu> elements)
+        raise ParseError(f"nvidia-smi -q -x lists {len(gpus)} GPUs: more than any node has ({MAX_GPUS})")
     rep.gpus = [build_gpu(g, i, "smi_xml") for i, g in enumerate(gpus)]
     return rep
+
+
+#: GPUs one node may report: the largest nodes have 16 (HGX-2/DGX-2); 64 leaves room for what
+#: comes, far below what would stall a run (tests/parsers/test_gpu_count_cap.py)
+MAX_GPUS = 64
 
 
 def _parse_tree(text: str) -> TNode:

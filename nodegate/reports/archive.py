@@ -74,7 +74,8 @@ def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
     try:
-        with tarfile.open(tmp, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        from ..safeio import open_new
+        with open_new(tmp, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
             if bundle_dir is not None and Path(bundle_dir).is_dir():
                 for name, data, mtime in _bundle_files(Path(bundle_dir)):
                     _add_bytes(tar, f"{top}/{name}", data, mtime)

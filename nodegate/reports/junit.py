@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from ..safeio import open_new
 from .records import NodeInfo, Record
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
 
@@ -285,7 +286,7 @@ class JUnitWriter:
                                           or cur.testcases + f.testcases > self.max_testcases)):
             p = self._tmp / f"part-{len(self.parts) + 1:03d}.xml"
             # unbuffered: one write a node, cut back exactly on a full disk (nothing left to flush)
-            fh = open(p, "wb", buffering=0)  # noqa: SIM115 - closed in finish()/abort()
+            fh = open_new(p, "wb", buffering=0)  # closed in finish()/abort(); a planted link is not followed
             # totals stay on the node suites (they are optional on <testsuites> in junit-10.xsd):
             # the file is written once, in place, and renamed when complete (no second copy)
             cur = _Part(p, fh)
@@ -383,7 +384,7 @@ class JUnitWriter:
         return objects, len(cases)
 
     def _summary_to(self, tmp: Path, cases: list[str], props: str, failures: int, skipped: int) -> None:
-        with open(tmp, "w", encoding="utf-8") as out:
+        with open_new(tmp, "w", encoding="utf-8") as out:
             out.write('<?xml version="1.0" encoding="utf-8"?>\n')
             out.write(f"<testsuites name={_a(self.suite_name + ' summary')} tests=\"{len(cases)}\" "
                       f"failures=\"{failures}\" errors=\"0\">\n")

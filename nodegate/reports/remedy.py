@@ -39,6 +39,11 @@ _RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), r) for 
      "Install the missing tool on the node or put it on the probe's PATH (the message names it), " + RERUN + "."),
     (r"permission denied|operation not permitted|not permitted|dmesg_restrict|must be root",
      "The evidence needs root: re-run with --sudo (sudo -n for the probe's user)."),
+    # a site check's command (nodegate.site: "'<command>': timed out (the command deadline ...)")
+    (r"^'.*': timed out",
+     "The site check's command did not finish before its deadline (nodegate_check(timeout=...), else "
+     "--command-timeout): find what it waits for on the node (a hung service or mount), or raise the "
+     "deadline for a slow but healthy command; " + RERUN + "."),
     (r"timed out|deadline",
      "The command did not finish in time: a hung nvidia-smi usually means a GPU or driver fault (look at "
      "the kernel log and the GPU's state); for a slow but healthy node raise --command-timeout / "

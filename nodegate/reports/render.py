@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import safeio
 from . import archive, html, junit, nodepage, rma
 from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
@@ -211,8 +212,8 @@ def render_all(ctx: RenderContext) -> Rendered:
             arch_href = _rel(out.archives[node], pages_dir) if node in out.archives else None
             tmp = page.with_name(f".{page.name}.tmp")
             try:
-                tmp.write_text(nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
-                                                  title=ctx.title, extras=ctx.extras.get(node, [])), encoding="utf-8")
+                safeio.write_text(tmp, nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
+                                                  title=ctx.title, extras=ctx.extras.get(node, [])))
                 os.replace(tmp, page)
             except OSError as e:
                 tmp.unlink(missing_ok=True)
@@ -235,6 +236,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.junit_files = got
             out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
     if html_path is not None and "HTML report" not in dead:
+        _drop_stale_pages(pages_dir, set(hrefs.values()), html_dir)
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
@@ -244,7 +246,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         tmp = html_path.with_name(f".{html_path.name}.tmp")
         try:
             html_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(text, encoding="utf-8")
+            safeio.write_text(tmp, text)
             os.replace(tmp, html_path)
             out.outputs.insert(0, ("HTML report", str(html_path)))
             out.outputs.append(("Node pages", f"{pages_dir}/ ({len(hrefs)} node(s))"))
@@ -261,6 +263,22 @@ def render_all(ctx: RenderContext) -> Rendered:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))
     return out
+
+
+def _drop_stale_pages(pages_dir: Path, written: set[str], html_dir: Path) -> None:
+    """Node pages of an earlier run in the same folder (a node this run did not have) go: the
+    folder holds this run's pages only. Only regular ``*.html`` files are removed."""
+    try:
+        entries = list(os.scandir(pages_dir))
+    except OSError:
+        return
+    for e in entries:
+        if e.name.endswith(".html") and e.is_file(follow_symlinks=False) \
+                and _rel(Path(e.path), html_dir) not in written:
+            try:
+                os.unlink(e.path)
+            except OSError:
+                pass
 
 
 def _files(ctx: RenderContext, html_dir: Path, out: Rendered) -> list[tuple[str, str]]:

@@ -31,6 +31,8 @@ import json
 import os
 from pathlib import Path
 
+from ..safeio import open_new
+
 from .actions import OBTAIN_EVIDENCE, VENDOR_ACTIONS, highest_severity
 from .findings import strongest_action
 from .records import NodeInfo, Record
@@ -139,7 +141,7 @@ class RmaWriter:
         self.paths = {n: self.dir / n for n in ("rma.csv", "rma.json", "actions.csv")}
         # unbuffered binary files: one write a node and file, so a full disk fails that write and the
         # file is cut back to its last whole node exactly (no buffer left to flush later)
-        self._fh = {n: open(self.dir / f".{n}.tmp", "wb", buffering=0)  # noqa: SIM115
+        self._fh = {n: open_new(self.dir / f".{n}.tmp", "wb", buffering=0)  # a planted link is not followed
                     for n in self.paths}
         head = {"format": FORMAT, "generated_at": generated_at, "inventory": one_line(inventory, 1000)}
         # the JSON document streamed: the head's keys, then the rows one by one

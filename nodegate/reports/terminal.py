@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .records import NodeInfo
-from .status import verdict_line
+from .status import ACCEPTED, NOT_EVALUATED, verdict_line
 from .text import one_line
 
 MAX_NODES = 20
@@ -19,10 +19,15 @@ def _short(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
+def _accepted(i: NodeInfo) -> bool:
+    """The node's status (nodegate.reports.status) when the reports decided it, else no problem."""
+    return i.status == ACCEPTED if i.status else not i.has_problem
+
+
 def _worst_first(i: NodeInfo):
-    """Unreachable nodes, then critical FAILs, FAILs, ERRORs; healthy nodes last; then by name."""
+    """Unreachable nodes, then critical FAILs, FAILs, ERRORs; accepted nodes last; then by name."""
     c = i.counts
-    return (not i.has_problem, i.gather_status == "ok", -c["fail_critical"], -c["fail_major"], -c["fail"],
+    return (_accepted(i), i.gather_status == "ok", -c["fail_critical"], -c["fail_major"], -c["fail"],
             -c["error"], i.node)
 
 
@@ -33,9 +38,10 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
     total: Counter = Counter()
     for i in infos:
         total.update(i.counts)
-    bad = [i for i in infos if i.has_problem]
+    # "healthy" is the status accepted: a node not evaluated (deselected, not run) never is
+    bad = [i for i in infos if not _accepted(i)]
     out = [f"nodegate verdict: {verdict_line(statuses)}"] if statuses is not None else []
-    unjudged = sum(1 for i in infos if not i.evaluated)
+    unjudged = sum(1 for i in infos if (i.status == NOT_EVALUATED if i.status else not i.evaluated))
     out.append(f"{len(infos)} node(s): {len(infos) - len(bad)} healthy, {len(bad)} with problems"
                + (f" ({unjudged} not evaluated)" if unjudged else "") + "; "
                f"checks: {total['pass']} pass, {total['fail']} fail, {total['skip']} skip, "
@@ -49,7 +55,7 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
             out.append(f"{_short(i.node, 40):<{w}}  {c['pass']:>5} {c['fail']:>5} {c['skip']:>5} "
                        f"{c['error']:>5}  {_short(i.status_text, 80)}")
     if len(infos) > len(shown):
-        hidden_bad = len(bad) - sum(1 for i in shown if i.has_problem)
+        hidden_bad = len(bad) - sum(1 for i in shown if not _accepted(i))
         out.append(f"... {len(infos) - len(shown)} more node(s) not listed "
                    f"({hidden_bad} with problems): see the HTML report")
     for what, path in outputs:

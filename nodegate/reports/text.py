@@ -13,7 +13,9 @@ import html
 import re
 
 # C0 controls except TAB and LF, DEL, C1 controls; CR is dropped separately (CRLF output).
-_CTRL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0/C1 controls, and the bidi controls that reorder what a reader sees (ALM, LRM/RLM,
+# embeddings/overrides, isolates: "Trojan Source", CVE-2021-42574), as nodegate.textsafe does
+_CTRL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
 
@@ -22,7 +24,8 @@ CELL_CAP = 2000
 
 
 def _ctrl_repl(m: re.Match) -> str:
-    return f"\\x{ord(m.group(0)):02x}"
+    c = ord(m.group(0))
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
 
 
 def clean(value: object, limit: int = CELL_CAP, keep_newlines: bool = True) -> str:

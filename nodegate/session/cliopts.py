@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import SpecError
+from ..errors import SpecError, error_label
 from .state import EXIT_SPEC_ERROR
 
 
@@ -24,7 +24,7 @@ def list_hosts(config) -> None:
     try:
         found, warnings = selected_hosts(config)
     except SpecError as e:
-        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     hosts = [h.listing() for h in found]
     for w in warnings:
         sys.stderr.write(f"nodegate: warning: {w}\n")

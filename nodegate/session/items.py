@@ -84,7 +84,10 @@ def parametrize(metafunc) -> None:
     name = metafunc.function.__name__.removeprefix("test_")
     cdef = ng_checks.by_name(name)
     params, ids = [], []
-    pre = metafunc.config.stash.get(PRESELECT_KEY, False)
+    # learning the selection (preselect's child), or --collect-only of a live run: nothing is
+    # gathered, a node without gpu.count gets PRESELECT_GPU_SLOTS stand-in GPU items
+    pre = metafunc.config.stash.get(PRESELECT_KEY, False) or (
+        metafunc.config.option.collectonly and run is not None and run.mode in ("ssh", "local"))
     if run is not None:
         for node in run.nodes:
             if pre and cdef.scope != "node":

@@ -88,6 +88,22 @@ def check_outputs(config) -> None:
             pytest.exit(f"nodegate: {opt}: {why} (nothing was contacted)", returncode=EXIT_SPEC_ERROR)
 
 
+def check_live_options(config) -> None:
+    """Exit 2 before any node is contacted when a live run's option cannot work: a
+    ``--known-hosts FILE`` that does not exist (every host key would be "unknown", with no word
+    of the file), ``--forks`` below 1."""
+    o = config.option
+    if getattr(o, "replay", None):
+        return
+    for f in getattr(o, "known_hosts", None) or []:
+        p = Path(f).expanduser()
+        if not p.is_file():
+            pytest.exit(f"nodegate: --known-hosts {f}: {'not a file' if p.exists() else 'no such file'} "
+                        "(nothing was contacted)", returncode=EXIT_SPEC_ERROR)
+    if getattr(o, "forks", 1) < 1:
+        pytest.exit(f"nodegate: --forks {o.forks}: at least 1 (nothing was contacted)", returncode=EXIT_SPEC_ERROR)
+
+
 # ------------------------------------------------------------------ the reports, as far as the disk allows
 def _writer_output(plugin, config) -> tuple[str, Path | None]:
     """What a session-finish hook that failed was writing: ("JUnit XML", path) for pytest's
@@ -127,7 +143,8 @@ def minimal_junit(path: Path, what: str, error: str, counts: dict[str, int]) -> 
                 "The other reports written are listed in the terminal summary.")
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_bytes(ET.tostring(suites, encoding="utf-8", xml_declaration=True))
+        from ..safeio import write_bytes
+        write_bytes(tmp, ET.tostring(suites, encoding="utf-8", xml_declaration=True))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)

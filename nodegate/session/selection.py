@@ -28,7 +28,8 @@ import pytest
 
 from ..run import RUN_KEY
 from .items import item_node
-from .state import ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PENDING_JOBS_KEY, PRESELECT_KEY
+from .state import (ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
+                    PRESELECT_KEY)
 
 #: a shard's collection selected a nodegate item (a sharded run says "nothing selected" at the end)
 ANY_SELECTED_KEY = pytest.StashKey[bool]()
@@ -73,6 +74,13 @@ def why_nothing(config, n_deselected: int | None) -> str:
                 f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
     return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
             "(run `nodegate` with no path for the installed suites); no node was contacted")
+
+
+def exit_nothing(config, why: str) -> None:
+    """Exit 2 before any check ran: nothing selected. No report is written (NO_RUN_KEY): the
+    previous run's reports in the same folder stay as they were."""
+    config.stash[NO_RUN_KEY] = why
+    pytest.exit(why, returncode=EXIT_SPEC_ERROR)
 
 
 def preselect(session) -> dict[str, int] | None:
@@ -196,8 +204,7 @@ def after_collection(session) -> None:
         run.selected = [n for n in (run.targets or run.all_nodes) if counts.get(n)]
         if not any(is_nodegate_item(i) for i in items):
             run.abort()
-            pytest.exit(why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)),
-                        returncode=EXIT_SPEC_ERROR)
+            exit_nothing(config, why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
     pending = config.stash.get(PENDING_JOBS_KEY, None)
     if pending is None or config.option.collectonly:
         return

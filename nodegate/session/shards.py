@@ -3,7 +3,7 @@
 pytest keeps every collected item until the session ends (~2.5 KB each: 120 items per 8-GPU
 node, 490,000 at 4,096 nodes, measured in docs/performance.md "4,096 nodes"): a run over a whole
 cluster would need ~1.2 GB for the items alone. With more nodes than ``--shard-nodes`` (default
-256), the run is collected in shards of that many nodes (inventory order): pytest's own
+64), the run is collected in shards of that many nodes (inventory order): pytest's own
 collection collects the first shard (``FleetRun.nodes`` is the shard's nodes while its items are
 parametrized), and nodegate's ``pytest_runtestloop`` runs its items, then collects the next shard
 with ``Session.perform_collect()`` (public API) and runs it, dropping the previous shard's items.
@@ -26,7 +26,7 @@ import pytest
 from ..run import RUN_KEY
 from .state import ACTIVE_KEY, ITEM_NODE_KEY
 
-DEFAULT_SHARD_NODES = 256
+DEFAULT_SHARD_NODES = 64   # 1,024 nodes: 683 MB peak RSS at 64, 868 MB at 256 (docs/performance.md)
 SHARDS_KEY = pytest.StashKey[list]()
 
 #: options that select or order over the whole collection (cacheprovider, stepwise)
@@ -106,11 +106,10 @@ def runtestloop(session) -> bool | None:
         session.testscollected = done
     finally:
         run.shard = None
-    from .selection import ANY_SELECTED_KEY, why_nothing
+    from .selection import ANY_SELECTED_KEY, exit_nothing, why_nothing
     if not config.stash.get(ANY_SELECTED_KEY, False):
         # no shard selected a nodegate check (a live run learned it before gathering: preselect)
-        from .state import EXIT_SPEC_ERROR
-        pytest.exit(why_nothing(config, None), returncode=EXIT_SPEC_ERROR)
+        exit_nothing(config, why_nothing(config, None))
     return True
 
 

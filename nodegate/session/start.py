@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..bundle import Bundle, discover
-from ..errors import SpecError
+from ..errors import SpecError, error_label
 from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
@@ -99,6 +99,10 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     run.targets = [j.name for j in jobs]
     run.order = list(run.targets)
     shards.start(config, run)
+    if o.collectonly:
+        # --collect-only contacts nobody: a node without gpu.count gets stand-in GPU items
+        # (items.parametrize), nothing is gathered
+        return
     why_not = why_gather_first(config)
     no_count = [j.name for j in jobs if not spec_get(run.spec[j.name], "gpu.count")]
     # a sharded run collects one shard at a time: the selection of every shard is known before
@@ -127,8 +131,8 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
                     yellow=True)
     elif not nodes:
         if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None)):
-            from .selection import why_nothing
-            pytest.exit(why_nothing(config, None), returncode=EXIT_SPEC_ERROR)
+            from .selection import exit_nothing, why_nothing
+            exit_nothing(config, why_nothing(config, None))
         nodes = run.targets   # baseline/burn-in items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])
@@ -299,7 +303,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     try:
         forced = specfile.override(config)
     except SpecError as e:
-        pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
     inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
@@ -342,6 +346,19 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
             run.spec[b.node] = specs.get({}, "defaults")
     if not seen:
         pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
+    if by_job is not None and only is None and not getattr(o, "baseline", None):
+        # (with --baseline a node absent now is the baseline's own node_presence regression)
+        # an inventory node without a bundle is missing evidence: ERROR for every item of it,
+        # never left out of the reports (a deleted bundle must not make a fleet "accepted")
+        for name, j in by_job.items():
+            if name not in seen:
+                run.add(Bundle(name, {}, {"node": name, "status": "error", "error": (
+                    f"no bundle for this inventory node under --replay {shown(root)} (bundles are found "
+                    "up to 4 directory levels deep)")}))
+                run.spec_raw[name], run.spec_source[name] = j.spec_raw, inv_src
+                run.spec[name] = specs.get(j.spec_raw, inv_src)
+        have = set(run.all_nodes) | set(run.bundles)
+        run.order = [n for n in by_job if n in have]   # inventory order
     run.targets = run.all_nodes   # lazily loaded nodes too (streaming)
     _say_replay(config, run, links)
 

@@ -30,6 +30,10 @@ COLLECTED_KEY = pytest.StashKey[dict]()
 #: {"junit": path or None, "html": path or None}
 REPORT_PATHS_KEY = pytest.StashKey[dict]()
 
+#: the run stopped with exit 2 before any check ran (nothing selected): no report is written, so
+#: the previous run's reports stay as they were
+NO_RUN_KEY = pytest.StashKey[str]()
+
 #: Exit codes documented for CI (README "Exit codes").
 EXIT_SPEC_ERROR = 2
 

@@ -115,6 +115,12 @@ def order(config, items) -> None:
     drop = [i for i, n in regs.items() if n not in st.last]
     if drop:
         config.hook.pytest_deselected(items=drop)
+        # not part of the node's suite either (the reports' "every item ran": COLLECTED_KEY)
+        from ..session.state import COLLECTED_KEY
+        collected = config.stash.get(COLLECTED_KEY, None)
+        for n in (regs[i] for i in drop):
+            if collected and collected.get(n):
+                collected[n] -= 1
     rest = [i for i in items if i not in regs]
     by_last = {st.last[n]: i for i, n in regs.items() if n in st.last}
     out = []

@@ -122,7 +122,9 @@ class Target:
                 # ours (process.py) is the deadline that counts; ssh's own is the backstop
                 "-o", f"ConnectTimeout={int(self.connect_timeout) + 1}", *extra_opts]
         if self.hostkeys.files:
-            opts += ["-o", "UserKnownHostsFile=" + " ".join(str(f) for f in self.hostkeys.files)]
+            # ssh_config(5) splits the value at spaces; a path with a space is double-quoted
+            opts += ["-o", "UserKnownHostsFile=" + " ".join(f'"{f}"' if " " in str(f) else str(f)
+                                                             for f in self.hostkeys.files)]
         h = be.host
         if h.user:
             opts += ["-l", h.user]
@@ -130,4 +132,6 @@ class Target:
             opts += ["-p", str(h.port)]
         if be.ssh_identity_file:
             opts += ["-i", be.ssh_identity_file]
-        return ["ssh", *opts, h.name, self._command()]
+        # "--": the host can never be read as an option (the inventory refuses such addresses
+        # too: nodegate.inventory.address_problem)
+        return ["ssh", *opts, "--", h.name, self._command()]

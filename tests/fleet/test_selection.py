@@ -107,3 +107,12 @@ def test_xdist_controller_gathers_the_selection_and_reports_the_rest_not_evaluat
     assert r.returncode == 0, r.stdout[-2000:]
     assert execs == {A: 1, B: 0, C: 0}
     assert sorted(e["node"] for e in doc["not_evaluated"]) == [B, C]
+
+
+def test_collect_only_contacts_nobody_even_for_a_node_without_gpu_count(fleet, tmp_path):
+    r, execs, doc = _run(fleet, tmp_path, "--collect-only")
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert execs == {A: 0, B: 0, C: 0} and doc == {}
+    assert not (tmp_path / "reports" / "bundles").exists() or not any((tmp_path / "reports" / "bundles").iterdir())
+    # sel-nocount's GPU items are stand-ins (its GPUs are unknown without contacting it)
+    assert f"test_pcie_link_trained[{C}-gpu7]" in r.stdout

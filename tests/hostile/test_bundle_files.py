@@ -279,3 +279,12 @@ def test_a_partial_meta_json_record_claims_only_what_it_holds(tmp_path):
     (d / "dkms.status.rc").write_text("3\n")
     ev = Bundle.load(d, root=tmp_path / "b").items["dkms.status"]
     assert (ev.status, ev.rc) == ("ok", 3)
+
+
+def test_meta_json_nested_past_the_recursion_limit_errors_that_node_only(tmp_path):
+    """400 KB of nested arrays, under META_CAP: json's decoder raises RecursionError; the node is
+    ERROR (malformed meta.json), the replay goes on."""
+    d = written(tmp_path)
+    (d / "meta.json").write_text("[" * 100_000 + "]" * 100_000)
+    b = Bundle.load(d)
+    assert b.gather_error and "meta.json unreadable: RecursionError" in b.gather_error

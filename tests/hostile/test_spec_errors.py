@@ -62,7 +62,7 @@ def test_bad_inventory_exits_2_naming_file_and_key_and_contacts_nothing(fleet, t
         return
     assert run.rc == 2, (run.rc, run.out[-1500:], run.err[-1500:])
     text = run.out + run.err
-    assert "nodegate: spec error:" in text
+    assert "nodegate: spec error:" in text or "nodegate: inventory error:" in text
     assert str(inv_path) in text
     for ph in phrases:
         assert ph in text, (ph, text[-1500:])

@@ -80,11 +80,13 @@ def test_nodegate_list_hosts_from_any_directory_contacts_nobody(elsewhere):
 
 
 @pytest.mark.parametrize("argv,why", [
-    (["--inventory", "{d}/missing.yml"], "ansible-core refused it"),
+    (["--inventory", "{d}/missing.yml"], "missing.yml: no such file or directory"),
+    (["--inventory", "{d}/bad.yml"], "ansible-core refused it"),
     (["--inventory", "{inv}", "--limit", "nope"], "--limit 'nope' matches no host"),
 ])
 def test_list_hosts_errors_exit_2(elsewhere, argv, why):
     inv = ROOT / "tests" / "inventory" / "data" / "precedence" / "hosts.yml"
+    (elsewhere / "bad.yml").write_text("all:\n  hosts: [unclosed\n")
     argv = [a.format(d=elsewhere, inv=inv) for a in argv]
     r = run([str(NODEGATE), *argv, "--list-hosts"], elsewhere)
     assert r.returncode == 2 and why in r.stdout + r.stderr
@@ -231,3 +233,68 @@ def test_two_hosts_on_one_address_and_host_key_checking_off_are_warnings(tmp_pat
     assert ("nodegate: warning: inventory hosts gpu001 and gpu002 resolve to the same address and port "
             "(10.0.0.1:22)") in r.stderr
     assert "gpu003: the inventory turns host key checking off; nodegate verifies host keys all the same" in r.stderr
+
+
+@pytest.mark.parametrize("opt, why", [(["--known-hosts", "NOPE"], "--known-hosts NOPE: no such file"),
+                                      (["--forks", "0"], "--forks 0: at least 1"),
+                                      (["--inventroy=x"], "unrecognized arguments: --inventroy=x")])
+def test_unusable_options_exit_2_naming_them(tmp_path, elsewhere, opt, why):
+    inv = _unreachable_inventory(tmp_path)
+    r = run([str(NODEGATE), "--inventory", str(inv), *opt, "-q"], elsewhere)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]   # pytest's usage error (4) is 2 here
+    assert why in r.stdout + r.stderr
+    assert "gathering" not in r.stdout and not (elsewhere / "reports").exists()
+
+
+def test_limit_at_file_with_a_space_reads_ansibles_retry_file(tmp_path, elsewhere):
+    """pytest (8.2+) expands an argument starting with @ as a file of arguments: the nodegate
+    command passes ``--limit @FILE`` as ``--limit=@FILE`` so Ansible reads the retry file."""
+    p = tmp_path / "hosts.yml"
+    p.write_text("all:\n  hosts:\n    gpu01: {}\n    gpu02: {}\n    gpu03: {}\n")
+    (elsewhere / "retry.txt").write_text("gpu01\ngpu03\n")
+    r = run([str(NODEGATE), "--inventory", str(p), "--limit", "@retry.txt", "--list-hosts=json"], elsewhere)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [h["name"] for h in json.loads(r.stdout)] == ["gpu01", "gpu03"]
+
+
+def test_a_missing_inventory_file_is_said_so(tmp_path, elsewhere):
+    r = run([str(NODEGATE), "--inventory", str(tmp_path / "nope.yml"), "-q"], elsewhere)
+    assert r.returncode == 2
+    assert f"nodegate: inventory error: inventory {tmp_path / 'nope.yml'}: no such file or directory" in r.stdout + r.stderr
+
+
+def test_an_inventory_node_without_a_bundle_is_error(tmp_path, elsewhere):
+    """--replay with an inventory: a node the inventory names and the replay has no bundle of is
+    missing evidence (ERROR on every item), never left out of the reports."""
+    import shutil
+    b = tmp_path / "b"
+    shutil.copytree(ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy", b / "h200-580-open-healthy")
+    inv = tmp_path / "inv.yml"
+    inv.write_text("all:\n  hosts:\n    h200-580-open-healthy: {}\n    ghost: {}\n")
+    r = run([str(NODEGATE), "--inventory", str(inv), "--replay", str(b), "-q", "--tb=no",
+             "--reports-dir", str(elsewhere / "r")], elsewhere)
+    assert r.returncode == 1, r.stdout[-2000:]
+    assert "1 accepted, 1 need action, 0 not evaluated" in r.stdout
+    recs = [json.loads(ln) for ln in (elsewhere / "r" / "results.jsonl").read_text().splitlines()]
+    ghost = [x for x in recs if x["node"] == "ghost"]
+    assert ghost and all(x["outcome"] == "error" and "no bundle for this inventory node" in x["message"]
+                         for x in ghost)
+
+
+@pytest.mark.parametrize("addr", ["-oProxyCommand=touch /tmp/x", "root@10.0.0.7", "10.0.0.8:2222",
+                                  "10.0.0.5?sudo=true", "10.0.0.9#", "ssh://10.0.0.1"])
+def test_an_address_that_is_no_address_exits_2(tmp_path, elsewhere, addr):
+    inv = tmp_path / "inv.yml"
+    inv.write_text(f"all:\n  hosts:\n    n1: {{ansible_host: {json.dumps(addr)}}}\n")
+    r = run([str(NODEGATE), "--inventory", str(inv), "--list-hosts"], elsewhere)
+    assert r.returncode == 2 and "is not a host name or IP address" in r.stdout + r.stderr
+    assert addr in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("addr", ["10.1.2.3", "2001:db8::1", "fe80::1%eth0", "gpu01.example.com", "gpu_01"])
+def test_real_addresses_are_accepted(tmp_path, elsewhere, addr):
+    inv = tmp_path / "inv.yml"
+    inv.write_text(f"all:\n  hosts:\n    n1: {{ansible_host: {json.dumps(addr)}}}\n")
+    r = run([str(NODEGATE), "--inventory", str(inv), "--list-hosts=json"], elsewhere)
+    assert r.returncode == 0, r.stderr[-1000:]
+    assert json.loads(r.stdout)[0]["address"] == addr

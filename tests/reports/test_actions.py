@@ -66,3 +66,13 @@ REMAP = "Pending: drain and reset the GPU (or reboot). Failure occurred: RMA the
         "recovery_action_reset", "remediation_tail_of_message_ignored"])
 def test_observed_state_names_the_action(observed, message, expected):
     assert action_for(REMAP, observed=observed, message=message) == expected
+
+
+@pytest.mark.parametrize("check_id, expected", [("NG-IB-001", "fix configuration"), ("NG-PCIE-001", "fix configuration"),
+                                               ("NG-PCIE-002", "reseat/replace riser")])
+def test_site_work_is_not_sent_to_the_vendor(check_id, expected):
+    """An IB cable/switch port or a GPU in the wrong slot is the site's work (actions.csv); a
+    link trained below what its slot can do is the riser (the vendor's rma.csv)."""
+    from nodegate.checks import load_all
+    c = next(c for c in load_all().values() if c.id == check_id)
+    assert action_for(c.remediation, explicit=c.action) == expected

@@ -233,3 +233,33 @@ def test_xdist_run_writes_the_same_reports(fleet_run, tmp_path):
     assert _junit_items(run) == _junit_items(fleet_run)
     same = lambda run: sorted(str({k: v for k, v in d.items() if k != "bundle_dir"}) for d in _lines(run))  # noqa: E731
     assert same(run) == same(fleet_run)
+
+
+def test_a_smaller_run_in_the_same_folder_leaves_no_page_of_the_earlier_run(tmp_path):
+    fleet = build_fleet(tmp_path / "fleet")
+    suite = synth_suite(tmp_path / "suite")
+    first = run_pytest(suite, ".", fleet, tmp_path / "out")
+    assert len(list((first.out / "nodes").iterdir())) == 4   # a1, b2, down and the hostile-named node
+    second = run_pytest(suite, ".", fleet, tmp_path / "out", "--limit", "a1")
+    assert [p.name for p in (second.out / "nodes").iterdir()] == ["a1.html"]
+
+
+def test_links_planted_in_the_reports_folder_are_never_written_through(tmp_path):
+    """A shared reports folder (CI workspace, extracted tarball) with links planted at the names
+    nodegate writes: every report is written as a regular file of its own, the link targets are
+    untouched (nodegate.safeio)."""
+    fleet = build_fleet(tmp_path / "fleet")
+    suite = synth_suite(tmp_path / "suite")
+    out = tmp_path / "out"
+    (out / "bundles").mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("operator's file\n")
+    planted = [".rma.csv.tmp", ".rma.json.tmp", ".actions.csv.tmp", ".report.html.tmp", "results.jsonl",
+               "bundles/.a1.tar.gz.tmp"]
+    for name in planted:
+        (out / name).symlink_to(victim)
+    r = run_pytest(suite, ".", fleet, out)
+    assert r.rc == 1, r.output[-2000:]
+    assert victim.read_text() == "operator's file\n"
+    for name in ("rma.csv", "rma.json", "actions.csv", "report.html", "results.jsonl", "bundles/b2.tar.gz"):
+        assert (out / name).is_file() and not (out / name).is_symlink(), name

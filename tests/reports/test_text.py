@@ -11,9 +11,10 @@ from nodegate.reports.text import clean, esc, excerpt, one_line, safe_filename
     ("line1\r\nline2\rline3", "line1\nline2\nline3"),
     ("tab\there", "tab\there"),
     ("lone \ud800 surrogate", "lone \ufffd surrogate"),
+    ("evil‮txt.exe ⁦x⁩", "evil\\u202etxt.exe \\u2066x\\u2069"),
     (None, ""),
     (3, "3"),
-], ids=["ansi", "c0_del_c1", "crlf", "tab_kept", "surrogate", "none", "int"])
+], ids=["ansi", "c0_del_c1", "crlf", "tab_kept", "surrogate", "bidi", "none", "int"])
 def test_clean_replaces_control_characters(raw, expected):
     assert clean(raw) == expected
 

@@ -23,7 +23,7 @@ def test_local_and_chroot_and_sudo_commands():
 
 def test_openssh_argv_is_the_probes_with_the_site_shell():
     argv = _conn("ssh://ops@10.0.0.1:2222?ssh_identity_file=/k")._argv()
-    assert argv[0] == "ssh" and argv[-2:] == ["10.0.0.1", "sh -s"]
+    assert argv[0] == "ssh" and argv[-3:] == ["--", "10.0.0.1", "sh -s"]   # "--": the host is never an option
     joined = " ".join(argv)
     for opt in ("BatchMode=yes", "StrictHostKeyChecking=yes", "ConnectTimeout=", "-l ops", "-p 2222", "-i /k"):
         assert opt in joined

@@ -253,3 +253,17 @@ def test_sudo_runs_the_probe_and_the_site_shell_through_sudo_n(site_dir, tmp_pat
     import json
     cmds = json.loads((tmp_path / "r" / "bundles" / "box" / "meta.json").read_text())["site"]["commands"]
     assert [c["command"] for c in cmds] == ["echo up"]    # --sudo is not part of the recorded command
+
+
+def test_node_text_in_a_site_failure_is_escaped(tmp_path):
+    """A site FAIL quoting node output prints as one escaped line (OSC 52, clear screen, bidi
+    never reach the terminal), as nodegate's own checks do."""
+    (tmp_path / "test_evil.py").write_text(
+        "def test_evil(host):\n"
+        "    out = host.check_output(\"printf '\\\\033]52;c;ZXZpbA==\\\\007\\\\033[2Jbad'\")\n"
+        "    assert out == 'good', out\n")
+    inv = inventory(tmp_path / "inv.yml", {"box": {"ansible_connection": "local"}})
+    r = run_pytest([str(tmp_path / "test_evil.py"), "--inventory", str(inv)], tmp_path / "r")
+    assert r.outcomes() == {"test_evil[box]": "fail"}, r.output[-2000:]
+    assert "\x1b" not in r.output and "\x07" not in r.output
+    assert "[SITE-EVIL] \\x1b]52;c;ZXZpbA==\\x07\\x1b[2Jbad" in r.output
