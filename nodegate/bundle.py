@@ -491,17 +491,10 @@ def _disagreement(key: str, im: dict, rc: int | None, word: str | None, size: in
 
 
 def _put(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (created with 0o666 less the umask, or truncated), as
-    ``Path.write_bytes`` does, without its file object."""
-    from .safeio import create
-    fd = create(path)   # a link planted in a shared bundles directory is never followed
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
+    """Write ``data`` to ``path``: a link planted in a shared bundles directory is never
+    followed (nodegate.safeio)."""
+    from .safeio import put
+    put(path, data)
 
 def _is_bundle(p: Path) -> bool:
     return (p / "meta.json").is_file() or any(p.glob("*.out"))

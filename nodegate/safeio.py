@@ -32,6 +32,18 @@ def create(path, mode: int = 0o666) -> int:
     return os.open(p, _FLAGS, mode)
 
 
+def put(path, data: bytes) -> None:
+    """Write ``data`` to a new file at ``path`` (``create``), without a file object: the bundle
+    writers' one call per evidence file."""
+    fd = create(path)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
 def open_new(path, mode: str = "wb", buffering: int = -1, encoding: str | None = None):
     """``open(path, mode)`` for writing, through ``create`` (modes "w"/"wb")."""
     fd = create(path)

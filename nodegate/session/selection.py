@@ -196,15 +196,14 @@ def after_collection(session) -> None:
         # anything is selected at all was learned before (preselect) or every node has items.
         for n in run.nodes:
             run.items_selected[n] = counts.get(n, 0)
-        run.selected = [n for n in (run.targets or run.all_nodes) if run.items_selected.get(n)]
-        if any(is_nodegate_item(i) for i in items):
-            config.stash[ANY_SELECTED_KEY] = True   # shards.runtestloop: exit 2 when no shard had one
     else:
         run.items_selected = dict(counts)
-        run.selected = [n for n in (run.targets or run.all_nodes) if counts.get(n)]
-        if not any(is_nodegate_item(i) for i in items):
-            run.abort()
-            exit_nothing(config, why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
+    run.selected = [n for n in (run.targets or run.all_nodes) if run.items_selected.get(n)]
+    if any(is_nodegate_item(i) for i in items):
+        config.stash[ANY_SELECTED_KEY] = True   # shards.runtestloop: exit 2 when no shard had one
+    elif not sharded(config):
+        run.abort()
+        exit_nothing(config, why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
     pending = config.stash.get(PENDING_JOBS_KEY, None)
     if pending is None or config.option.collectonly:
         return

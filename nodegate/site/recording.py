@@ -150,15 +150,10 @@ class Recorder:
 
 
 def _put(path: str, data: bytes) -> None:
-    """Create or truncate ``path`` (never through a symlink) and write ``data``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
+    """Write ``data`` to a new file at ``path``, never through a symlink (nodegate.safeio, as the
+    probe's bundle writer)."""
+    from ..safeio import put
+    put(path, data)
 
 def load_recording(bundle) -> dict[str, list[CommandRecord]]:
     """{command: [records in the order they ran]} from a Bundle (nodegate.bundle) read back from
