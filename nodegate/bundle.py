@@ -376,9 +376,11 @@ def _load_fd(cls, dfd: int, d: Path, only=None) -> "Bundle":
                   | ({k for k in listed if isinstance(k, str) and _KEY_RE.match(k)} if listed is not None else set()))
     if listed is not None:
         keys = [k for k in keys if k in listed]   # not this run's: meta.json lists every item it gathered
+    # the budget is the bundle's, whatever a reader wants of it: a bundle refused whole stays
+    # refused when only its ids are read (a released node's node_identity item, run.bundle_for)
+    over = _over_budget(entries, keys)
     if only is not None:
         keys = [k for k in keys if k in only]
-    over = _over_budget(entries, keys)
     if over:
         meta = dict(meta, status=REFUSED, error=over)
         return cls(node=node, items={}, meta=meta, path=d)

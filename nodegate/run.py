@@ -256,7 +256,9 @@ class FleetRun:
         if not self.streaming or node not in self.bundles:
             return
         b, f = self.bundles[node], self.facts.get(node)
-        for cb in self.on_release:
+        # a light reload (ID_KEYS only: its node_identity item) tells the listeners nothing they
+        # did not see at the node's first release, and less: they keep that summary
+        for cb in () if node in self._light else self.on_release:
             try:
                 cb(node, b, f)
             except Exception:  # noqa: BLE001 - a report's summary must not stop the run
@@ -287,6 +289,11 @@ class FleetRun:
                 if v and node not in before.get((what, v), ()):
                     before.setdefault((what, v), []).append(node)
             self._id_index = (("streaming", len(self.peer_ids), extra), before)
+
+    def released(self, node: str) -> bool:
+        """Whether ``node``'s items ran and its evidence was dropped (``release``): it is read
+        again from its bundle only when an item asks for it (``bundle_for``)."""
+        return node in self._released
 
     def bundle_for(self, node: str, light: bool = False, tick: Callable[[], None] | None = None) -> Bundle | None:
         """The node's Bundle, loaded if need be (``wait``). ``light``: a released or not yet loaded

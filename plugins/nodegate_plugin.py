@@ -165,7 +165,10 @@ def pytest_runtest_logstart(nodeid, location):  # noqa: ARG001
         return
     run = config.stash.get(RUN_KEY, None)
     node = config.stash.get(ITEM_NODE_KEY, {}).get(nodeid) if run is not None else None
-    if node is not None and node not in run.bundles:
+    # a released node (its items ran) is already gathered: its node_identity item reads only its
+    # ids (verdicts.evaluate -> FleetRun.bundle_for(light=True)); reading the whole bundle here
+    # parsed its nvidia-smi XML a second time, ~1/8 of a replay's CPU (docs/performance.md)
+    if node is not None and node not in run.bundles and not run.released(node):
         run.wait(node, terminal.wait_ticker(config, run))
 
 

@@ -73,6 +73,8 @@ def forget_passed_phase(config, report) -> None:
     it is taken out again (two of every item's three reports: ~0.6 GB at 4,096 nodes,
     docs/performance.md). tests/reports/test_memory.py fails the day pytest files them elsewhere."""
     when = getattr(report, "when", None)
+    if when == "call":
+        _forget_subtest_count(config, report)
     if when not in ("setup", "call", "teardown") or getattr(report, "outcome", "") != "passed":
         return
     o = config.option
@@ -91,6 +93,70 @@ def forget_passed_phase(config, report) -> None:
     lst = stats.get("")
     if lst and lst[-1] is report:
         lst.pop()
+
+
+def _failed_subtests_key():
+    """pytest's own subtests plugin (pytest >= 9) counts failed subtests per test id in
+    ``config.stash[_pytest.subtests.failed_subtests_key]``, a defaultdict it indexes with every call
+    report's id: one entry (0) per test, kept to the session's end. None before pytest 9."""
+    try:
+        from _pytest.subtests import failed_subtests_key
+    except ImportError:
+        return None
+    return failed_subtests_key
+
+
+_SUBTESTS_KEY = _failed_subtests_key()
+
+
+def _forget_subtest_count(config, report) -> None:
+    """The subtests plugin's 0 entry for a nodegate item's call report (nodegate's items have no
+    subtests; an item with failed subtests keeps its count). tests/reports/test_memory.py fails
+    the day pytest keeps the count elsewhere."""
+    counts = config.stash.get(_SUBTESTS_KEY, None) if _SUBTESTS_KEY is not None else None
+    key = getattr(report, "id", None)
+    if counts is not None and key is not None and counts.get(key, None) == 0:
+        del counts[key]
+
+
+class ReportedProgress(set):
+    """What pytest's terminal reporter keeps of the tests it reported, on a sharded run: their
+    number, not their ids. The terminal reporter adds every report's id to a set
+    (``TerminalReporter._progress_nodeids_reported``) only to count the tests reported so far
+    (``reported_progress``: the progress percentage and its last line); that set held one
+    ``NodeId`` (~0.3 KB with its strings) per item to the session's end, ~270 MB at 4,096 x 8-GPU
+    nodes (docs/performance.md). A sharded run reports its items one after the other (no
+    pytest-xdist: nodegate.session.shards), so an id other than the last one reported is a new
+    test. Stays empty as a set; ``len()`` is the count."""
+
+    __slots__ = ("count", "last")
+
+    def __init__(self, ids=()):
+        super().__init__()
+        self.count, self.last = len(ids), None
+
+    def add(self, nodeid) -> None:
+        if nodeid != self.last:
+            self.last = nodeid
+            self.count += 1
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, nodeid) -> bool:
+        return nodeid == self.last
+
+
+def count_progress_only(config) -> bool:
+    """On a sharded run: the terminal reporter counts reported tests with ``ReportedProgress``
+    instead of keeping every id. False (nothing changed) when its attribute is not the set it was
+    (tests/reports/test_memory.py fails the day pytest changes it)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    cur = getattr(tr, "_progress_nodeids_reported", None) if tr is not None else None
+    if type(cur) is not set:
+        return isinstance(cur, ReportedProgress)
+    tr._progress_nodeids_reported = ReportedProgress(cur)
+    return True
 
 
 class _PassedStandIn:

@@ -44,6 +44,5 @@ def after_item() -> None:
     if cache:
         # the per-GPU identities go; the node's driver version and Xids stay (a string and a small
         # dict: its node_identity item, run after every node's own items, needs nothing else)
-        for k in [k for k in cache if (k[0] == node and k[0] not in ("driver", "xids"))
-                  or (k[0] == "slots" and k[1] == node)]:
-            del cache[k]
+        cache.pop(("gpus", node), None)
+        cache.pop(("slots", node), None)

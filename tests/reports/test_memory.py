@@ -40,6 +40,13 @@ def pytest_sessionfinish(session):
     S["stats"] = {k: len(v) for k, v in tr.stats.items()}
     passed = tr.stats.get("passed", [])
     S["compacted"] = all(dict(r.keywords) == {} and tuple(r.user_properties) == () for r in passed)
+    ids = getattr(tr, "_progress_nodeids_reported", None)
+    S["progress"] = [type(ids).__name__, len(ids), len(list(set.__iter__(ids)))]
+    try:
+        from _pytest.subtests import failed_subtests_key
+        S["subtest_counts"] = dict((str(k), v) for k, v in session.config.stash[failed_subtests_key].items())
+    except ImportError:
+        S["subtest_counts"] = None
     with open(os.environ["PROBE_OUT"], "w") as fh:
         json.dump(S, fh)
 '''
@@ -74,6 +81,39 @@ def test_pytest_keeps_passed_phase_reports_in_terminal_stats(tmp_path):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(out.read_text())["stats"] == {"": 4, "passed": 2}
+
+
+def test_pytest_keeps_an_id_per_reported_test_for_progress_and_subtests(tmp_path):
+    """The pytest behaviour nodegate.reports.live.ReportedProgress and _forget_subtest_count rely
+    on: the terminal reporter keeps the id of every reported test in a plain set
+    (``_progress_nodeids_reported``) and counts it for the progress; pytest >= 9's subtests
+    plugin keeps a 0 count per test under ``failed_subtests_key``."""
+    (tmp_path / "test_plain.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
+    (tmp_path / "memprobe.py").write_text(PROBE)
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(out))
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-p", "no:cacheprovider", "-p", "memprobe"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    s = json.loads(out.read_text())
+    assert s["progress"] == ["set", 2, 2] and "[100%]" in p.stdout
+    import pytest as _pytest
+    if int(_pytest.__version__.split(".")[0]) >= 9:
+        assert sorted(s["subtest_counts"].values()) == [0, 0] and len(s["subtest_counts"]) == 2
+
+
+def test_a_sharded_run_counts_reported_tests_without_keeping_their_ids(tmp_path):
+    """Sharded: the terminal's progress is a count (ReportedProgress: no id kept), it still
+    reaches 100 %, and the subtests plugin's 0 entries of passed items are gone."""
+    fleet = build_fleet(tmp_path / "fleet")
+    p, s = _probe_run(tmp_path, fleet, "--shard-nodes", "2")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert s["progress"] == ["ReportedProgress", 11, 0], s
+    assert "[100%]" in p.stdout
+    assert s["subtest_counts"] in (None, {}), s
+    p, s = _probe_run(tmp_path, fleet, "--shard-nodes", "0")    # not sharded: pytest's own set
+    assert s["progress"] == ["set", 11, 11], s
 
 
 def test_nodegate_reports_are_compacted_and_phase_reports_not_kept(tmp_path):
@@ -131,3 +171,68 @@ def test_shards_keep_the_selection_of_every_shard(tmp_path):
     assert all("no selected item" in e["reason"] for e in doc["not_evaluated"])
     p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "1", "-k", "no_such_check")
     assert p.returncode == 2 and "no nodegate check selected" in p.stdout + p.stderr, p.stdout[-2000:]
+
+
+PARSE_PROBE = '''
+import collections, json, os, pytest
+from nodegate import altkeys
+from nodegate.session.state import IDENT_KEY
+PARSES = collections.Counter()
+_orig = altkeys.parse_smi
+
+def _counting(key, text):
+    import re
+    m = re.search(r"<serial>(\\d+)</serial>", text)
+    PARSES[m.group(1) if m else "?"] += 1
+    return _orig(key, text)
+
+altkeys.parse_smi = _counting
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    cache = session.config.stash.get(IDENT_KEY, {})
+    with open(os.environ["PROBE_OUT"], "w") as fh:
+        json.dump({"parses": sorted(PARSES.values()), "n_parsed": len(PARSES),
+                   "cache_kinds": sorted({k[0] for k in cache}), "cache_size": len(cache)}, fh)
+'''
+
+
+def test_a_sharded_replay_parses_each_node_once_and_releases_its_cache_entries(tmp_path):
+    """Each node's nvidia-smi XML is parsed once: its node_identity item (run after the shard's
+    nodes were released) reads only the node's ids, and the release of a node takes the node's
+    per-GPU identities out of the item cache by key, without scanning every node's entries
+    (both made a 4,096-node replay super-linear: docs/performance.md). The reports are those of
+    the unsharded run."""
+    from bench import scale
+    scale.make_copies(tmp_path / "fleet", 5)
+    (tmp_path / "parseprobe.py").write_text(PARSE_PROBE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(tmp_path / "p.json"))
+    env.pop("PYTEST_ADDOPTS", None)
+
+    def run(out, *extra):
+        cmd = [sys.executable, "-m", "pytest", "suites", "-q", "-p", "no:cacheprovider", "-p", "parseprobe",
+               "--replay", str(tmp_path / "fleet"), "--reports-dir", str(tmp_path / out), *extra]
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+        return json.loads((tmp_path / "p.json").read_text())
+
+    sharded = run("sharded", "--shard-nodes", "2")
+    # the first GPU's serial names each copy: 5 nodes, one parse each
+    assert sharded["n_parsed"] == 5 and sharded["parses"] == [1] * 5, sharded
+    # what stays per node: its driver version, Xids and identity verdict (3 entries), no GPU entries
+    assert "gpus" not in sharded["cache_kinds"] and "slots" not in sharded["cache_kinds"], sharded
+    assert sharded["cache_size"] <= 3 * 5, sharded
+    run("whole", "--shard-nodes", "0")
+
+    def rows(d):
+        return sorted((x["nodeid"].split("::", 1)[1], x["outcome"], x["message"], x["gpu_serial"]) for x in
+                      (json.loads(ln) for ln in (tmp_path / d / "results.jsonl").read_text().splitlines()))
+
+    assert rows("sharded") == rows("whole")
+    def rma(d):
+        doc = json.loads((tmp_path / d / "rma.json").read_text())
+        return doc["rows"], doc["not_evaluated"]
+
+    assert rma("sharded") == rma("whole")
+    page = (tmp_path / "sharded" / "nodes" / "s00003.html").read_text()
+    assert "<th>GPUs</th><td>8</td>" in page and "<th>GPU model</th><td>NVIDIA H200</td>" in page
