@@ -69,9 +69,8 @@ def _results(d):
                   (json.loads(ln) for ln in (d / "results.jsonl").read_text().splitlines()))
 
 
-def test_pytest_keeps_passed_phase_reports_in_terminal_stats(tmp_path):
-    """The pytest behaviour nodegate's compaction relies on: the terminal reporter files a passed
-    setup/teardown report under stats[""] (two per test) and keeps it to the session's end."""
+def _plain_probe(tmp_path):
+    """pytest alone (no nodegate item) on two passing tests, with the probe plugin."""
     (tmp_path / "test_plain.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
     (tmp_path / "memprobe.py").write_text(PROBE)
     out = tmp_path / "probe.json"
@@ -80,7 +79,14 @@ def test_pytest_keeps_passed_phase_reports_in_terminal_stats(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-p", "no:cacheprovider", "-p", "memprobe"],
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert json.loads(out.read_text())["stats"] == {"": 4, "passed": 2}
+    return p, json.loads(out.read_text())
+
+
+def test_pytest_keeps_passed_phase_reports_in_terminal_stats(tmp_path):
+    """The pytest behaviour nodegate's compaction relies on: the terminal reporter files a passed
+    setup/teardown report under stats[""] (two per test) and keeps it to the session's end."""
+    p, s = _plain_probe(tmp_path)
+    assert s["stats"] == {"": 4, "passed": 2}
 
 
 def test_pytest_keeps_an_id_per_reported_test_for_progress_and_subtests(tmp_path):
@@ -88,15 +94,7 @@ def test_pytest_keeps_an_id_per_reported_test_for_progress_and_subtests(tmp_path
     on: the terminal reporter keeps the id of every reported test in a plain set
     (``_progress_nodeids_reported``) and counts it for the progress; pytest >= 9's subtests
     plugin keeps a 0 count per test under ``failed_subtests_key``."""
-    (tmp_path / "test_plain.py").write_text("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
-    (tmp_path / "memprobe.py").write_text(PROBE)
-    out = tmp_path / "probe.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(out))
-    env.pop("PYTEST_ADDOPTS", None)
-    p = subprocess.run([sys.executable, "-m", "pytest", "test_plain.py", "-p", "no:cacheprovider", "-p", "memprobe"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    s = json.loads(out.read_text())
+    p, s = _plain_probe(tmp_path)
     assert s["progress"] == ["set", 2, 2] and "[100%]" in p.stdout
     import pytest as _pytest
     if int(_pytest.__version__.split(".")[0]) >= 9:
