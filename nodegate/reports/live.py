@@ -147,16 +147,14 @@ class ReportedProgress(set):
         return nodeid == self.last
 
 
-def count_progress_only(config) -> bool:
+def count_progress_only(config) -> None:
     """On a sharded run: the terminal reporter counts reported tests with ``ReportedProgress``
-    instead of keeping every id. False (nothing changed) when its attribute is not the set it was
+    instead of keeping every id. Nothing changes when its attribute is not the plain set it was
     (tests/reports/test_memory.py fails the day pytest changes it)."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
     cur = getattr(tr, "_progress_nodeids_reported", None) if tr is not None else None
-    if type(cur) is not set:
-        return isinstance(cur, ReportedProgress)
-    tr._progress_nodeids_reported = ReportedProgress(cur)
-    return True
+    if type(cur) is set:
+        tr._progress_nodeids_reported = ReportedProgress(cur)
 
 
 class _PassedStandIn:
