@@ -33,7 +33,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs
 
 ## bench: simulated SSH fleets of 16, 64, 256 nodes (needs root, openssh-server, busybox-static, dash);
-## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv)
+## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv);
+## BENCH_ARGS='--scale --repeat 3': each size 3 times, in turn, medians (the ratios on a noisy machine)
 BENCH_ARGS ?=
 bench: $(STAMP)
 	@case "$(BENCH_ARGS)" in *--scale*) ;; *) \

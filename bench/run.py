@@ -320,9 +320,12 @@ def main(argv: list[str] | None = None) -> int:
                     metavar="N,N,...", help="instead: --replay of generated copies of the healthy 8-GPU bundle at "
                                             "these sizes (default 256,1024,4096): wall, CPU, RSS, report sizes "
                                             "(bench/scale.py, reports/bench-scale.json)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="with --scale: every size N times, the sizes in turn; figures are the medians")
     args = ap.parse_args(argv)
     if args.scale:
-        return scale.main(tuple(int(x) for x in args.scale.split(",")), Path(args.out) if args.out else None)
+        return scale.main(tuple(int(x) for x in args.scale.split(",")), Path(args.out) if args.out else None,
+                          repeat=args.repeat)
     args.out = args.out or str(ROOT / "reports" / "bench.json")
     why = sshd_available()
     if why:

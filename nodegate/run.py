@@ -469,7 +469,10 @@ class FleetRun:
         which of them report this node's boot id or machine id."""
         key = (len(self.order), len(self.bundles), len(self.peer_ids))
         if self._n_nodes[0] != key:   # once per node merged, not once per node judged (4096 nodes)
-            self._n_nodes = (key, len(set(self.nodes) | set(self.bundles) | set(self.peer_ids)))
+            # |nodes | bundles | peer_ids| without a set of every node each time: a streaming
+            # run's bundles change at every node (released ones are in peer_ids)
+            others = {n for n in (*self.nodes, *self.bundles) if n not in self.peer_ids}
+            self._n_nodes = (key, len(self.peer_ids) + len(others))
         return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
 
     # ------------------------------------------------------------------ background gather

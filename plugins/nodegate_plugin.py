@@ -17,8 +17,8 @@ import pytest
 from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, finish, gcsched, markers, outputs, release, scheduling, selection, shards,
-                              signals, specfile, start, terminal, verdicts)
+from nodegate.session import (cliopts, currenttest, finish, gcsched, markers, outputs, release, scheduling, selection,
+                              shards, signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
@@ -100,6 +100,8 @@ def pytest_configure(config):
     if o.list_hosts:
         cliopts.list_hosts(config)   # exits
     cliopts.collect_the_suites(config)
+    # a check item's PYTEST_CURRENT_TEST names its test function (glibc keeps every value set)
+    currenttest.install(config, lambda item: ng_items.verdict_param(item) is not None)
     config.stash[REPORT_PATHS_KEY] = start.take_over_outputs(config)
     if hasattr(config, "workerinput"):
         return

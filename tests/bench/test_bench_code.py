@@ -55,6 +55,22 @@ def test_run_measured_reports_exit_code_and_child_cpu(tmp_path):
     assert m.cpu_s > 0 and m.peak_rss_mb > 1
 
 
+def test_run_measured_peak_rss_is_the_childs_own_not_this_process(tmp_path):
+    """A waited child's ``ru_maxrss`` also counts the address space it had before its exec (this
+    process's, with vfork or fork): the peak comes from the child's VmHWM, its own and its
+    descendants', so a large benchmark process does not raise it."""
+    ballast = bytearray(300 * 2**20)
+    for i in range(0, len(ballast), 4096):   # resident
+        ballast[i] = 1
+    code = ("import subprocess, sys, time; b = bytearray(60 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+            "subprocess.run([sys.executable, '-c', 'import time; c = bytearray(90 * 2**20); "
+            "c[::4096] = bytes(len(c[::4096])); time.sleep(0.5)']); time.sleep(0.3)")
+    m = run_measured([sys.executable, "-c", code])
+    assert m.rc == 0, m.output
+    assert 90 <= m.peak_rss_mb < 250, m.peak_rss_mb   # the grandchild's 90 MB counts, not our 300
+    del ballast
+
+
 def test_sessions_are_counted_from_chroot_lines(tmp_path):
     log = tmp_path / "sshd-0.log"
     log.write_text('Connection from 127.0.0.1 port 5000 on 127.9.1.1 port 22 rdomain ""\n'
@@ -151,3 +167,27 @@ def test_scale_run_at_two_sizes_writes_its_table(tmp_path):
     from nodegate.checks import load_all
     per_node = 2 + len(load_all())   # a node's suite, a testcase per check, the check skipped on every GPU
     assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * per_node
+
+
+def test_scale_repeat_runs_the_sizes_in_turn_and_reports_medians(tmp_path, monkeypatch):
+    """``--repeat N``: sizes in turn (a slow spell of the machine hits each alike), each size's
+    fleet generated once and kept until its last run, wall/CPU/RSS the medians of its runs."""
+    from bench import scale
+    order = []
+    walls = {2: [9.0, 3.0, 4.0], 4: [8.0, 20.0, 7.0]}
+
+    def fake_run_size(n, base, extra=(), *, keep=False):
+        k = sum(1 for m, _ in order if m == n)
+        order.append((n, keep))
+        w = walls[n][k]
+        return {"nodes": n, "wall_s": w, "cpu_s": w - 1, "peak_rss_mb": 100.0 + n + k, "loadavg_at_start": 0.5}
+
+    monkeypatch.setattr(scale, "run_size", fake_run_size)
+    out = tmp_path / "scale.json"
+    assert scale.main((2, 4), out, repeat=3) == 0
+    assert order == [(2, True), (4, True), (2, True), (4, True), (2, False), (4, False)]
+    rows = json.loads(out.read_text())
+    assert [(r["nodes"], r["wall_s"], r["cpu_s"], r["peak_rss_mb"]) for r in rows] == [(2, 4.0, 3.0, 103.0),
+                                                                                       (4, 8.0, 7.0, 105.0)]
+    assert [x["wall_s"] for x in rows[1]["runs"]] == [8.0, 20.0, 7.0] and rows[1]["repeat"] == 3
+    assert rows[1]["wall_ratio_to_first"] == 2.0

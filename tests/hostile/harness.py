@@ -17,13 +17,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.measure import TreePeak
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
 class SuiteRun:
     """One ``pytest suites`` run: exit code, terminal output, wall time, peak RSS of the pytest
-    process (KiB, from wait4's rusage: that process and nothing else), JUnit outcomes."""
+    process and its children since their exec (KiB, VmHWM: bench.measure.TreePeak), JUnit outcomes."""
 
     rc: int
     out: str
@@ -92,7 +94,11 @@ def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_ho
             th = threading.Thread(target=during, args=(p.pid,), daemon=True)
             th.start()
         rusage = None
+        # the suite's own peak RSS: a waited child's ru_maxrss also counts this (xdist worker)
+        # process's memory, which it had before its exec (bench/measure.py)
+        peak = TreePeak()
         while True:
+            peak.poll(p.pid)
             pid, status, rusage = os.wait4(p.pid, os.WNOHANG)
             if pid == p.pid:
                 break
@@ -106,7 +112,7 @@ def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_ho
     if th is not None:
         th.join(timeout=5)
     run = SuiteRun(p.returncode, outp.read_text(errors="replace"), errp.read_text(errors="replace"), wall,
-                   rusage.ru_maxrss, reports)
+                   peak.kib(rusage.ru_maxrss), reports)
     junit = reports / "junit.xml"
     if junit.is_file():
         run.outcomes, run.messages = parse_junit(junit)

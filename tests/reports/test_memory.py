@@ -234,3 +234,40 @@ def test_a_sharded_replay_parses_each_node_once_and_releases_its_cache_entries(t
     assert rma("sharded") == rma("whole")
     page = (tmp_path / "sharded" / "nodes" / "s00003.html").read_text()
     assert "<th>GPUs</th><td>8</td>" in page and "<th>GPU model</th><td>NVIDIA H200</td>" in page
+
+
+SKIP_PROBE = '''
+import json, os, pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    with open(os.environ["PROBE_OUT"], "w") as fh:
+        json.dump(sorted({type(r).__name__ for r in tr.stats.get("skipped", [])}), fh)
+'''
+
+
+def test_skip_reports_are_kept_as_stand_ins_with_the_same_short_summary(tmp_path):
+    """A nodegate item's skip report stays in the terminal's stats as a SkippedStandIn (id,
+    phase, path/line/reason): ``-rs``, folded and ``--no-fold-skipped``, prints what the
+    reports themselves print (``--durations`` keeps the reports as they are)."""
+    from bench import scale
+    scale.make_copies(tmp_path / "fleet", 2)    # the healthy H200 sample: 8 skips a node
+    (tmp_path / "skipprobe.py").write_text(SKIP_PROBE)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), PROBE_OUT=str(tmp_path / "p.json"))
+    env.pop("PYTEST_ADDOPTS", None)
+
+    def run(*extra):
+        cmd = [sys.executable, "-m", "pytest", "suites", "-q", "-rs", "-p", "no:cacheprovider", "-p", "skipprobe",
+               "--replay", str(tmp_path / "fleet"), "--reports-dir", str(tmp_path / "r"), *extra]
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+        return [ln for ln in p.stdout.splitlines() if ln.startswith("SKIPPED")], json.loads((tmp_path / "p.json").read_text())
+
+    for fold in ((), ("--no-fold-skipped",)):
+        slim, kinds = run(*fold)
+        assert kinds == ["SkippedStandIn"]
+        kept, kinds = run("--durations=1", *fold)
+        assert kinds == ["TestReport"]
+        assert slim == kept and len(slim) == 16 and "retired pages do not apply" in slim[0], slim[:3]
+    assert "suites/test_" in slim[0] and "::" in slim[0]    # --no-fold-skipped: by test id
