@@ -51,7 +51,10 @@ def test_sigint_to_pytest_stops_the_load(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "pytest", str(ROOT / "suites" / "test_burnin.py"),
                           "-p", "plugins.nodegate_burnin", "--burn-in", "120s", "--target", "local://",
                           "--reports-dir", str(reports), "-p", "no:cacheprovider", "-q"],
-                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         # Ctrl-C as at a terminal: a background make test (no job control) starts
+                         # with SIGINT ignored, which the child would inherit (tests/hostile/harness.py)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     pattern = f"{d}/gpu_burn"
     try:
         assert _wait(lambda: bool(_pids(pattern)), 60), "the load never started"

@@ -70,6 +70,14 @@ def parse_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     return outcomes, messages
 
 
+def default_sigint() -> None:
+    """In the child before its exec: SIGINT back to its default action. A shell without job
+    control starts a background command (``make test &``, nohup) with SIGINT ignored, and the
+    child would inherit that: Python then installs no KeyboardInterrupt handler, and the tests
+    that send Ctrl-C to a run would see it ignored (as the operator's shell meant)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_hosts: Path | None = None,
               timeout: float = 240.0, during=None, env: dict | None = None) -> SuiteRun:
     """Run ``python -m pytest suites`` as the brief's command line; ``during(pid)`` runs in a
@@ -88,7 +96,8 @@ def run_suite(reports: Path, *args: str, inventory: Path | None = None, known_ho
     env.pop("SSH_AUTH_SOCK", None)
     t0 = time.monotonic()
     with open(outp, "wb") as fo, open(errp, "wb") as fe:
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env)
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env,
+                             preexec_fn=default_sigint)
         th = None
         if during is not None:
             th = threading.Thread(target=during, args=(p.pid,), daemon=True)
