@@ -1,6 +1,6 @@
 """Run a child process and measure it: wall time and CPU time of the child and its descendants
 (``os.wait4``: the kernel's rusage of the waited process tree), the peak RSS of the largest of
-them (VmHWM polled while they run: ``_peak_rss_kib``), plus the CPU spent
+them (VmHWM polled while they run: ``TreePeak``), plus the CPU spent
 by simulated nodes (sshd listeners' own and reaped children's time from /proc/<pid>/stat)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class Measured:
     rc: int
     wall_s: float
     cpu_s: float          # user + system of the child tree (seconds)
-    peak_rss_mb: float    # largest RSS of any process in the tree since its exec (MiB; see _peak_rss_kib)
+    peak_rss_mb: float    # largest RSS of any process in the tree since its exec (MiB; see TreePeak)
     output: str           # stdout+stderr, last 20000 characters
 
 
@@ -54,7 +54,11 @@ def _tree(pid: int) -> list[int]:
 
 class TreePeak:
     """The peak RSS (KiB) of a child and its descendants, each since its own exec: ``poll(pid)``
-    while they run (VmHWM of each process of the tree), ``kib(ru_maxrss)`` once waited for."""
+    while they run (the largest VmHWM of the tree's processes seen), ``kib(ru_maxrss)`` once it
+    was waited for. ``ru_maxrss`` of a waited child also counts the address space it had before
+    its ``exec``: with ``vfork`` (what subprocess uses on Linux) that is the parent's, so once
+    this benchmark process had grown (140 MB after parsing a 4,096-node JUnit file) every later
+    child reported at least that. ``ru_maxrss`` only when no VmHWM could be read."""
 
     def __init__(self):
         self.hwm = 0
@@ -63,17 +67,7 @@ class TreePeak:
         self.hwm = max([self.hwm, *(_hwm_kib(q) for q in _tree(pid))])
 
     def kib(self, ru_maxrss: int) -> int:
-        return _peak_rss_kib(ru_maxrss, self.hwm)
-
-
-def _peak_rss_kib(ru_maxrss: int, hwm: int) -> int:
-    """The child's peak RSS. ``ru_maxrss`` of a waited child also counts the address space it had
-    before its ``exec``: with ``vfork`` (what subprocess uses on Linux) that is the parent's, so
-    once this benchmark process had grown (140 MB after parsing a 4,096-node JUnit file) every
-    later child reported at least that. VmHWM, polled while the child runs, is the exec'd
-    program's own (the largest of the child's and its descendants' seen); ``ru_maxrss`` when no
-    VmHWM could be read."""
-    return hwm if hwm else ru_maxrss
+        return self.hwm or ru_maxrss
 
 
 def run_measured(argv: list[str], *, cwd: Path | None = None, env: dict | None = None,

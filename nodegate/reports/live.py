@@ -74,7 +74,9 @@ def forget_passed_phase(config, report) -> None:
     terminal reporter files it under ``stats[""]`` and keeps it to the session's end, where only
     ``--durations`` and the ``-rP``/``-rA`` passes summary read that list; without those options
     it is taken out again (two of every item's three reports: ~0.6 GB at 4,096 nodes,
-    docs/performance.md). tests/reports/test_memory.py fails the day pytest files them elsewhere."""
+    docs/performance.md). tests/reports/test_memory.py fails the day pytest files them elsewhere.
+    A skip report stays in ``stats["skipped"]`` as a ``SkippedStandIn`` (``_slim_skipped``);
+    with ``--durations`` every report stays as it is."""
     when = getattr(report, "when", None)
     if when == "call":
         _forget_subtest_count(config, report)

@@ -28,12 +28,9 @@ from __future__ import annotations
 
 import os
 
+import _pytest.runner as runner
+
 VAR = "PYTEST_CURRENT_TEST"
-
-
-def _runner():
-    import _pytest.runner as runner
-    return runner
 
 
 def function_id(item) -> str:
@@ -48,7 +45,6 @@ def install(config, is_check_item) -> None:
     """For this session: ``PYTEST_CURRENT_TEST`` of an item for which ``is_check_item(item)`` is
     true names its test function, not the item (module docstring). Nothing changes when pytest
     has no ``_update_current_test_var`` taking ``(item, when)`` (the test above says so)."""
-    runner = _runner()
     original = getattr(runner, "_update_current_test_var", None)
     if original is None or getattr(original, "__nodegate__", False):
         return
@@ -73,6 +69,5 @@ def install(config, is_check_item) -> None:
 
 
 def _restore(installed, original) -> None:
-    runner = _runner()
     if runner._update_current_test_var is installed:
         runner._update_current_test_var = original

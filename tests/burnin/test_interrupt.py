@@ -25,6 +25,8 @@ from nodegate.burnin.spec import BurninSpec
 from nodegate.run import GatherOptions
 from nodegate.transport import HostKeyPolicy
 
+from tests.hostile.harness import default_sigint
+
 from .shims import Scenario, gpu_burn_shim, smi_shim, write_shims
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,9 +54,7 @@ def test_sigint_to_pytest_stops_the_load(tmp_path):
                           "-p", "plugins.nodegate_burnin", "--burn-in", "120s", "--target", "local://",
                           "--reports-dir", str(reports), "-p", "no:cacheprovider", "-q"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         # Ctrl-C as at a terminal: a background make test (no job control) starts
-                         # with SIGINT ignored, which the child would inherit (tests/hostile/harness.py)
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_sigint)   # Ctrl-C as at a terminal, also under make test &
     pattern = f"{d}/gpu_burn"
     try:
         assert _wait(lambda: bool(_pids(pattern)), 60), "the load never started"
