@@ -322,7 +322,14 @@ def main(argv: list[str] | None = None) -> int:
                                             "(bench/scale.py, reports/bench-scale.json)")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="with --scale: every size N times, the sizes in turn; figures are the medians")
+    ap.add_argument("--paired", default=None, metavar="BIG,SMALL",
+                    help="instead: one --replay of BIG generated nodes while SMALL-node replays run back to back "
+                         "beside it (bench/paired.py, reports/bench-paired.json)")
     args = ap.parse_args(argv)
+    if args.paired:
+        from bench import paired
+        big, small = (int(x) for x in args.paired.split(","))
+        return paired.main(big, small, Path(args.out) if args.out else None)
     if args.scale:
         return scale.main(tuple(int(x) for x in args.scale.split(",")), Path(args.out) if args.out else None,
                           repeat=args.repeat)

@@ -191,3 +191,40 @@ def test_scale_repeat_runs_the_sizes_in_turn_and_reports_medians(tmp_path, monke
                                                                                        (4, 8.0, 7.0, 105.0)]
     assert [x["wall_s"] for x in rows[1]["runs"]] == [8.0, 20.0, 7.0] and rows[1]["repeat"] == 3
     assert rows[1]["wall_ratio_to_first"] == 2.0
+
+
+def test_paired_windows_compare_the_shards_that_ran_at_the_same_time(tmp_path):
+    """bench/paired.py: each small run is compared with the big run's shards finished between its
+    start and end; lines that do not parse are left out."""
+    from bench import paired
+    log = tmp_path / "shards.log"
+    log.write_text("big 1 100.5 2.0 0.1\nbig 2 102.0 2.2 0.1\nbig 3 111.0 3.0 0.1\n"
+                   "small1 1 101.0 2.0 0.0\nsmall1 2 103.0 2.0 0.0\nnot a line\nsmall2 1 x 1 1\n"
+                   "small2 1 112.0 2.5 0.0\n")
+    shards = paired.read_shards(log)
+    assert sorted(shards) == ["big", "small1", "small2"] and len(shards["small2"]) == 1
+    rows = paired.windows(shards, [{"tag": "small1", "start": 100.0, "end": 104.0},
+                                   {"tag": "small2", "start": 110.0, "end": 113.0},
+                                   {"tag": "small3", "start": 120.0, "end": 121.0}])
+    assert rows == [
+        {"small": "small1", "small_cpu_per_shard_s": 2.0, "big_shards": [1, 2], "big_cpu_per_shard_s": 2.1,
+         "ratio": 1.05},
+        {"small": "small2", "small_cpu_per_shard_s": 2.5, "big_shards": [3, 3], "big_cpu_per_shard_s": 3.0,
+         "ratio": 1.2}]
+    assert paired.read_shards(tmp_path / "missing.log") == {}
+
+
+def test_paired_run_on_a_few_nodes_writes_its_figures(tmp_path):
+    """A real paired run, small enough for the tests: 8 nodes in shards of 2 beside 4-node runs."""
+    out = tmp_path / "paired.json"
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--paired", "8,4", "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**__import__("os").environ, "PYTEST_ADDOPTS": "--shard-nodes 2"})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    row = json.loads(out.read_text())
+    assert (row["big_nodes"], row["small_nodes"], row["nodes_ratio"]) == (8, 4, 2.0)
+    assert row["big_wall_s"] > 0 and row["small_walls_s"] and row["ratio"] > 0
+    logged = row["shards_logged"]
+    assert logged.pop("big") == 3 and logged and set(logged.values()) == {1}   # 4 and 2 shards, the last not logged
+    assert all(w["big_cpu_per_shard_s"] > 0 and w["small_cpu_per_shard_s"] > 0 for w in row["windows"])
+    assert "wall x" in r.stdout
