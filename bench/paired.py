@@ -7,8 +7,8 @@ drifted by 15 % over five minutes (docs/performance.md "Round 9"). A 25-second r
 the other core, SMALL replays run back to back until it ends: both see the same machine at the
 same moments. Reported:
 
-- ``ratio``: BIG's wall time over the median wall time of the SMALL runs that ran wholly beside it
-  (each run's wall from its start to its exit, the same way for both);
+- ``ratio``: BIG's wall time over the median wall time of the SMALL runs that ended before BIG
+  did (each run's wall, CPU and peak RSS from bench/measure.run_measured, the same way for both);
 - ``windows``: for each of those SMALL runs, its mean user CPU a shard (bench/shardlog_plugin.py)
   and BIG's for the shards it finished in the same seconds, with their ratio. A ratio that rises
   along BIG's run is a per-node cost that grows with the nodes done; flat near 1, there is none.
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,19 +64,16 @@ def windows(shards: dict[str, list[tuple[int, float, float, float]]],
             continue
         a = statistics.mean(s[2] for s in mine)
         b = statistics.mean(s[2] for s in theirs)
-        rows.append({"small": run["tag"], "small_cpu_per_shard_s": round(a, 4), "big_shards": [theirs[0][0], theirs[-1][0]],
-                     "big_cpu_per_shard_s": round(b, 4), "ratio": round(b / a, 3) if a else None})
+        rows.append({"small": run["tag"], "small_cpu_per_shard_s": round(a, 4),
+                     "big_shards": [theirs[0][0], theirs[-1][0]], "big_cpu_per_shard_s": round(b, 4),
+                     "ratio": round(b / a, 3) if a else None})
     return rows
 
 
-def _argv(fleet: Path, reports: Path, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", "shardlog_plugin",
-            "--replay", str(fleet), "--reports-dir", str(reports), *extra]
-
-
 def main(big_n: int, small_n: int, out: Path | None = None, extra: list[str] = ()) -> int:
+    from bench.measure import run_measured
     from bench.run import _env, machine
-    from bench.scale import make_copies
+    from bench.scale import make_copies, replay_argv
     out = out or ROOT / "reports" / "bench-paired.json"
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nodegate-paired-") as tmp:
@@ -84,45 +81,46 @@ def main(big_n: int, small_n: int, out: Path | None = None, extra: list[str] = (
         make_copies(base / "big", big_n)
         make_copies(base / "small", small_n)
         log = base / "shards.log"
-        env = _env()
-        env["NODEGATE_BENCH_SHARDLOG"] = str(log)
+        env = dict(_env(), NODEGATE_BENCH_SHARDLOG=str(log))
         print(f"[paired] {big_n} nodes once, {small_n} nodes back to back beside it ...", flush=True)
-        started = time.time()
-        with open(base / "big.out", "wb") as big_out:
-            big = subprocess.Popen(_argv(base / "big", base / "rbig", list(extra)), cwd=ROOT, stdout=big_out,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=dict(env, NODEGATE_BENCH_TAG="big"))
-            small: list[dict] = []
-            try:
-                while big.poll() is None:
-                    tag = f"small{len(small) + 1}"
-                    s0 = time.time()
-                    p = subprocess.run(_argv(base / "small", base / "rsmall", list(extra)), cwd=ROOT,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=dict(env, NODEGATE_BENCH_TAG=tag))
-                    small.append({"tag": tag, "start": s0, "end": time.time(), "rc": p.returncode})
-                big_rc = big.wait()
-            finally:
-                if big.poll() is None:
-                    big.kill()
-                    big.wait()
-        big_end = time.time()
-        if big_rc not in (0, 1) or any(r["rc"] not in (0, 1) for r in small):
-            tail = (base / "big.out").read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"a paired replay failed: big rc {big_rc}, small rcs {[r['rc'] for r in small]}\n{tail}")
-        beside = [r for r in small if r["end"] <= big_end]   # the last one also ran alone
-        walls = [round(r["end"] - r["start"], 3) for r in beside]
+        got: dict = {}
+
+        def run_big() -> None:
+            # run_measured waits for the child itself: BIG's end is when it exited, not when the
+            # SMALL run going on at that moment ends
+            got["m"] = run_measured(replay_argv(base / "big", base / "rbig", extra, "shardlog_plugin"),
+                                    cwd=ROOT, env=dict(env, NODEGATE_BENCH_TAG="big"), timeout_s=7200)
+            got["end"] = time.time()
+
+        big = threading.Thread(target=run_big, name="paired-big")
+        big.start()
+        small: list[dict] = []
+        while big.is_alive():
+            tag = f"small{len(small) + 1}"
+            s0 = time.time()
+            m = run_measured(replay_argv(base / "small", base / "rsmall", extra, "shardlog_plugin"),
+                             cwd=ROOT, env=dict(env, NODEGATE_BENCH_TAG=tag), timeout_s=3600)
+            small.append({"tag": tag, "start": s0, "end": time.time(), "wall_s": m.wall_s, "rc": m.rc})
+        big.join()
+        if "m" not in got:
+            raise RuntimeError(f"the {big_n}-node replay could not be started (its thread's error is above)")
+        bm = got["m"]
+        if bm.rc not in (0, 1) or any(r["rc"] not in (0, 1) for r in small):
+            raise RuntimeError(f"a paired replay failed: big rc {bm.rc}, small rcs {[r['rc'] for r in small]}\n"
+                               f"{bm.output[-3000:]}")
+        beside = [r for r in small if r["end"] <= got["end"]]   # the last one also ran alone
+        walls = [r["wall_s"] for r in beside]
         shards = read_shards(log)
-    big_wall = round(big_end - started, 3)
-    row = {"big_nodes": big_n, "small_nodes": small_n, "big_wall_s": big_wall, "small_walls_s": walls,
+    row = {"big_nodes": big_n, "small_nodes": small_n, "big_wall_s": bm.wall_s, "big_cpu_s": bm.cpu_s,
+           "big_peak_rss_mb": bm.peak_rss_mb, "small_runs": len(small), "small_walls_s": walls,
            "small_median_s": statistics.median(walls) if walls else None,
-           "ratio": round(big_wall / statistics.median(walls), 2) if walls else None,
+           "ratio": round(bm.wall_s / statistics.median(walls), 2) if walls else None,
            "nodes_ratio": round(big_n / small_n, 2), "windows": windows(shards, beside),
            # shards each run logged (its last one has no next collection to end it)
            "shards_logged": {tag: len(v) for tag, v in shards.items()}, "machine": machine()}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(row, indent=2) + "\n")
-    print(f"[paired] {big_n} nodes: {big_wall}s; {small_n} nodes beside it: {len(walls)} runs, median "
+    print(f"[paired] {big_n} nodes: {bm.wall_s}s; {small_n} nodes beside it: {len(walls)} runs, median "
           f"{row['small_median_s']}s; wall x{row['ratio']} for x{row['nodes_ratio']} the nodes")
     for w in row["windows"]:
         print(f"  {w['small']:>8}: {w['small_cpu_per_shard_s']:.3f}s a shard; {big_n} nodes' shards "

@@ -143,6 +143,13 @@ def _dir_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
 
 
+def replay_argv(fleet: Path, reports: Path, extra: list[str] = (), plugin: str = "timing_plugin") -> list[str]:
+    """The measured command: nodegate's suites replaying ``fleet`` into ``reports``, with one of
+    bench/'s plugins (``timing_plugin``: phases; ``shardlog_plugin``: shards, bench/paired.py)."""
+    return [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", plugin,
+            "--replay", str(fleet), "--reports-dir", str(reports), *extra]
+
+
 def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -> dict:
     """One replay of ``n`` generated nodes (generated once under ``base``; removed afterwards
     unless ``keep``, for a next repetition): its row of figures."""
@@ -153,8 +160,7 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
     gen_s = round(time.monotonic() - t0, 1)
     print(f"[scale {n:>5}] {n} bundles ready in {gen_s}s; nodegate --replay ...", flush=True)
     from bench.run import _env, _phases
-    argv = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", "timing_plugin",
-            "--replay", str(fleet), "--reports-dir", str(reports), *extra]
+    argv = replay_argv(fleet, reports, extra)
     started = time.time()
     load = os.getloadavg()[0]
     m = run_measured(argv, cwd=ROOT, env=_env(timing), timeout_s=3600)

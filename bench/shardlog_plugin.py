@@ -24,7 +24,7 @@ def pytest_collection_finish(session):
     r = resource.getrusage(resource.RUSAGE_SELF)
     now = (time.time(), r.ru_utime, r.ru_stime)
     if _LAST:
-        k, (t, u, s) = len(_LAST), _LAST[-1]
+        k, (_, u, s) = len(_LAST), _LAST[-1]
         with open(path, "a") as fh:
             fh.write(f"{os.environ.get('NODEGATE_BENCH_TAG', 'run')} {k} {now[0]:.3f} "
                      f"{now[1] - u:.4f} {now[2] - s:.4f}\n")
