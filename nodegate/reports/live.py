@@ -9,7 +9,7 @@ teardown, then becomes one results line.
 
 from __future__ import annotations
 
-import sys
+import json
 import types
 from pathlib import Path
 
@@ -18,7 +18,7 @@ import pytest
 from . import html as ng_html
 from . import metadata as ng_metadata
 from .actions import OBTAIN_EVIDENCE, action_for
-from .records import NodeInfo, Record, RecordBook, node_info
+from .records import NodeInfo, NodeInfoStore, Record, RecordBook, node_info
 from .remedy import error_remediation
 from .render import RenderContext, render_all
 from .results import FILENAME, ResultsWriter
@@ -112,18 +112,32 @@ def _slim_skipped(stats: dict, report) -> None:
     so the stand-in keeps the id, the phase, the location and the skip's (path, line, reason); the
     rest of the report (its dict, timings, the path string of each) goes. The bench's sample has 8
     skips a node: what a node leaves in memory to the session's end went from 13.7 to 12.5 KB
-    (tracemalloc between two shards of a 256-node replay; docs/performance.md "Round 8")."""
+    (tracemalloc between two shards of a 256-node replay; docs/performance.md "Round 8"), and with
+    the stand-in's fields in one string and NodeInfoStore from 306 to 182 allocated blocks and 37 to
+    19 GC-tracked objects a node (192- against 64-node replay, "Round 10"). A report whose
+    location or longrepr holds anything but str, int and None stays as it is."""
     lst = stats.get("skipped")
     if not lst or lst[-1] is not report:
         return
     longrepr = getattr(report, "longrepr", None)
     if type(report) is not pytest.TestReport or not isinstance(longrepr, tuple) or len(longrepr) != 3:
         return    # pytest's own skip reports only: (path, line, reason)
-    path, line, reason = longrepr
-    # the path is one of a few modules' (the check's skip is raised in nodegate.session.verdicts);
-    # the reason names the GPU (index, bus id, serial), so it is the report's own
-    shared = (sys.intern(path) if type(path) is str else path, line, reason)
-    lst[-1] = SkippedStandIn(report, shared)
+    loc = getattr(report, "location", None)
+    if not (isinstance(loc, tuple) and len(loc) == 3 and all(_plain(v) for v in (*longrepr, *loc))):
+        return
+    lst[-1] = SkippedStandIn(report, longrepr)
+
+
+def _plain(v) -> bool:
+    """What JSON gives back as it was (a report's path, line, reason, domain)."""
+    return v is None or type(v) in (str, int)
+
+
+try:   # pytest >= 9: a report's test id is a NodeId (``TestReport._id``) behind ``nodeid``
+    from _pytest.nodeid import coerce_node_id as _node_id
+except ImportError:   # pytest 8: the id is the ``nodeid`` string itself
+    def _node_id(nodeid: str):
+        return nodeid
 
 
 class SkippedStandIn(pytest.TestReport):
@@ -132,11 +146,16 @@ class SkippedStandIn(pytest.TestReport):
     line, reason), ``when`` and ``keywords``, or lists it by test id with its verbose word from
     ``pytest_report_teststatus`` (``--no-fold-skipped``). A TestReport, so those hooks and
     ``isinstance`` checks see what they saw; what ``compact()`` already dropped stays empty, and
-    the timings are 0 (with ``--durations`` the reports are kept as they are). The test id is
-    copied as the report holds it (pytest 9: a NodeId behind the ``nodeid`` property; pytest 8:
-    the ``nodeid`` string); tests/reports/test_memory.py compares ``-rs`` output with and without
-    the stand-ins."""
+    the timings are 0 (with ``--durations`` the reports are kept as they are).
 
+    The id, phase, location and (path, line, reason) are kept as one JSON string (a slot; no
+    instance dict, no NodeId, no tuples until they are read): a report kept to the end of a
+    4,096-node run is made in the middle of its shard, and what it holds stays scattered over
+    the heap among that shard's freed objects (docs/performance.md "Round 10"). Each attribute is
+    decoded when read (``-rs``: three times a skip, at the end). tests/reports/test_memory.py
+    compares ``-rs`` output with and without the stand-ins."""
+
+    __slots__ = ("_packed",)
     outcome = "skipped"
     keywords = _EMPTY
     user_properties = ()
@@ -146,11 +165,32 @@ class SkippedStandIn(pytest.TestReport):
     extras = ()
 
     def __init__(self, report, longrepr: tuple):   # not TestReport.__init__: only these are kept
-        d = report.__dict__
-        for k in ("_id", "nodeid"):
-            if k in d:
-                self.__dict__[k] = d[k]
-        self.location, self.when, self.longrepr = report.location, report.when, longrepr
+        path, line, domain = report.location
+        self._packed = json.dumps([report.nodeid, report.when, path, line, domain, *longrepr],
+                                  separators=(",", ":"))
+
+    def _fields(self) -> list:
+        return json.loads(self._packed)
+
+    @property
+    def nodeid(self) -> str:
+        return self._fields()[0]
+
+    @property
+    def _id(self):
+        return _node_id(self._fields()[0])
+
+    @property
+    def when(self) -> str:
+        return self._fields()[1]
+
+    @property
+    def location(self) -> tuple:
+        return tuple(self._fields()[2:5])
+
+    @property
+    def longrepr(self) -> tuple:
+        return tuple(self._fields()[5:8])
 
 
 def _failed_subtests_key():
@@ -242,7 +282,7 @@ class RunReports:
         self.junit_path, self.html_path = junit_path, html_path
         self.book = RecordBook()
         self.writer: ResultsWriter | None = None
-        self.infos: dict[str, NodeInfo] = {}
+        self.infos = NodeInfoStore()   # one JSON string a released node (records.NodeInfoStore)
         self.extras: dict[str, list[str]] = {}
         self.outputs: list[tuple[str, str]] = []
         self.rendered = None

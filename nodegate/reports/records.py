@@ -12,9 +12,10 @@ reason text, never an exception.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from ..textsafe import shown
 from .text import clean, excerpt, one_line
@@ -227,6 +228,57 @@ class NodeInfo:
         if self.not_evaluated:
             return self.not_evaluated
         return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
+
+
+class NodeInfoStore:
+    """node name -> ``NodeInfo`` of the nodes released so far (``RunReports.infos``), each kept
+    as one JSON string until the reports read it at the end.
+
+    A node's NodeInfo is built when its evidence is dropped, in the middle of its shard, among
+    that shard's short-lived objects; kept as it is (the dataclass, its ``problems`` dict and
+    ``counts`` Counter, ~20 strings) those objects stay scattered over the heap to the end of
+    the run, one node's worth in every shard. One string a node instead: its fields are str,
+    int, float, None, a dict of str and a Counter of str, which JSON gives back as they were
+    (tests/reports/test_memory.py). ``get``/``[]`` return a new NodeInfo each time: the reports
+    fill one and keep it (nodegate.reports.render); a change to it is not stored back."""
+
+    __slots__ = ("_packed",)
+
+    def __init__(self):
+        self._packed: dict[str, str] = {}
+
+    @staticmethod
+    def pack(info: NodeInfo) -> str:
+        # not dataclasses.asdict: it rebuilds a Counter from (key, count) pairs, counting the pairs
+        d = {f.name: getattr(info, f.name) for f in fields(NodeInfo)}
+        d["counts"], d["problems"] = dict(info.counts), dict(info.problems)
+        return json.dumps(d, separators=(",", ":"))
+
+    @staticmethod
+    def unpack(text: str) -> NodeInfo:
+        d = json.loads(text)
+        d["counts"] = Counter(d.get("counts") or {})
+        d["problems"] = dict(d.get("problems") or {})
+        return NodeInfo(**d)
+
+    def __setitem__(self, node: str, info: NodeInfo) -> None:
+        self._packed[node] = self.pack(info)
+
+    def __getitem__(self, node: str) -> NodeInfo:
+        return self.unpack(self._packed[node])
+
+    def get(self, node: str, default=None):
+        text = self._packed.get(node)
+        return default if text is None else self.unpack(text)
+
+    def __contains__(self, node) -> bool:
+        return node in self._packed
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __iter__(self):
+        return iter(self._packed)
 
 
 def _try(info: NodeInfo, name: str, fn):

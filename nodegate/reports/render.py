@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,7 @@ class RenderContext:
     results_path: Path
     interleaved: bool = False
     nodes: list[str] = field(default_factory=list)                 # every node of the run, run order
-    infos: dict[str, NodeInfo] = field(default_factory=dict)       # node -> facts captured during the run
+    infos: Mapping[str, NodeInfo] = field(default_factory=dict)    # node -> facts captured during the run (.get)
     expected: dict[str, int] = field(default_factory=dict)         # node -> items collected before deselection
     #: node -> why it was not evaluated (FleetRun.not_evaluated(): deselected, selected items not run)
     reasons: dict[str, str] = field(default_factory=dict)

@@ -104,3 +104,33 @@ def test_node_info_mixed_models():
         kernel_release = "6.8.0"
     i = node_info("n", Bundle("n", meta={}), F(), [])
     assert (i.gpu_model, i.gpu_count, i.kernel) == ("A x2, B x1", 3, "6.8.0")
+
+
+def test_node_info_store_gives_back_every_field_as_it_was():
+    """RunReports keeps released nodes' NodeInfo as one JSON string each (records.NodeInfoStore):
+    every field comes back equal and of the same type, a new object each read."""
+    from collections import Counter
+    from dataclasses import fields
+
+    from nodegate.reports.records import NodeInfo, NodeInfoStore
+    i = NodeInfo(node="gpu-n01", gather_status="ok", gather_s=12.5, driver_version="580.159.04",
+                 flavor="open", kernel="6.8.0-\u00e9", vbios="96.00.A5.00.01", gpu_model="NVIDIA H200",
+                 gpu_count=8, system_vendor="Supermicro", system_model="AS-8125GS",
+                 system_serial="unknown: needs root (--sudo)", spec_source="inventory", bundle_dir="/b/n01",
+                 inforom="G525.0200.00.05", power_limit="700 W", mig_mode="Disabled", compute_mode="Default",
+                 problems={"kernel": "EvidenceError: no uname"}, counts=Counter(pass_=3, fail=1),
+                 status="need action", expected_items=190, not_evaluated="", worst_severity="high",
+                 action="RMA")
+    store = NodeInfoStore()
+    store["gpu-n01"] = i
+    got = store.get("gpu-n01")
+    assert got == i and got is not i and store["gpu-n01"] is not got
+    for f in fields(NodeInfo):
+        assert type(getattr(got, f.name)) is type(getattr(i, f.name)), f.name
+    assert "gpu-n01" in store and len(store) == 1 and list(store) == ["gpu-n01"]
+    assert store.get("other") is None and store.get("other", 5) == 5
+    got.counts["fail"] += 1              # a change to a read copy is not stored back
+    assert store["gpu-n01"].counts["fail"] == 1
+    empty = NodeInfo(node="n02")
+    store["n02"] = empty
+    assert store["n02"] == empty
