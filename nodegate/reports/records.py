@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 
 from ..textsafe import shown
@@ -230,7 +231,7 @@ class NodeInfo:
         return "ok" if self.evaluated else "NOT EVALUATED (gathered, no check judged)"
 
 
-class NodeInfoStore:
+class NodeInfoStore(Mapping):
     """node name -> ``NodeInfo`` of the nodes released so far (``RunReports.infos``), each kept
     as one JSON string until the reports read it at the end.
 
@@ -239,8 +240,8 @@ class NodeInfoStore:
     ``counts`` Counter, ~20 strings) those objects stay scattered over the heap to the end of
     the run, one node's worth in every shard. One string a node instead: its fields are str,
     int, float, None, a dict of str and a Counter of str, which JSON gives back as they were
-    (tests/reports/test_memory.py). ``get``/``[]`` return a new NodeInfo each time: the reports
-    fill one and keep it (nodegate.reports.render); a change to it is not stored back."""
+    (tests/reports/test_records.py). A ``Mapping`` plus ``store[node] = info``; every read (``[]``,
+    ``get``, ``items``) returns a new NodeInfo: the reports fill one and keep it (nodegate.reports.render); a change to it is not stored back."""
 
     __slots__ = ("_packed",)
 
@@ -250,15 +251,13 @@ class NodeInfoStore:
     @staticmethod
     def pack(info: NodeInfo) -> str:
         # not dataclasses.asdict: it rebuilds a Counter from (key, count) pairs, counting the pairs
-        d = {f.name: getattr(info, f.name) for f in fields(NodeInfo)}
-        d["counts"], d["problems"] = dict(info.counts), dict(info.problems)
-        return json.dumps(d, separators=(",", ":"))
+        # (json writes the Counter and the problems dict as the JSON objects they are)
+        return json.dumps({f.name: getattr(info, f.name) for f in fields(NodeInfo)}, separators=(",", ":"))
 
     @staticmethod
     def unpack(text: str) -> NodeInfo:
         d = json.loads(text)
-        d["counts"] = Counter(d.get("counts") or {})
-        d["problems"] = dict(d.get("problems") or {})
+        d["counts"] = Counter(d["counts"])
         return NodeInfo(**d)
 
     def __setitem__(self, node: str, info: NodeInfo) -> None:
@@ -266,10 +265,6 @@ class NodeInfoStore:
 
     def __getitem__(self, node: str) -> NodeInfo:
         return self.unpack(self._packed[node])
-
-    def get(self, node: str, default=None):
-        text = self._packed.get(node)
-        return default if text is None else self.unpack(text)
 
     def __contains__(self, node) -> bool:
         return node in self._packed

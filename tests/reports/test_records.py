@@ -129,6 +129,7 @@ def test_node_info_store_gives_back_every_field_as_it_was():
         assert type(getattr(got, f.name)) is type(getattr(i, f.name)), f.name
     assert "gpu-n01" in store and len(store) == 1 and list(store) == ["gpu-n01"]
     assert store.get("other") is None and store.get("other", 5) == 5
+    assert dict(store.items()) == {"gpu-n01": i}
     got.counts["fail"] += 1              # a change to a read copy is not stored back
     assert store["gpu-n01"].counts["fail"] == 1
     empty = NodeInfo(node="n02")
