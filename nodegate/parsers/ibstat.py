@@ -34,12 +34,15 @@ import re
 from ..errors import ParseError
 from ..facts import IbPort
 from . import _values as V
+from ._limits import number
 from .ib_ports import rate_gbps, state_word
 
 MAX_CHARS = 1024 * 1024
 _CA = re.compile(r"^CA '(?P<ca>[^']+)'\s*$")
-_PORT = re.compile(r"^\s+Port (?P<p>\d+):\s*$")
-_KV = re.compile(r"^\s+(?P<k>[A-Za-z][A-Za-z ]*?):\s*(?P<v>.*?)\s*$")
+_PORT = re.compile(r"^\s+Port (?P<p>\d{1,20}):\s*$")
+# linear: the key cannot hold ':' and the value is stripped in code (the former lazy
+# ``:\s*(?P<v>.*?)\s*$`` backtracked quadratically over a run of spaces)
+_KV = re.compile(r"^\s+(?P<k>[A-Za-z][A-Za-z ]*):(?P<v>.*)$")
 
 
 def parse_ibstat(text: str | bytes) -> list[IbPort]:
@@ -61,14 +64,14 @@ def parse_ibstat(text: str | bytes) -> list[IbPort]:
             raise ParseError(f"ibstat: line before any CA header: {ln.strip()[:80]!r}")
         m = _PORT.match(ln)
         if m:
-            cur = IbPort(device=ca["name"], port=int(m.group("p")), fw_ver=ca.get("fw"),
+            cur = IbPort(device=ca["name"], port=number(m.group("p")), fw_ver=ca.get("fw"),
                          hca_type=ca.get("type"), source="ibstat")
             out.append(cur)
             continue
         m = _KV.match(ln)
         if not m:
             continue
-        k, v = m.group("k").lower(), m.group("v")
+        k, v = m.group("k").lower(), m.group("v").strip()
         if cur is None:
             if k == "firmware version":
                 ca["fw"] = v or None

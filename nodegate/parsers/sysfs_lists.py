@@ -33,6 +33,7 @@ import re
 
 from ..errors import ParseError
 from . import _values as V
+from ._limits import check_gpu_count
 
 _KVER = re.compile(r"^(?P<k>\S+) build=(?P<b>yes|no)\s*$")
 _PEER = re.compile(r"^/sys/kernel/mm/memory_peers/(?P<name>[^/]+)/version:\s*(?P<v>.*)$")
@@ -110,6 +111,7 @@ def parse_gpus_information(text: str | bytes) -> list[dict[str, str]]:
         if "Bus Location" in info:
             info["Bus Location"] = V.bus_id(info["Bus Location"]) or ""
         out.append(info)
+        check_gpu_count(len(out), "driver.gpus_information")
     return out
 
 
