@@ -86,10 +86,14 @@ def parse_nvlink_errors(text: str | bytes) -> list[GpuNvLinks]:
                 if len(g.links) > _MAX_LINKS:
                     raise ParseError(f"nvidia-smi nvlink -e: more than {_MAX_LINKS} links for GPU {g.index}")
             name, v = counter_name(m.group("name")), m.group("v").strip()
+            prev = link.errors.get(name)
             if name in _NAMES.values():   # a counter the checks judge: a number or N/A, else ParseError
                 link.errors[name] = V.int_value(v, field=f"link {k} {m.group('name')}")
             elif re.fullmatch(r"\d+", v) or V.is_na(v):
                 link.errors[name] = V.int_value(v, field=name)
+            if prev is not None and prev != link.errors[name]:   # never "last one wins"
+                raise ParseError(f"nvidia-smi nvlink -e: GPU {g.index} link {k} {name} given twice "
+                                 f"({prev} and {link.errors[name]})")
             # other values (newer drivers add rates such as "Effective BER: 15e-255") are not kept
             g.status = "ok"
             continue

@@ -71,7 +71,11 @@ def parse_pci_aer(text: str | bytes) -> list[AerCounters]:
         kind, name, n = m.group("kind"), m.group("name"), number(m.group("n"))
         for r in by_bdf[bdf]:
             if name == _TOTAL[kind]:
+                prev = getattr(r, f"{kind}_total")
                 setattr(r, f"{kind}_total", n)
             else:
+                prev = getattr(r, kind).get(name)
                 getattr(r, kind)[name] = n
+            if prev not in (None, n):   # a counter twice with two counts: contradictory, never "last one wins"
+                raise ParseError(f"pci.aer: {bdf} {kind} {name} given twice ({prev} and {n})")
     return recs

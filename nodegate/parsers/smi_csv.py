@@ -95,6 +95,7 @@ def parse_query_csv(text: str | bytes, fields: list[str] | tuple[str, ...] | Non
     check_gpu_count(len(data), "--query-gpu csv")
     if any(not h or " " in h for h in header):
         raise ParseError(f"--query-gpu csv: header is not a field list: {lines[0][:80]!r}")
+    _no_field_twice(lines[0] if fields is None else ", ".join(fields), header)
     rows = []
     for ln in data:
         vals = ln.split(", ")
@@ -102,6 +103,19 @@ def parse_query_csv(text: str | bytes, fields: list[str] | tuple[str, ...] | Non
             raise ParseError(f"--query-gpu csv: {len(vals)} values for {len(header)} fields: {ln[:80]!r}")
         rows.append({h: (NA if V.is_na(v) else v.strip()) for h, v in zip(header, vals)})
     return rows
+
+
+def _no_field_twice(raw_header: str, header: list[str]) -> None:
+    """ParseError when two columns name one field, directly (``ecc.errors.uncorrected.volatile.total``
+    twice) or through an alias (``retired_pages.dbe`` and ``retired_pages.double_bit.count``,
+    ``clocks_throttle_reasons.X`` and ``clocks_event_reasons.X``): a dict would keep the last value
+    (7 then 0 PASSed a GPU with uncorrectable errors). Same rule as the XML path
+    (``_gputree.TNode.only``): a field named twice is unreadable, never "last one wins"."""
+    seen: set[str] = set()
+    twice = [h for h in header if h in seen or seen.add(h)]
+    if twice:
+        raise ParseError(f"--query-gpu csv: field {twice[0]!r} named more than once in the header "
+                         f"(contradictory): {raw_header[:120]!r}")
 
 
 def _int(row, name):

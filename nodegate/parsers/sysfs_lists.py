@@ -107,7 +107,8 @@ def parse_gpus_information(text: str | bytes) -> list[dict[str, str]]:
         for ln in body:
             if ":" in ln:
                 k, v = ln.split(":", 1)
-                info[k.strip()] = v.strip()
+                if info.setdefault(k.strip(), v.strip()) != v.strip():   # never "last one wins"
+                    raise ParseError(f"driver.gpus_information: {k.strip()!r} given twice in {path}")
         if "Bus Location" in info:
             info["Bus Location"] = V.bus_id(info["Bus Location"]) or ""
         out.append(info)

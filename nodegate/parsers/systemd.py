@@ -67,6 +67,8 @@ def parse_systemctl_show(text: str | bytes) -> SystemdUnit:
             raise ParseError(f"systemctl show: not a Key=value line: {ln[:100]!r}")
         key, val = m.group(1), m.group(2)
         last = key
+        if key != "ExecStart" and u.raw.get(key, val) != val:   # systemctl prints each property once
+            raise ParseError(f"systemctl show: {key} given twice ({u.raw[key][:40]!r} and {val[:40]!r})")
         u.raw[key] = (u.raw[key] + "\n" + val) if key in u.raw and key == "ExecStart" else val
         if key in _SIMPLE:
             setattr(u, _SIMPLE[key], val or None)
