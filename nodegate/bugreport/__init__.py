@@ -18,12 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..bundle import Bundle
-from .convert import SOURCES, _node_name, convert, convert_lines
+from .convert import SOURCES, _node_name, convert, convert_stream
 from .sections import VERSIONS, split_sections
-from .stream import BugReportError, log_lines
+from .stream import BugReportError, log_chunks
 
 __all__ = ["MAX_LOG_BYTES", "SOURCES", "VERSIONS", "BugReportError", "bug_report_paths", "is_bug_report",
-           "load_bug_report", "log_lines", "read_log", "split_sections", "convert", "convert_lines"]
+           "load_bug_report", "log_chunks", "read_log", "split_sections", "convert", "convert_stream"]
 
 #: largest log text read, bytes after decompression (a full log with nvidia-debugdump output is
 #: 5-60 MB; the base64 dumps are not evidence nodegate reads)
@@ -49,9 +49,9 @@ def bug_report_paths(root: Path) -> list[Path]:
 
 def read_log(path: Path, cap: int = MAX_LOG_BYTES) -> str:
     """The whole text of a bug report (gzip detected by its magic bytes, not the name), for tools
-    and tests; the run itself converts ``stream.log_lines`` without holding the text. Raises
+    and tests; the run itself converts the pieces of ``stream.log_chunks`` without holding the text. Raises
     BugReportError for a non-regular file, a corrupt gzip or text beyond ``cap`` bytes."""
-    return "".join(ln + "\n" for ln in log_lines(path, cap))
+    return "".join(log_chunks(path, cap))
 
 
 def _stem(path: Path) -> str:
@@ -67,7 +67,7 @@ def load_bug_report(path: Path, taken: set[str] | None = None) -> Bundle:
     log of the same host gets ``<host>--<file stem>`` (before/after logs of one node)."""
     path = Path(path)
     try:
-        b = convert_lines(log_lines(path, MAX_LOG_BYTES), _stem(path), str(path))
+        b = convert_stream(log_chunks(path, MAX_LOG_BYTES), _stem(path), str(path))
     except BugReportError as e:
         b = _unreadable(path, str(e))
     except Exception as e:  # noqa: BLE001 - one log never stops the run: its node ERRORs, the others are judged

@@ -16,7 +16,7 @@ from typing import Iterable
 from ..bundle import Bundle, Evidence
 from . import kernel
 from .sections import _VERSION
-from .stream import Kept, Lines, SectionReader, text_lines
+from .stream import Kept, Lines, SectionReader, text_chunks
 
 
 @dataclass(frozen=True)
@@ -124,16 +124,16 @@ def _version_of(line: str) -> str | None:
 
 
 def convert(text: str, fallback_name: str, source_file: str = "") -> Bundle:
-    """The Bundle of one bug report ``text`` (see ``convert_lines``)."""
-    return convert_lines(text_lines(text), fallback_name, source_file)
+    """The Bundle of one bug report ``text`` (see ``convert_stream``)."""
+    return convert_stream(text_chunks(text), fallback_name, source_file)
 
 
-def convert_lines(lines: Iterable[str], fallback_name: str, source_file: str = "") -> Bundle:
-    """The Bundle of one bug report given as its lines (``stream.log_lines``: read once, in order,
-    keeping only the sections that become evidence); the node is named after the log's ``uname -a``
-    host (``fallback_name`` when it has none or it is not usable as a name). Time is linear in the
-    text; memory a fixed multiple of the largest kept section (nodegate/bugreport/stream.py)."""
-    r = SectionReader(_wanted, kernel.keep, _version_of).read(lines)
+def convert_stream(chunks: Iterable[str], fallback_name: str, source_file: str = "") -> Bundle:
+    """The Bundle of one bug report given as pieces of its text (``stream.log_chunks``: read once,
+    in order, keeping only the sections that become evidence); the node is named after the log's
+    ``uname -a`` host (``fallback_name`` when it has none or it is not usable as a name). Time is
+    linear in the text; memory a fixed multiple of the largest kept section (bugreport/stream.py)."""
+    r = SectionReader(_wanted, _version_of).read(chunks)
     items: dict[str, Evidence] = {}
     derived: dict[str, str] = {}
     absent: dict[str, str] = {}
