@@ -23,10 +23,17 @@ MAX_DIGITS = 20
 DIGITS = r"\d{1,20}"
 
 
-def check_gpu_count(n: int, what: str) -> None:
-    """ParseError when ``n`` GPUs exceed MAX_GPUS (``what`` names the source, e.g. "--query-gpu csv")."""
+class TooManyGpus(ParseError):
+    """A source lists more than MAX_GPUS GPUs (a ParseError: the node's GPU facts ERROR; NodeFacts
+    never falls back to another source for it)."""
+
+
+def check_gpu_count(n: int, what: str, running: bool = False) -> None:
+    """TooManyGpus when ``n`` GPUs exceed MAX_GPUS (``what`` names the source, e.g. "--query-gpu csv";
+    ``running``: ``n`` is a count so far, the source is refused as soon as it passes the cap)."""
     if n > MAX_GPUS:
-        raise ParseError(f"{what} lists {n} GPUs: more than any node has ({MAX_GPUS})")
+        listed = f"more than {MAX_GPUS}" if running else str(n)
+        raise TooManyGpus(f"{what} lists {listed} GPUs: more than any node has ({MAX_GPUS})")
 
 
 def number(s: str, field: str = "value", base: int = 10) -> int:

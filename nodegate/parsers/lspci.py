@@ -60,7 +60,7 @@ def parse_lspci_vvv(text: str | bytes) -> list[LspciLink]:
         if m:
             out.append(_stanza(m.group("bdf"), m.group("desc").strip()))
             gpus += out[-1].display
-            check_gpu_count(gpus, "lspci -vvv")   # NVIDIA display functions are the GPUs of altkeys.gpus_from_lspci
+            check_gpu_count(gpus, "lspci -vvv", running=True)   # NVIDIA display functions are the GPUs of altkeys.gpus_from_lspci
             continue
         if not out:
             continue

@@ -71,7 +71,7 @@ def parse_nvlink_errors(text: str | bytes) -> list[GpuNvLinks]:
         h = gpu_header(ln)
         if h is not None:
             out.append(GpuNvLinks(index=h[0], name=h[1], uuid=h[2], status="none", source="smi"))
-            check_gpu_count(len(out), "nvidia-smi nvlink -e")
+            check_gpu_count(len(out), "nvidia-smi nvlink -e", running=True)
             continue
         if not out:
             raise ParseError(f"nvidia-smi nvlink -e: line before any GPU header: {ln.strip()[:80]!r}")

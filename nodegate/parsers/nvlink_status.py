@@ -61,7 +61,7 @@ def parse_nvlink_status(text: str | bytes) -> list[GpuNvLinks]:
         h = gpu_header(ln)
         if h is not None:
             out.append(GpuNvLinks(index=h[0], name=h[1], uuid=h[2], status="none", source="smi"))
-            check_gpu_count(len(out), "nvidia-smi nvlink -s")
+            check_gpu_count(len(out), "nvidia-smi nvlink -s", running=True)
             continue
         if not out:
             raise ParseError(f"nvidia-smi nvlink -s: line before any GPU header: {ln.strip()[:80]!r}")

@@ -52,7 +52,7 @@ def parse_pci_sysfs(text: str | bytes) -> list[SysfsLink]:
             out.append(SysfsLink(bdf=V.bus_id(m.group("bdf")), role="gpu" if m.group("gpu") else "upstream",
                                  upstream_of=V.bus_id(m.group("of")) if m.group("of") else None))
             gpus += out[-1].role == "gpu"
-            check_gpu_count(gpus, "pci.sysfs")
+            check_gpu_count(gpus, "pci.sysfs", running=True)
             continue
         a = _ATTR.match(ln)
         if a and a.group("k") == "gpus":

@@ -50,7 +50,7 @@ def parse_smi_list(text: str | bytes) -> list[GpuFacts]:
         m = _GPU.match(ln)
         if m:
             out.append(GpuFacts(index=number(m.group("i")), name=m.group("name"), uuid=m.group("uuid"), source="smi_list"))
-            check_gpu_count(len(out), "nvidia-smi -L")
+            check_gpu_count(len(out), "nvidia-smi -L", running=True)
             continue
         if _MIG.match(ln) and out:
             out[-1].mig_mode_current = True

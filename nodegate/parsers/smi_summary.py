@@ -105,7 +105,7 @@ def parse_smi_summary(text: str | bytes) -> SmiReport:
             cur = GpuFacts(index=number(m["i"]), name=m["name"], pci_bus_id=V.bus_id(m["bus"]),
                            persistence_mode=m["pm"] == "On", source="smi_summary")
             rep.gpus.append(cur)
-            check_gpu_count(len(rep.gpus), "nvidia-smi (summary)")
+            check_gpu_count(len(rep.gpus), "nvidia-smi (summary)", running=True)
             row = 1
             continue
         if cur is None:

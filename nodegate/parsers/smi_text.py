@@ -127,7 +127,7 @@ def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list
         if m:
             cur = []
             blocks.append((m.group(1), cur))
-            check_gpu_count(len(blocks), "nvidia-smi -q")   # refused before any GPU is built
+            check_gpu_count(len(blocks), "nvidia-smi -q", running=True)   # refused before any GPU is built
             continue
         if cur is not None and (ln[:1] == " " or not ln.strip()):
             cur.append(ln)

@@ -112,7 +112,7 @@ def parse_gpus_information(text: str | bytes) -> list[dict[str, str]]:
         if "Bus Location" in info:
             info["Bus Location"] = V.bus_id(info["Bus Location"]) or ""
         out.append(info)
-        check_gpu_count(len(out), "driver.gpus_information")
+        check_gpu_count(len(out), "driver.gpus_information", running=True)
     return out
 
 
