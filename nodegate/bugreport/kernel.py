@@ -64,10 +64,11 @@ def split_boots(dmesg: Iterable[str] | None, journal: dict[int, Iterable[str]],
     d_lines = [l for l in (dmesg or []) if keep(l)]
     d_msgs: Counter = Counter()
     d_stamped: set[tuple[str, str]] = set()
-    for m in map(_dmesg_msg, d_lines):   # one pass
-        if m:
-            d_msgs[m[1]] += 1
-            d_stamped.add(m)
+    if journal or syslog_files:   # only other sources need dmesg's messages (memory: one entry per line)
+        for m in map(_dmesg_msg, d_lines):
+            if m:
+                d_msgs[m[1]] += 1
+                d_stamped.add(m)
     j0 = [l for l in journal.get(0, []) if keep(l)]
     j0_keys = {(p[0], p[1]) for p in map(_syslog, j0) if p}
     current = list(d_lines)

@@ -36,6 +36,10 @@ MAX_LINE_CHARS = 1024 * 1024
 #: characters read at once (the reader works on runs of whole lines, never one Python call per line
 #: of text it drops: 256 MB of newlines took 65 s per 32 MB line by line)
 CHUNK_CHARS = 1 << 16
+#: kernel lines kept per source (dmesg, each journal boot, each syslog file): the probe keeps at most
+#: 25,000 (20,000 deciding lines and the last 5,000); each kept line costs the de-duplication a
+#: fixed amount, so this bounds the conversion's memory whatever the lines' length
+MAX_KERNEL_LINES = 100_000
 #: largest section body kept, characters: the probe's per-item cap (nodegate.probe.DEFAULT_ITEM_CAP)
 MAX_SECTION_CHARS = 8 * 1024 * 1024
 
@@ -128,12 +132,14 @@ def text_lines(text: str) -> Iterator[str]:
 class Lines:
     """A kept body: text plus a line iterator over it (re-iterable; no list of lines is held)."""
 
-    __slots__ = ("_buf", "size", "truncated")
+    __slots__ = ("_buf", "size", "truncated", "lines", "max_lines")
 
-    def __init__(self):
+    def __init__(self, max_lines: int | None = None):
         self._buf = io.StringIO()
         self.size = 0
         self.truncated = False
+        self.lines = 0
+        self.max_lines = max_lines
 
     def add(self, text: str) -> None:
         """Append one line, or a run of lines (``"l1\\nl2"``); a trailing ``\\r`` of each is removed.
@@ -149,6 +155,17 @@ class Lines:
             if cut <= 0:
                 return
             text = text[:cut]
+        if self.max_lines is not None:
+            n = text.count("\n") + 1
+            if self.lines + n > self.max_lines:
+                self.truncated = True
+                cut = -1
+                for _ in range(self.max_lines - self.lines):
+                    cut = text.find("\n", cut + 1)
+                if cut <= 0:
+                    return
+                text, n = text[:cut], self.max_lines - self.lines
+            self.lines += n
         self._buf.write(text)
         self._buf.write("\n")
         self.size += len(text) + 1
@@ -262,7 +279,7 @@ class SectionReader:
         if kind == "file" and "fabricmanager" in name:
             self.out.fm_traces = True
         if kind == "command" and name == "dmesg":
-            self.out.dmesg = Lines()   # the last dmesg block wins, as before
+            self.out.dmesg = Lines(MAX_KERNEL_LINES)   # the last dmesg block wins, as before
             return None
         if kind in ("file", "command") and self.want(kind, name):
             k = Kept(kind, name, header)
@@ -301,7 +318,7 @@ class SectionReader:
         elif kind == "scan":
             for m in _SCAN_LINE.finditer(seg):
                 if m.group("src") is not None:
-                    self.part = self.scan.setdefault(m.group("src"), Lines())
+                    self.part = self.scan.setdefault(m.group("src"), Lines(MAX_KERNEL_LINES))
                 elif self.part is not None:
                     self.part.add(m.group("line"))
         elif self.cur is not None:
