@@ -65,25 +65,28 @@ def _bundle_files(bundle_dir: Path):
 
 
 def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
-                       results: list[dict], spec_source: str = "") -> Path:
+                       results: list[dict], spec_source: str = "", anchor: Path | None = None) -> Path:
     """Write the archive of one node (replacing an older one); returns its path. ``spec_source``:
-    where the node's spec came from (results.json ``spec_source``)."""
+    where the node's spec came from (results.json ``spec_source``). ``anchor``: the operator's
+    directory ``archive_dir`` lies in (default: its parent, the reports directory): below it no
+    link is followed (nodegate.safeio; raises ``LinkRefused``, an OSError)."""
+    from .. import safeio
     out = archive_path(archive_dir, node)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    anchor = Path(archive_dir).parent if anchor is None else anchor
+    safeio.makedirs(out.parent, anchor)
     top = safe_filename(node)
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
     try:
-        from ..safeio import open_new
-        with open_new(tmp, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        with safeio.open_new(tmp, "wb", anchor=anchor) as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
             if bundle_dir is not None and Path(bundle_dir).is_dir():
                 for name, data, mtime in _bundle_files(Path(bundle_dir)):
                     _add_bytes(tar, f"{top}/{name}", data, mtime)
             doc = {"node": node, "spec_source": spec_source, "results": results}
             _add_bytes(tar, f"{top}/results.json",
                        (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
-        os.replace(tmp, out)
+        safeio.replace(tmp, out, anchor=anchor)
     except OSError:   # disk full: no half-written temporary left behind
-        tmp.unlink(missing_ok=True)
+        safeio.unlink(tmp, anchor=anchor)
         raise
     return out

@@ -18,7 +18,6 @@ Nodes of the run without any record (deselected, not run, not gathered) are rend
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -125,8 +124,21 @@ def render_all(ctx: RenderContext) -> Rendered:
     per_check: dict[str, list] = {}
     hrefs: dict[str, str] = {}
     other: list[Record] = []
+    written_pages: list[Path] = []
+
+    def drop_pages() -> None:
+        """A failed HTML report takes this run's node pages with it, and nothing else: what
+        nodegate wrote, in the folder it opened itself (never through a link)."""
+        for p in written_pages:
+            safeio.unlink(p, anchor=html_dir)
+        written_pages.clear()
+
     if html_path:
-        pages_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            # reports/nodes below the HTML file's folder, never through a link planted there
+            safeio.makedirs(pages_dir, anchor=html_dir)
+        except OSError as e:
+            start_errors.append(("HTML report", html_path, e))
 
     dead: set[str] = set()
 
@@ -137,7 +149,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             return False
         failed("HTML report", html_path, OSError(28, "No space left on device (room given to the JUnit, RMA "
                                                   "files and archives)"),
-               lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+               drop_pages)
         return True
 
     def guarded(what: str, path, fn, cleanup=None):
@@ -146,7 +158,8 @@ def render_all(ctx: RenderContext) -> Rendered:
         try:
             return fn()
         except OSError as e:
-            if room_from_html():
+            # a link refused (nodegate.safeio) is no full disk: the node pages stay
+            if not isinstance(e, safeio.LinkRefused) and room_from_html():
                 try:
                     return fn()
                 except OSError as e2:
@@ -214,11 +227,13 @@ def render_all(ctx: RenderContext) -> Rendered:
             tmp = page.with_name(f".{page.name}.tmp")
             try:
                 safeio.write_text(tmp, nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
-                                                  title=ctx.title, extras=ctx.extras.get(node, [])))
-                os.replace(tmp, page)
+                                                  title=ctx.title, extras=ctx.extras.get(node, [])),
+                                  anchor=html_dir)
+                safeio.replace(tmp, page, anchor=html_dir)
+                written_pages.append(page)
             except OSError as e:
-                tmp.unlink(missing_ok=True)
-                failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+                safeio.unlink(tmp, anchor=html_dir)
+                failed("HTML report", html_path, e, drop_pages)
 
     seen: set[str] = set()
     for node, recs in node_groups(ctx.results_path, ctx.interleaved):
@@ -237,7 +252,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.junit_files = got
             out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
     if html_path is not None and "HTML report" not in dead:
-        _drop_stale_pages(pages_dir, set(hrefs.values()), html_dir)
+        _drop_stale_pages(pages_dir, {Path(p).name for p in written_pages}, html_dir)
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
@@ -253,7 +268,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.outputs.append(("Node pages", f"{pages_dir}/ ({len(hrefs)} node(s))"))
         except OSError as e:
             tmp.unlink(missing_ok=True)
-            failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+            failed("HTML report", html_path, e, drop_pages)
     if rw is not None and "RMA" not in dead:
         ne = {i.node: i.not_evaluated for i in out.infos if i.status == NOT_EVALUATED}
         paths = guarded("RMA", reports / "rma.csv", lambda: rw.finish(ne), rw.abort)
@@ -268,18 +283,23 @@ def render_all(ctx: RenderContext) -> Rendered:
 
 def _drop_stale_pages(pages_dir: Path, written: set[str], html_dir: Path) -> None:
     """Node pages of an earlier run in the same folder (a node this run did not have) go: the
-    folder holds this run's pages only. Only regular ``*.html`` files are removed."""
+    folder holds this run's pages only (``written``: their file names). Only regular ``*.html``
+    files are removed, in the folder opened without following a link (nodegate.safeio)."""
     try:
-        entries = list(os.scandir(pages_dir))
-    except OSError:
+        dfd = safeio.open_dir(pages_dir, anchor=html_dir, create=False)
+    except (OSError, ValueError):
         return
-    for e in entries:
-        if e.name.endswith(".html") and e.is_file(follow_symlinks=False) \
-                and _rel(Path(e.path), html_dir) not in written:
+    try:
+        with os.scandir(dfd) as it:
+            stale = [e.name for e in it if e.name.endswith(".html") and e.is_file(follow_symlinks=False)
+                     and e.name not in written]
+        for name in stale:
             try:
-                os.unlink(e.path)
+                os.unlink(name, dir_fd=dfd)
             except OSError:
                 pass
+    finally:
+        os.close(dfd)
 
 
 def _files(ctx: RenderContext, html_dir: Path, out: Rendered) -> list[tuple[str, str]]:
