@@ -25,9 +25,10 @@ from .text import safe_filename
 _BUNDLE_FILE_RE = re.compile(r"^(?:meta\.json|[a-z0-9_]+(?:\.[a-z0-9_]+)*\.(?:out|err|rc))$")
 
 
-def archive_path(archive_dir: Path, node: str) -> Path:
-    """Where the archive of ``node`` goes (file name from ``text.safe_filename``)."""
-    return Path(archive_dir) / f"{safe_filename(node)}.tar.gz"
+def archive_path(archive_dir: Path, node: str, stem: str | None = None) -> Path:
+    """Where the archive of ``node`` goes (file name ``stem``, the run's ``text.FileNames``
+    name, else ``text.safe_filename``)."""
+    return Path(archive_dir) / f"{stem or safe_filename(node)}.tar.gz"
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
@@ -65,16 +66,17 @@ def _bundle_files(bundle_dir: Path):
 
 
 def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
-                       results: list[dict], spec_source: str = "", anchor: Path | None = None) -> Path:
+                       results: list[dict], spec_source: str = "", anchor: Path | None = None,
+                       stem: str | None = None) -> Path:
     """Write the archive of one node (replacing an older one); returns its path. ``spec_source``:
     where the node's spec came from (results.json ``spec_source``). ``anchor``: the operator's
     directory ``archive_dir`` lies in (default: its parent, the reports directory): below it no
     link is followed (nodegate.safeio; raises ``LinkRefused``, an OSError)."""
     from .. import safeio
-    out = archive_path(archive_dir, node)
+    out = archive_path(archive_dir, node, stem)
     anchor = Path(archive_dir).parent if anchor is None else anchor
     safeio.makedirs(out.parent, anchor)
-    top = safe_filename(node)
+    top = stem or safe_filename(node)
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
     try:

@@ -30,7 +30,7 @@ from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
 from .status import NEED_ACTION, NOT_EVALUATED, node_status, not_evaluated_reason, sort_key
-from .text import safe_filename
+from .text import FileNames
 
 
 @dataclass
@@ -194,7 +194,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             bdir = ctx.bundle_dirs.get(node) or info.bundle_dir or next((r.bundle_dir for r in recs if r.bundle_dir), "")
             p = guarded("archives", archive_dir, lambda: archive.write_node_archive(
                 archive_dir, node, Path(bdir) if bdir else None, [r.to_dict() for r in recs],
-                spec_source=info.spec_source))
+                spec_source=info.spec_source, stem=archive_names.stem(node)))
             if p is not None:
                 out.archives[node] = p
                 arch_rel = _rel(p, reports)
@@ -208,7 +208,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         if html_path is not None and "HTML report" in dead:
             return
         if html_path is not None:
-            page = pages_dir / f"{safe_filename(node)}.html"
+            page = pages_dir / f"{page_names.stem(node)}.html"
             href = _rel(page, html_dir)
             hrefs[node] = href
             cells: dict[str, tuple[str, int]] = {}
@@ -236,6 +236,10 @@ def render_all(ctx: RenderContext) -> Rendered:
                 failed("HTML report", html_path, e, drop_pages)
 
     seen: set[str] = set()
+    # file names injective over the run (issue 31, item 10): one registry per folder; a live
+    # run's bundles/<node>/ folders share the archives' folder (bundles/<node>.tar.gz)
+    page_names = FileNames()
+    archive_names = FileNames(reserved=[n[:-len(".tar.gz")] for n in ctx.nodes if n.endswith(".tar.gz")])
     for node, recs in node_groups(ctx.results_path, ctx.interleaved):
         if not node:
             other.extend(recs)
@@ -275,6 +279,11 @@ def render_all(ctx: RenderContext) -> Rendered:
         if paths is not None:
             out.outputs += [("RMA (CSV)", str(paths["rma.csv"])), ("RMA (JSON)", str(paths["rma.json"])),
                             ("Actions (CSV)", str(paths["actions.csv"]))]
+    for what, names in (("node page", page_names), ("evidence archive", archive_names)):
+        for node, want, got in names.clashes[:5]:   # detected, and said (bounded)
+            out.outputs.append((f"File name clash ({what})", f"{node}: {want} is another node's, written as {got}"))
+        if len(names.clashes) > 5:
+            out.outputs.append((f"File name clash ({what})", f"... {len(names.clashes) - 5} more"))
     if out.archives:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))
