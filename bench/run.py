@@ -66,7 +66,7 @@ def _junit_counts(p: Path) -> dict[str, int]:
 def _reports_plugin_args() -> list[str]:
     """Load plugins/nodegate_reports.py when the root conftest does not (yet) load it."""
     conftest = (ROOT / "conftest.py").read_text()
-    return [] if "nodegate_reports" in conftest else ["-p", "plugins.nodegate_reports"]
+    return [] if "nodegate_reports" in conftest else ["-p", "nodegate.plugins.nodegate_reports"]
 
 
 def _env(timing: Path | None = None) -> dict:
