@@ -58,6 +58,8 @@ def build_wheel(root: Path, dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
     for name in SOURCES:
         p = root / name
+        if not p.exists():   # a checkout from before setup.py (bench/install_startup.py --against)
+            continue
         if p.is_dir():
             shutil.copytree(p, src / name, ignore=ignore)
         else:
