@@ -139,3 +139,22 @@ def test_plain_pytest_loads_nodegate_with_p(envs, tmp_path):
     assert "--inventory" in r.stdout and "--replay" in r.stdout
     r = _run(envs.installed, ["-m", "pytest", "-p", "nodegate.plugins", "--markers"], tmp_path)
     assert "@pytest.mark.critical" in r.stdout
+
+
+_TOP = ("import importlib.util as u\n"
+        "print([n for n in ('plugins', 'suites') if u.find_spec(n) is not None],"
+        " u.find_spec('nodegate.suites').origin, u.find_spec('nodegate.plugins').origin)\n")
+
+
+def test_no_top_level_plugins_or_suites_in_either_install(envs, tmp_path):
+    """Neither the wheel (site-packages) nor this editable install (``make venv``) puts a top-level
+    ``plugins`` or ``suites`` on the path; ``nodegate.suites``/``nodegate.plugins`` are the
+    installed copy's, or the checkout's for the editable one. Run outside the checkout (the
+    working directory is on sys.path)."""
+    import sys
+    for py, home in ((envs.installed, envs.installed.parent.parent), (Path(sys.executable), ROOT)):
+        r = _run(py, ["-c", _TOP], tmp_path)
+        assert r.returncode == 0, r.stderr[-2000:]
+        top, suites, plugins = r.stdout.rsplit(None, 2)
+        assert top == "[]", (py, r.stdout)
+        assert Path(suites).is_relative_to(home) and Path(plugins).is_relative_to(home), (py, r.stdout)
