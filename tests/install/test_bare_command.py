@@ -92,3 +92,13 @@ def test_bare_command_runs_the_suites_on_the_local_machine(tmp_path, local_items
     # machine reports GPUs)
     node_items = {i for i in local_items if not i.rsplit("[", 1)[1].startswith(f"{host}-gpu")}
     assert node_items and node_items <= ids, sorted(node_items - ids)[:5]
+
+
+@pytest.mark.parametrize("opt", ["--markers", "--help"])
+def test_bare_command_listing_writes_nothing(tmp_path, opt):
+    """``nodegate --markers``/``--help`` (a nodegate run now, as --target local://): pytest prints
+    and exits after configuring; no reports folder, no bundle, no contact."""
+    r = run([opt, "-p", "no:cacheprovider"], tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert ("@pytest.mark.critical" if opt == "--markers" else "--inventory") in r.stdout
+    assert not any(tmp_path.iterdir())
