@@ -287,7 +287,7 @@ class FleetRun:
             extra = tuple(n for n in self.bundles if n not in self.peer_ids and n != node)
             for what, v in (("boot id", ids[0]), ("machine id", ids[1])):
                 if v and node not in before.get((what, v), ()):
-                    before.setdefault((what, v), []).append(node)
+                    before.setdefault((what, v), {})[node] = None
             self._id_index = (("streaming", len(self.peer_ids), extra), before)
 
     def released(self, node: str) -> bool:

@@ -113,3 +113,19 @@ def test_copies_of_one_bundle_replayed_write_reports_linear_in_the_nodes(tmp_pat
         sizes[n] = (len(run.out) / n, (run.reports / "junit.xml").stat().st_size / n)
     assert sizes[16][0] <= 1.25 * sizes[4][0], sizes
     assert sizes[16][1] <= 1.25 * sizes[4][1], sizes
+
+
+def test_a_streaming_run_adds_released_nodes_to_the_groups_in_place():
+    """A streaming run keeps a released node's ids in the index in place (FleetRun._keep_ids):
+    the groups count it, still bounded."""
+    run = FleetRun()
+    run.streaming = True
+    for n in ("a", "b", "c"):
+        run.add(bundle(n, BOOT["a"], MID["a"]))
+    run._index()
+    for i in range(50):
+        run._keep_ids(f"gone{i:02d}", (BOOT["a"], MID["a"]))
+    run._keep_ids("other", (BOOT["b"], None))
+    groups = run.identity_groups("a")
+    assert [(g.what, g.count, len(g.names)) for g in groups] == [("boot id", 52, 5), ("machine id", 52, 5)]
+    assert run.identity_groups("other") == []
