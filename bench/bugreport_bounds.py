@@ -1,13 +1,15 @@
 """Conversion figures behind issue 31 item 4 (``python bench/bugreport_bounds.py``): CPU time and
 tracemalloc peak of converting hostile nvidia-bug-report logs, and the peak over the largest kept
-section. Measured on the 2-core development machine (2026-12-02):
+section. Measured on the 2-core development machine (2026-12-02, shared with other jobs):
 
-- 256 MB of newlines in a dmesg block (a 254 KB gzip): before 7.8 GB RSS; now ~0.5 MB peak, ~30 s
-  CPU (C-level skipping; 32 MB: 4.5 s);
-- 100,000 persistenced Started + Shutdown lines in the journal (7.6 MB): before O(n^2) (an 806 KB
-  log stalled a replay 3 min 36 s); now ~7 s CPU, peak ~10x the kept journal (the de-duplication's
-  entry per kept line; kernel lines are capped at stream.MAX_KERNEL_LINES per source);
-- an 8 MB nvidia-smi -q section of 2-character lines: ~3 s CPU, peak 3x the kept section.
+- 256 MB of newlines in a dmesg block (a 249 KB gzip): before 7.8 GB RSS; now 0.5 MB peak, 27.7 CPU s
+  (C-level skipping);
+- 100,000 persistenced Started + Shutdown lines in the journal (1 MB gzip): before O(n^2) (an 806 KB
+  log stalled a replay 3 min 36 s); now 4.1 CPU s, peak 48 MB = 10.5x the largest kept item;
+- an 8 MB nvidia-smi -q section of 2-character lines: 3.0 CPU s, peak 3.0x the kept section;
+- 250,000 distinct short dmesg lines and as many journal lines: 8.4 CPU s, peak 83 MB = 13.5x the
+  largest kept item (the de-duplication holds an entry per kept kernel line; kernel lines are capped
+  at stream.MAX_KERNEL_LINES per source).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ evidence: the bodies of the sections it names (``want``), each up to ``MAX_SECTI
 it the item is marked truncated: its checks ERROR, as for a probe item over its cap), and of the
 kernel-log sections only the lines the probe's own filter keeps. What it drops is skipped by C-level
 searches, not one Python step per line. Peak memory is a fixed multiple of the largest kept section
-(tests/bugreport/test_stream_bounds.py; figures: bench/bugreport_bounds.py).
+(measured <= 14x: bench/bugreport_bounds.py; tests/bugreport/test_stream_bounds.py).
 """
 
 from __future__ import annotations
