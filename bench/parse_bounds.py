@@ -4,8 +4,8 @@ Every public parser (tests/hostile/test_parser_properties.py's enumeration) is f
 lines of tests/hostile/test_parse_bounds.py at the full per-item cap (8 MiB, one line) and the CPU
 time of the slowest case per parser is printed, then the slowest overall. The test asserts 5 s
 (64 KiB lines) and 30 s (8 MiB); measured on the 2-core development machine (2026-12-02, Python
-3.11): the slowest parser took 10.6 CPU s on an 8 MiB line (persistenced.parse_daemon_argv: shlex,
-pure Python, linear), every other parser under 1 s. Before the rewrite: the systemctl show argv
+3.11, ``--prefixes 1``: the six fills at 8 MiB): the slowest parser took 2.8 CPU s
+(persistenced.parse_daemon_argv: shlex, pure Python, linear), every other one 0.6 s or less. Before the rewrite: the systemctl show argv
 pattern took 1 min 57 s on 100 KB (quadratic: hours at 8 MiB), as did the ibstat key/value, nvlink
 -e counter and --query-gpu unit-suffix patterns.
 """
