@@ -186,7 +186,8 @@ class FleetRun:
     _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
-    inventory_path: Path | None = None
+    #: the inventory sources as messages name them (nodegate.inventory.sources_label), None: no inventory
+    inventory_path: str | None = None
     started_at: str = field(default_factory=now_iso)
     gather_s: float = 0.0
     mode: str = "ssh"  # ssh | local | replay
