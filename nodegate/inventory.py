@@ -231,23 +231,6 @@ class Inventory:
         """The first source (the one whose folder holds a multi-source run's reports context)."""
         return Path(self.sources[0])
 
-    def match(self, pattern: str, among: list[str] | None = None) -> list[str]:
-        """The hosts of this inventory that the Ansible host pattern ``pattern`` selects
-        (ansible-core's ``get_hosts(pattern)``: groups, names, ``:``, ``:&``, ``:!``, ``~regex``,
-        wildcards), in Ansible's order, kept to ``among`` when given. A pattern that matches
-        nothing gives [] (Ansible warns). Raises InventoryError for an invalid pattern."""
-        a = ansible()
-        warns: list[str] = []
-        try:
-            with captured(warns):
-                names = [h.name for h in self._im.get_hosts(pattern)]
-        except a["AnsibleError"] as e:
-            raise InventoryError(f"host pattern {pattern!r}: {msg(e)}") from None
-        if among is not None:
-            keep = set(among)
-            names = [n for n in names if n in keep]
-        return names
-
     def _details(self) -> str:
         """Ansible's own reasons (its warnings: one per inventory plugin that tried), the
         plugin that fits the file's kind first, each cut to 400 characters."""
@@ -331,7 +314,7 @@ class Inventory:
             raise
         except a["AnsibleError"] as e:
             raise InventoryError(f"{where}: {msg(e)}") from None
-        groups = tuple(g.name for g in a["sort_groups"](ah.get_groups()))
+        groups = tuple(str(g.name) for g in a["sort_groups"](ah.get_groups()))
         transport = TRANSPORTS[plugin]
         if plugin == "ssh" and values.get("password") is not None:
             # Ansible's ssh plugin logs in with a password through sshpass; nodegate runs OpenSSH in
@@ -444,4 +427,31 @@ def select_names(limit: str | None, names) -> list[str]:
             got = {h.name for h in im.get_hosts("all")}
         except a["AnsibleError"] as e:
             raise InventoryError(f"--limit {limit!r}: {msg(e)}") from None
+    return [n for n in names if n in got]
+
+
+def match_groups(patterns: list[str], names, groups: dict[str, list[str]]) -> list[str]:
+    """``names`` (in order) that any of the Ansible host ``patterns`` selects, given each name's
+    groups (``groups[name]``: ancestors included, as ansible-core's ``Host.groups``): matched by
+    ansible-core's ``InventoryManager.get_hosts`` on an inventory of these names and groups alone
+    (groups, names, ``:``, ``:&``, ``:!``, ``~regex``, wildcards). A pattern that matches nothing
+    adds nothing. Raises InventoryError for a pattern ansible-core refuses."""
+    names = list(names)
+    if not names:
+        return []
+    a = ansible()
+    got: set[str] = set()
+    with captured():
+        im = a["InventoryManager"](loader=a["DataLoader"](), sources=[",".join(names) + ","])
+        for n in names:
+            for g in groups.get(n, ()):
+                if g in ("all", "ungrouped"):
+                    continue
+                im.add_group(g)
+                im.add_host(n, group=g)
+        for p in patterns:
+            try:
+                got.update(h.name for h in im.get_hosts(p))
+            except a["AnsibleError"] as e:
+                raise InventoryError(f"host pattern {p!r}: {msg(e)}") from None
     return [n for n in names if n in got]
