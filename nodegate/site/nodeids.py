@@ -13,7 +13,9 @@ file's path below it: pytest's own id when it is run from its folder. Those ids 
 results.jsonl, junit.xml (classname ``site.test_fm``), the HTML and ``--deselect``. pytest's
 terminal reads every id as relative to the rootdir (``Config.cwd_relative_nodeid``,
 ``TerminalReporter.write_fspath_result``): ``install_terminal`` makes both show these ids as
-they are (they already are relative to the working directory, or absolute as given).
+they are (they already are relative to the working directory, or absolute as given), and
+``--lf`` finds the files of the last failures by them too (pytest's cache looks each id's file up
+below the rootdir: ``LFPlugin.get_last_failed_paths``).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def install_terminal(config) -> None:
             p = str(nodeid).split("::", 1)[0]
         return nodeid if p in paths else orig(nodeid)
     config.cwd_relative_nodeid = cwd_relative_nodeid
+    _last_failed_files(config)
     tr = config.pluginmanager.get_plugin("terminalreporter")
     if tr is None or not hasattr(tr, "write_fspath_result"):
         return
@@ -87,3 +90,19 @@ def install_terminal(config) -> None:
             nodeid = str(config.invocation_params.dir / p) + sep + rest
         return write(nodeid, res, **markup)
     tr.write_fspath_result = write_fspath_result
+
+
+def _last_failed_files(config) -> None:
+    """``--lf``: the files of the last failures named by these ids (relative to the working
+    directory, or absolute) count as files with failures, else pytest skips them unread."""
+    lf = config.pluginmanager.get_plugin("lfplugin")
+    paths = getattr(lf, "_last_failed_paths", None)
+    if not isinstance(paths, set):
+        return
+    here = config.invocation_params.dir
+    for nodeid in getattr(lf, "lastfailed", {}) or {}:
+        p = getattr(nodeid, "path", None) or str(nodeid).split("::", 1)[0]
+        full = Path(os.path.abspath(here / p))
+        if full.is_file():
+            paths.add(full)
+            paths.update(full.parents)
