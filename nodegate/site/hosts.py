@@ -96,7 +96,7 @@ def restrict(value, where: str, nodes: list[str], groups: dict[str, list[str]]) 
     Raises TestinfraHostsError (bad value) or nodegate.errors.InventoryError (a pattern
     ansible-core refuses), each naming the file."""
     from ..errors import InventoryError
-    from ..inventory import match_groups
+    from ..hostpatterns import match_groups
     pats = patterns(value, where)
     try:
         return match_groups(pats, nodes, groups)
@@ -134,6 +134,7 @@ def molecule_env(config, run) -> str | None:
         return None
     from ..session.state import JOBS_KEY
     sources = getattr(config.option, "inventory", None) or []
+    sources = [sources] if isinstance(sources, str) else list(sources)
     if len(sources) == 1 and "," not in sources[0]:
         path = os.path.abspath(os.path.expanduser(sources[0]))
     else:
