@@ -75,6 +75,10 @@ def pytest_addoption(parser):
     g.addoption("--probe-timeout", type=float, default=180.0,
                 help="whole-probe deadline per node from the exec, seconds; a node is never held longer than "
                      "--connect-timeout + --probe-timeout")
+    g.addoption("--site-timeout", type=float, default=None, metavar="S",
+                help="per node: all its site checks (docs/site-checks.md) together, seconds from its first "
+                     "site check (default --connect-timeout + --probe-timeout); past it the node's remaining "
+                     "site checks are ERROR")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
                 help="gather every node before collecting (per-GPU items from what each node reports) "
