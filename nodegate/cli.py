@@ -11,7 +11,8 @@ directory's pytest.ini, pyproject.toml, setup.cfg or conftest.py changes nothing
 inventory outside any project cannot move pytest's rootdir (pytest picks the rootdir before
 plugins add ``--inventory``, and would read its value as a path). nodegate's plugins come from
 their entry points (``-p`` each when PYTEST_DISABLE_PLUGIN_AUTOLOAD is set). Without a test path the
-installed suites run (``testpaths``); the cache (``--lf``) lives in ``./.pytest_cache``;
+installed suites run (``testpaths``); the cache (``--lf``) lives in
+``<reports-dir>/.pytest_cache``, nothing is written in the working directory but the reports;
 reports go to ``./reports`` unless ``--reports-dir`` says otherwise.
 
 Arguments pytest would read otherwise than the operator means:
@@ -56,13 +57,27 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
     # --confcutdir: no conftest.py above or beside the package is loaded (pytest loads the
     # working directory's when no test path is named)
     args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root),
-            "-o", f"cache_dir={cwd / '.pytest_cache'}"]
+            "-o", f"cache_dir={cache_dir(argv, cwd)}"]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         # otherwise the entry points register them (-p here would import testinfra before
         # pytest marks its plugin for assertion rewriting: a warning in every run)
         for p in PLUGINS:
             args += ["-p", p]
     return args + rewrite(list(argv), root, cwd)
+
+
+def cache_dir(argv: list[str], cwd: Path) -> Path:
+    """pytest's cache (``--lf``, ``--ff``) of a nodegate run: ``<reports-dir>/.pytest_cache``, with
+    the run's other output, never a ``.pytest_cache`` in the working directory (issue 32)."""
+    reports = "reports"
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--reports-dir" and i + 1 < len(argv):
+            reports = argv[i + 1]
+        elif a.startswith("--reports-dir="):
+            reports = a.split("=", 1)[1]
+    return (cwd / Path(reports).expanduser()) / ".pytest_cache"
 
 
 def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:

@@ -80,6 +80,19 @@ def pytest_cmdline_main(config):
         terminal.help_first(config._parser, [flag for _, flag in _REFUSED])
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Local mode (no --inventory, --replay or remote --target) on a machine without an NVIDIA
+    driver: said in the run's first line, before pytest's header (the checks would all fail)."""
+    config = session.config
+    if _is_worker(config) or ACTIVE_KEY is None or not config.stash.get(ACTIVE_KEY, False):
+        return
+    line = terminal.local_mode_line(config.option)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if line and tr is not None:
+        tr.write_line(line, yellow=True, bold=True)
+
+
 def pytest_configure(config):
     _CONFIG[0] = config
     config.pluginmanager.register(NodegateReports(config), _PLUGIN_NAME)

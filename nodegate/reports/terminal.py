@@ -127,3 +127,23 @@ def help_first(parser, refused: list[str]) -> None:
     for act in getattr(ap, "_actions", []):
         if set(getattr(act, "option_strings", ())) & set(refused) and act.help and "[refused" not in act.help:
             act.help = "[refused by nodegate: hosts and connections come from --inventory] " + act.help
+
+
+#: the loaded NVIDIA kernel module writes its version here (the driver's own procfs entry)
+NVIDIA_PROC = "/proc/driver/nvidia/version"
+
+
+def local_mode_line(option, proc: str = NVIDIA_PROC) -> str:
+    """"" unless the run checks this machine (no --inventory, no --replay, --target unset or
+    local://) and it has no NVIDIA driver loaded (``/proc/driver/nvidia/version`` absent): then
+    the line saying so, printed first (issue 32)."""
+    import os
+    if getattr(option, "inventory", None) or getattr(option, "replay", None):
+        return ""
+    target = getattr(option, "target", None) or "local://"
+    if not str(target).startswith("local"):
+        return ""
+    if os.path.exists(proc):
+        return ""
+    return (f"nodegate: local mode (no --inventory): this machine has no NVIDIA driver loaded ({proc} is absent), "
+            "so its checks fail or cannot be evaluated; to check GPU nodes give --inventory FILE (or --replay DIR)")

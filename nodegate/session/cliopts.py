@@ -59,7 +59,10 @@ def anchor_conftests(early_config) -> None:
     ns = early_config.known_args_namespace
     if getattr(ns, "file_or_dir", None):
         return
-    if any(getattr(ns, k, None) for k in ("inventory", "replay", "target")):
+    # the ``nodegate`` command without an inventory is local mode (local://): the suites too, from
+    # any directory (pytest's testpaths apply only when run from the rootdir)
+    import os
+    if any(getattr(ns, k, None) for k in ("inventory", "replay", "target")) or os.environ.get("NODEGATE_CLI"):
         ns.file_or_dir = [str(SUITES)]
 
 
