@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ..safeio import open_new
 
-from .actions import OBTAIN_EVIDENCE, UPDATE_FIRMWARE, VENDOR_ACTIONS, highest_severity
+from .actions import OBTAIN_EVIDENCE, RESEAT, UPDATE_FIRMWARE, VENDOR_ACTIONS, highest_severity
 from .findings import strongest_action
 from .parts import GPU, part_of, part_serial
 from .records import NodeInfo, Record
@@ -79,7 +79,8 @@ def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started:
     (nodegate.reports.parts: a GPU, a riser's upstream port, the NVSwitch tray, an HCA) and, for
     software and configuration, per GPU (bus id, else index; node-level checks in one row); each
     group is split into the vendor's row (checks whose action is RMA) and the site's row (the
-    rest). ERROR records are grouped per GPU. Node rows first, GPUs in index order."""
+    rest). ERROR records are grouped per GPU. Node rows first, GPUs in index order, a GPU's vendor
+    row before its site rows."""
     out = []
     for outcome in ("fail", "error"):
         groups: dict[tuple, list[Record]] = {}
@@ -89,12 +90,15 @@ def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started:
             gpu_key = r.pci_bus_id or (f"#{r.gpu_index}" if r.gpu_index != "" else "")
             part, where = part_of(r) if outcome == "fail" else ("", "")
             vendor = outcome == "fail" and strongest_action([_action(r, outcome)]) in VENDOR_ACTIONS
+            if not part and r.gpu_index != "" and (vendor or strongest_action([_action(r, outcome)]) == RESEAT):
+                # a GPU check no part is mapped for, whose action is hardware work: that GPU
+                part, where = GPU, r.pci_bus_id or f"GPU {r.gpu_index}"
             groups.setdefault((part, where if part else gpu_key, vendor), []).append(r)
 
         def order(k):
             g = groups[k]
             gpu_idx = next((x.gpu_index for x in g if x.gpu_index != ""), "")
-            return (gpu_idx != "", _gpu_sort(gpu_idx), k[0], k[1], not k[2])
+            return (gpu_idx != "", _gpu_sort(gpu_idx), not k[2], k[0], k[1])
         for k in sorted(groups, key=order):
             out.append(_row(info, k[0], k[1], sorted(groups[k], key=lambda r: r.check_id), outcome, archive,
                             started))
