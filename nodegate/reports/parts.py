@@ -47,7 +47,7 @@ def part_of(rec: Record) -> tuple[str, str]:
 
     Location: a GPU's PCI bus id; a riser's upstream port (``upstream port 0000:4a:00.0``) or,
     without one, the GPU slot it feeds (``slot of GPU 3 (0000:5d:00.0)``); the NVSwitches the node
-    shows; an HCA's device names (``mlx5_3``)."""
+    shows (its count and bus ids); an HCA's device names (``mlx5_3``)."""
     part = _BY_CHECK.get(rec.check_id, "")
     msg = f"{rec.message} {rec.observed}" if rec.check_id != "NG-PCIERR-001" else rec.message
     gpu = f"GPU {rec.gpu_index} ({rec.pci_bus_id})" if rec.pci_bus_id else (
@@ -62,8 +62,8 @@ def part_of(rec: Record) -> tuple[str, str]:
     if part == HCA:
         devs = sorted(set(_HCA_DEV.findall(rec.message)))
         return HCA, ", ".join(devs) if devs else (f"rail of {gpu}" if gpu else "")
-    if part == BASEBOARD:
-        return BASEBOARD, "NVSwitch baseboard/tray"
+    if part == BASEBOARD:   # the NVSwitches the node shows (NG-NVSW-001's observed: count, bus ids)
+        return BASEBOARD, f"NVSwitch baseboard/tray; present: {rec.observed}"[:300]
     return "", ""
 
 

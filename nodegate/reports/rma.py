@@ -76,10 +76,11 @@ def _action(r: Record, outcome: str) -> str:
 
 def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started: str = "") -> list[dict]:
     """The rows of one node. FAIL records are grouped by the part they are about
-    (nodegate.reports.parts: a GPU, a riser's upstream port, the NVSwitch tray, an HCA) and, for
-    software and configuration, per GPU (bus id, else index; node-level checks in one row); each
-    group is split into the vendor's row (checks whose action is RMA) and the site's row (the
-    rest). ERROR records are grouped per GPU. Node rows first, GPUs in index order, a GPU's vendor
+    (nodegate.reports.parts: a GPU, a riser's upstream port, the NVSwitch tray, an HCA): one row a
+    part, the vendor's when any of its checks' action is RMA (its other checks, the kernel log's
+    Xids of that GPU say, go with it as evidence), else the site's. Software and configuration
+    checks are the site's, per GPU (bus id, else index; node-level checks in one row), never
+    merged with a part's row. ERROR records are grouped per GPU. Node rows first, GPUs in index order, a GPU's vendor
     row before its site rows."""
     out = []
     for outcome in ("fail", "error"):
@@ -93,12 +94,15 @@ def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started:
             if not part and r.gpu_index != "" and (vendor or strongest_action([_action(r, outcome)]) == RESEAT):
                 # a GPU check no part is mapped for, whose action is hardware work: that GPU
                 part, where = GPU, r.pci_bus_id or f"GPU {r.gpu_index}"
-            groups.setdefault((part, where if part else gpu_key, vendor), []).append(r)
+            # a part's checks stay together (the RMA row carries the kernel log's Xid check of the GPU
+            # it sends back); software and configuration checks apart from the vendor's
+            groups.setdefault((part, where, False) if part else ("", gpu_key, vendor), []).append(r)
 
         def order(k):
             g = groups[k]
             gpu_idx = next((x.gpu_index for x in g if x.gpu_index != ""), "")
-            return (gpu_idx != "", _gpu_sort(gpu_idx), not k[2], k[0], k[1])
+            vendor = strongest_action(_action(x, outcome) for x in g) in VENDOR_ACTIONS
+            return (gpu_idx != "", _gpu_sort(gpu_idx), not vendor, k[0], k[1])
         for k in sorted(groups, key=order):
             out.append(_row(info, k[0], k[1], sorted(groups[k], key=lambda r: r.check_id), outcome, archive,
                             started))
@@ -135,6 +139,12 @@ def _row(info: NodeInfo, part: str, where: str, recs: list[Record], outcome: str
         row["observed"] = "; ".join(f"{c['check_id']}: {one_line(c['observed'], 500)}" for c in checks)
         row["expected"] = "; ".join(f"{c['check_id']}: {one_line(c['expected'], 500)}" for c in checks)
     row["remediation"] = " | ".join(_uniq(one_line(c["remediation"], 1000) for c in checks))
+    if row["action"] in VENDOR_ACTIONS:
+        # the vendor's desk reads what to replace and why, not the site's drain/reset steps (each
+        # check's own remediation stays in rma.json's ``checks``)
+        serial = f", serial {row['part_serial']}" if row["part_serial"] else ""
+        why = _uniq(one_line(c["message"], 500) for c in checks if c["action"] in VENDOR_ACTIONS)
+        row["remediation"] = f"Replace the {part or 'part'} ({where}{serial}): " + "; ".join(why)
     row["if_it_persists"] = _escalation(row, part, where)
     row["evidence_archive"] = archive
     row["run_started_at"] = started
