@@ -70,7 +70,9 @@ def test_observed_state_names_the_action(observed, message, expected):
 
 @pytest.mark.parametrize("check_id, expected", [("NG-IB-001", "fix configuration"), ("NG-PCIE-001", "fix configuration"),
                                                ("NG-PCIE-002", "reseat"), ("NG-CFG-001", "update firmware"),
-                                               ("NG-IB-003", "update firmware"), ("NG-NVSW-001", "reseat")])
+                                               ("NG-IB-003", "update firmware"), ("NG-NVSW-001", "reseat"),
+                                               ("NG-FAB-001", "fix configuration"),
+                                               ("NG-INV-003", "fix configuration")])
 def test_site_work_is_not_sent_to_the_vendor(check_id, expected):
     """An IB cable/switch port or a GPU in the wrong slot is the site's work (actions.csv); so is a
     reseat of the GPU, riser or NVSwitch tray, done before any RMA, and flashing a VBIOS (issue 32:
