@@ -74,7 +74,7 @@ def pytest_cmdline_main(config):
     import os
     if getattr(config.option, "help", False) and os.environ.get("NODEGATE_CLI"):
         try:
-            from plugins.nodegate_site import _REFUSED
+            from .nodegate_site import _REFUSED
         except Exception:  # noqa: BLE001 - the site plugin not loaded: nothing to mark
             _REFUSED = ()
         terminal.help_first(config._parser, [flag for _, flag in _REFUSED])

@@ -15,10 +15,10 @@ from ..run import NodeJob
 from .state import spec_get
 
 def _suites_dir() -> Path:
-    """The installed ``suites`` package (the checkout's suites/ in an editable install), found
-    without importing its test modules."""
+    """The installed ``nodegate.suites`` package (site-packages/nodegate/suites, or the checkout's
+    suites/ in an editable install or on PYTHONPATH), found without importing its test modules."""
     import importlib.util
-    spec = importlib.util.find_spec("suites")
+    spec = importlib.util.find_spec("nodegate.suites")
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0]).resolve()
     return Path(__file__).resolve().parents[2] / "suites"
@@ -29,12 +29,10 @@ SUITES = _suites_dir()
 
 
 def is_nodegate_run(config) -> bool:
-    """A nodegate run: --inventory, --replay or --target given, the ``nodegate`` command, or a
-    path under the suites named. Otherwise (the project's own tests) the plugins stay passive."""
+    """A nodegate run: --inventory, --replay or --target given, or a path under the suites
+    named. Otherwise (the project's own tests) the plugins stay passive."""
     o = config.option
     if getattr(o, "inventory", None) or getattr(o, "replay", None) or getattr(o, "target", None):
-        return True
-    if os.environ.get("NODEGATE_CLI"):   # the ``nodegate`` command (nodegate/cli.py): local mode by default
         return True
     args = [a.split("::")[0] for a in (config.args or [])]
     for a in args:
@@ -102,7 +100,7 @@ def build_jobs(config) -> list[NodeJob]:
     for h in hosts:
         raw = h.spec_raw
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
-        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
+        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
 
 
@@ -131,8 +129,8 @@ def refuse_reports_in_inventory(config) -> None:
                                 f"the reports outside it, e.g. --reports-dir {inv.parent / 'nodegate-reports'}")
 
 
-def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:
-    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw,
+def _job(name: str, url: str, shown: str, raw: dict, spec, groups: tuple[str, ...] = ()) -> NodeJob:
+    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw, groups=tuple(groups),
                    persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
                    clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3))
 
