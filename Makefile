@@ -7,7 +7,7 @@ PYTEST_XDIST ?=
 # the demo's own folder: a live run's evidence (reports/bundles/) is never touched by make
 DEMO := reports/demo
 
-.PHONY: venv demo test test-fast bench samples clean
+.PHONY: venv demo test test-fast bench samples fleet fleet-stop clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -46,11 +46,24 @@ bench: $(STAMP)
 	  echo "or run the replay-only scale bench: make bench BENCH_ARGS=--scale"; exit 2; fi;; esac
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
+## fleet: a simulated fleet of N nodes (default 4: a healthy H100 node, then one fault each) served by
+## real OpenSSH sshd on 127.x loopback addresses, left running; writes fleet/inventory.yml and
+## fleet/known_hosts and prints the nodegate command that checks it over SSH. Needs root,
+## openssh-server, busybox-static, dash. `make fleet-stop` or `make clean` stops it.
+N ?= 4
+fleet: $(STAMP)
+	$(BIN)/python -m tools.fleet.cli start --nodes $(N) --out fleet
+
+fleet-stop:
+	@if [ -f fleet/fleet.json ] && [ -x $(BIN)/python ]; then $(BIN)/python -m tools.fleet.cli stop --out fleet; fi
+
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py
 	$(BIN)/python tools/build_samples.py
 
-## clean: the venv, caches and every report file make itself writes (the demo, bench*.json);
-## a live run's reports and evidence stay
-clean:
-	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json reports/bench-paired.json reports/bench-install.json .pytest_cache .hypothesis *.egg-info
+## clean: a running `make fleet` (stopped), the venv, caches (__pycache__ included) and every report file
+## make itself writes (the demo, bench*.json); a live run's reports and evidence stay
+clean: fleet-stop
+	rm -rf $(VENV) $(DEMO) fleet reports/bench.json reports/bench-scale.json reports/bench-paired.json \
+	  reports/bench-install.json .pytest_cache .hypothesis *.egg-info
+	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +
