@@ -48,6 +48,8 @@ PREFIXES = (
     "|   0  NVIDIA H200", "| N/A   34C    P0 ", "[ 1.0] NVRM: API mismatch: the client has the version 1",
     "nvidia: module license '", "NVRM: Xid (PCI:", "\tLnkSta: Speed ", "nvidia/580, ", "-rw-r--r-- 1 0 0 ",
     "nv-fabricmanager[1]: ", "/sys/bus/pci/devices/0000:19:00.0/aer_dev_fatal:", "*** /x", "Driver Version: ",
+    # found by the attack of 2026-12-02: the fabric manager version pattern split spaces after "version"
+    "version", "Fabric Manager version is ", "version is :",
 )
 
 
