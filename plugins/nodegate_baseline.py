@@ -147,9 +147,15 @@ class BaselineSession:
             config.hook.pytest_deselected(items=mine)
             items[:] = keep
             return
+        # a kind none of these nodes has (a shard of new nodes only: nodegate.session.shards)
+        # makes no item, not pytest's "got empty parameter set" skip: the items of a sharded run
+        # are those of the unsharded one
+        empty = {id(i) for i in mine if not isinstance(_param(i), tuple)}
+        if empty:
+            items[:] = [i for i in items if id(i) not in empty]
         for item in mine:
             cs = getattr(item, "callspec", None)
-            if cs is not None and _FIXTURE in cs.params:
+            if id(item) not in empty and cs is not None and _FIXTURE in cs.params:
                 item.add_marker(pytest.mark.nodegate_regression)
                 item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
 
@@ -212,6 +218,11 @@ class BaselineSession:
             terminalreporter.write_line("only regression items failed: exit code 3")
 
 
+def _param(item):
+    cs = getattr(item, "callspec", None)
+    return cs.params.get(_FIXTURE) if cs is not None else None
+
+
 def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
     ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "", "board_part_number": "",
              "vbios_version": ""}
@@ -244,6 +255,9 @@ def regression(request):
     fleet = config.stash[RUN_KEY]
     res = br.verdict(kind, node, label, fleet)
     title, severity, remediation = KIND_INFO[kind]
+    if node not in fleet.bundles and hasattr(fleet, "has") and fleet.has(node):
+        # a streaming run (docs/performance.md): the node read now, released with its items
+        fleet.bundle_for(node)
     b = fleet.bundles.get(node)
     info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
             "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),
