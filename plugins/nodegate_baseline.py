@@ -133,7 +133,7 @@ class BaselineSession:
         br, fleet = self.run(), self.fleet(metafunc.config)
         params, ids = [], []
         if br is not None and fleet is not None:
-            for node, label in br.items(kind, fleet):
+            for node, label in br.items(kind, fleet, _standin_slots(metafunc.config, fleet)):
                 params.append((kind, node, label))
                 ids.append(f"{node}-{label}" if label else node)
         metafunc.parametrize(_FIXTURE, params, ids=ids, indirect=True)
@@ -216,6 +216,18 @@ class BaselineSession:
         terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
         if self.regression_failures and not self.other_failures:
             terminalreporter.write_line("only regression items failed: exit code 3")
+
+
+def _standin_slots(config, fleet):
+    """While the run's selection is learned before gathering (preselect's child) or on a live
+    --collect-only, nothing is gathered to compare: a node's stand-in GPU items, as the suite's
+    (nodegate.session.items.parametrize): gpu.count or PRESELECT_GPU_SLOTS. Else None."""
+    from nodegate.session.items import PRESELECT_GPU_SLOTS
+    from nodegate.session.state import PRESELECT_KEY, spec_get
+    if not (config.stash.get(PRESELECT_KEY, False)
+            or (config.option.collectonly and getattr(fleet, "mode", "") in ("ssh", "local"))):
+        return None
+    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or PRESELECT_GPU_SLOTS)
 
 
 def _param(item):

@@ -167,12 +167,15 @@ class BaselineRun:
         return {n: self.comparison(n, fleet, drop=True) for n in nodes}
 
     # ------------------------------------------------------------------ items
-    def items(self, kind: str, fleet) -> list[tuple[str, str | None]]:
+    def items(self, kind: str, fleet, slots=None) -> list[tuple[str, str | None]]:
         """(node, GPU label or None) of every item of ``kind``, in a stable order: current
         nodes in run order, then missing baseline nodes (node_presence only). On a sharded run
         (``fleet.shard``) the current nodes are the shard's, and the missing baseline nodes come
         with the first shard (their items sort first on an unsharded run too: they are no node
-        of the run, nodegate.session.items.order_items)."""
+        of the run, nodegate.session.items.order_items). ``slots(node) -> int``: the run's
+        selection is being learned before anything is gathered (nodegate.session.preselect):
+        nothing is compared, a current node in the baseline gets that many stand-in GPU items
+        (``gpu<i>``), as the suite's own GPU items do then."""
         if kind not in KINDS:
             raise KeyError(kind)
         out: list[tuple[str, str | None]] = []
@@ -186,6 +189,8 @@ class BaselineRun:
                 continue
             if kind in NODE_KINDS:
                 out.append((node, None))
+            elif slots is not None:
+                out += [(node, f"gpu{i}") for i in range(slots(node))]
             else:
                 out += [(node, ref.label) for ref in self.comparison(node, fleet).gpus]
         if kind == "node_presence" and first:
