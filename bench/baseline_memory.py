@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
+from tests.bundle_edit import give_identity  # noqa: E402
 
 SRC = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
 
@@ -38,6 +39,9 @@ def _clone(dst: Path, node: str, pad: int) -> None:
         with open(d / "padding.out", "wb") as fh:
             fh.truncate(pad)   # sparse
     (d / "meta.json").write_text(json.dumps(meta))
+    # a boot id and machine id of its own: copies sharing one are one machine to NG-INV-003,
+    # whose items then load every clashing node together (not the fleet this measures)
+    give_identity(d, node)
 
 
 def measure(n: int, pad: int, work: Path) -> dict:
