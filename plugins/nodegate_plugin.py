@@ -18,7 +18,7 @@ from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
 from nodegate.session import (cliopts, currenttest, finish, gcsched, markers, outputs, release, scheduling, selection,
-                              shards, signals, specfile, start, terminal, verdicts)
+                              shardplan, shards, signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
@@ -75,9 +75,9 @@ def pytest_addoption(parser):
                      "instead of running the tests while the nodes are gathered (needs gpu.count)")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
-    g.addoption("--shard-nodes", type=int, default=shards.DEFAULT_SHARD_NODES, metavar="N",
+    g.addoption("--shard-nodes", type=int, default=shardplan.DEFAULT_SHARD_NODES, metavar="N",
                 help="bounded memory: above N nodes, collect and run the items of N nodes at a time "
-                     f"(default {shards.DEFAULT_SHARD_NODES}; 0: never)")
+                     f"(default {shardplan.DEFAULT_SHARD_NODES}; 0: never)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -151,7 +151,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     config = session.config
-    selection.after_collection(session)   # only now: gathering of the selected nodes starts
+    selection.after_collection(session)   # the selection of this collection (a shard's, in a sharded run)
+    start.gather_pending(session)          # only now: gathering of the selected nodes starts
     gcsched.freeze_long_lived(config, items=True)
     gcsched.young_gc_only(config)
     if config.stash.get(ACTIVE_KEY, False) and not hasattr(config, "workerinput"):

@@ -18,7 +18,9 @@ from ..errors import SpecError, error_label
 from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
-from . import gcsched, shards, signals, specfile
+from . import gcsched, shardplan, signals, specfile
+from .preselect import COLLECTION_ERRORS, preselect
+from .selection import exit_nothing, pending_jobs, why_nothing
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
@@ -77,7 +79,7 @@ def start_session(session) -> None:
         run.mode = "replay"
         run.bundles_dir = Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
-        shards.start(config, run)
+        shardplan.start(config, run)
     else:
         config.stash[RUN_KEY] = run
         _prepare_live(session, run, jobs)
@@ -98,7 +100,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
         run.spec[j.name] = specs.get(j.spec_raw, f"host {j.name}")
     run.targets = [j.name for j in jobs]
     run.order = list(run.targets)
-    shards.start(config, run)
+    shardplan.start(config, run)
     if o.collectonly:
         # --collect-only contacts nobody: a node without gpu.count gets stand-in GPU items
         # (items.parametrize), nothing is gathered
@@ -108,12 +110,11 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     # a sharded run collects one shard at a time: the selection of every shard is known before
     # gathering only from preselect's collection (it collects the shards in turn); without -k/-m/
     # --deselect/--lf every node is selected and gathering starts after the first shard's collection
-    sharded_narrowed = shards.active(config) and narrows_nodes(config)
+    sharded_narrowed = shardplan.active(config) and narrows_nodes(config)
     if why_not is None and not no_count and not sharded_narrowed:
         run.overlapped = True
         config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
         return
-    from .selection import COLLECTION_ERRORS, preselect
     counts = preselect(session)
     if counts is COLLECTION_ERRORS:
         run.order = []   # pytest's collection reports the errors and stops the run: contact nobody
@@ -131,11 +132,18 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
                     yellow=True)
     elif not nodes:
         if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None)):
-            from .selection import exit_nothing, why_nothing
             exit_nothing(config, why_nothing(config, None))
         nodes = run.targets   # baseline/burn-in items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])
+
+
+def gather_pending(session) -> None:
+    """pytest_collection_finish, after ``selection.after_collection``: a live run whose gathering
+    waited for the selection gathers the selected nodes now (``selection.pending_jobs``)."""
+    jobs = pending_jobs(session)
+    if jobs is not None:
+        start_gathering(session.config, session.config.stash[RUN_KEY], jobs)
 
 
 def start_gathering(config, run: FleetRun, jobs) -> None:
