@@ -30,8 +30,12 @@ from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
-from .status import NEED_ACTION, NOT_EVALUATED, node_status, not_evaluated_reason, sort_key
+from .status import NOT_EVALUATED, catalog_ids, sort_key, verdict
 from .text import safe_filename
+
+
+#: RenderContext.catalog's default: every check nodegate.checks declares
+FULL_CATALOG = "full catalog"
 
 
 @dataclass
@@ -61,6 +65,10 @@ class RenderContext:
     write_rma: bool = True
     sections: list = field(default_factory=list)   # (title, html) from pytest_nodegate_report_sections
     info_for: object = None    # callable(node) -> NodeInfo for a node without captured info
+    #: the acceptance check ids every accepted node must have a record of (nodegate.reports.status:
+    #: a run narrowed by test paths never accepts a node); FULL_CATALOG: nodegate.checks' every
+    #: check; None: not required (unit tests of the renderer with made-up check ids)
+    catalog: object = "full catalog"
 
 
 @dataclass
@@ -74,18 +82,19 @@ class Rendered:
     totals: Counter = field(default_factory=Counter)
 
 
-def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None) -> None:
+def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None,
+               catalog=None) -> None:
     info.counts = Counter()
     for r in recs:
         info.counts[r.outcome] += 1
         if r.outcome == "fail":
             info.counts[f"fail_{r.severity or 'unknown'}"] += 1
     info.expected_items = expected
-    info.status = node_status(info.counts, expected)
-    if info.status != NEED_ACTION and reason:
-        info.status = NOT_EVALUATED   # the run's selection says so (nodegate.session.selection)
+    # nodegate.reports.status decides (every run mode comes through here)
+    info.status, why = verdict(info.counts, expected, run_reason=reason, catalog=catalog,
+                               judged={r.check_id for r in recs if r.check_id})
     if info.status == NOT_EVALUATED:
-        info.not_evaluated = reason or not_evaluated_reason(info.counts, expected)
+        info.not_evaluated = why
     bad = [r for r in recs if r.outcome in ("fail", "error")]
     info.worst_severity = highest_severity(r.severity for r in bad)
     from .findings import action_of
@@ -105,6 +114,7 @@ def _rel(target: Path, base_dir: Path) -> str:
 
 def render_all(ctx: RenderContext) -> Rendered:
     out = Rendered()
+    catalog = catalog_ids() if ctx.catalog is FULL_CATALOG else ctx.catalog
     reports = Path(ctx.reports_dir)
     html_path = Path(ctx.html_path) if ctx.html_path else None
     html_dir = html_path.parent if html_path else reports
@@ -172,7 +182,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         info = ctx.infos.get(node)
         if info is None:
             info = ctx.info_for(node) if callable(ctx.info_for) else NodeInfo(node=node, gather_status="not gathered")
-        _summarise(info, recs, ctx.expected.get(node), ctx.reasons.get(node))
+        _summarise(info, recs, ctx.expected.get(node), ctx.reasons.get(node), catalog)
         out.infos.append(info)
         out.statuses[info.status] += 1
         out.totals.update({o: info.counts[o] for o in ("pass", "fail", "skip", "error")})
