@@ -17,7 +17,7 @@ import pytest
 from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, currenttest, finish, gcsched, markers, outputs, release, scheduling, selection,
+from nodegate.session import (cliopts, currenttest, exitcodes, finish, gcsched, markers, outputs, release, scheduling, selection,
                               shardplan, shards, signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
@@ -97,6 +97,8 @@ def pytest_configure(config):
     if not active:
         return
     o = config.option
+    exitcodes.install(config)            # README's exit-code table, for pytest and nodegate alike
+    exitcodes.check_expressions(config)  # a bad -k/-m: exit 2 before anything is gathered or written
     if o.list_hosts:
         cliopts.list_hosts(config)   # exits
     cliopts.collect_the_suites(config)
