@@ -100,7 +100,7 @@ def pytest_configure(config):
     exitcodes.install(config)            # README's exit-code table, for pytest and nodegate alike
     exitcodes.check_expressions(config)  # a bad -k/-m: exit 2 before anything is gathered or written
     if o.list_hosts:
-        cliopts.list_hosts(config)   # exits
+        cliopts.needs_inventory(config)   # --list-hosts: exit 2 without --inventory
     cliopts.collect_the_suites(config)
     # a check item's PYTEST_CURRENT_TEST names its test function (glibc keeps every value set)
     currenttest.install(config, lambda item: ng_items.verdict_param(item) is not None)
@@ -111,7 +111,11 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
-    if not config.option.collectonly:   # --collect-only writes nothing: no output location to check
+    if o.list_hosts and (o.replay or not start.narrows_nodes(config)):
+        # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
+        # contacted; else start.start_session lists the nodes the selection keeps
+        cliopts.list_hosts(config)   # exits
+    if not (config.option.collectonly or o.list_hosts):   # they write nothing: no output location to check
         outputs.check_live_options(config)   # exit 2 before any node is contacted
         outputs.check_outputs(config)
     outputs.install(config)

@@ -98,9 +98,25 @@ def build_jobs(config) -> list[NodeJob]:
         config.issue_config_time_warning(UserWarning(f"nodegate: {w}"), stacklevel=2)
     for h in hosts:
         raw = h.spec_raw
-        spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
+        merged_from = f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources)
+        try:
+            spec = load_spec(raw, merged_from)
+        except SpecError as merged:
+            raise _in_its_file(config, h.name, merged, merged_from) from None
         jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
     return jobs
+
+
+def _in_its_file(config, name: str, merged: SpecError, merged_from: str) -> SpecError:
+    """The merged spec of ``name`` is invalid: the error of the file (group_vars/, host_vars/ or
+    the inventory itself) whose own ``nodegate:`` fragment is invalid, else the merged one."""
+    from ..inventory import locate_spec_error
+    from .state import INVENTORY_KEY
+    inv = config.stash.get(INVENTORY_KEY, None)
+    if inv is None:
+        return merged
+    mine = locate_spec_error(inv, name, load_spec, str(merged).removeprefix(merged_from + ": "))
+    return type(merged)(mine) if mine else merged
 
 
 def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:

@@ -101,6 +101,8 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     run.targets = [j.name for j in jobs]
     run.order = list(run.targets)
     shardplan.start(config, run)
+    if o.list_hosts:
+        _list_selected_hosts(session)   # exits: contacts nobody
     if o.collectonly:
         # --collect-only contacts nobody: a node without gpu.count gets stand-in GPU items
         # (items.parametrize), nothing is gathered
@@ -144,6 +146,24 @@ def gather_pending(session) -> None:
     jobs = pending_jobs(session)
     if jobs is not None:
         start_gathering(session.config, session.config.stash[RUN_KEY], jobs)
+
+
+def _list_selected_hosts(session) -> None:
+    """``--list-hosts`` narrowed by -k/-m/--deselect/--lf: the nodes the run would contact are
+    those with a selected item (``preselect``, the run's own collection); none: exit 2 as the run
+    would ("no nodegate check selected")."""
+    from .cliopts import list_hosts
+    config = session.config
+    counts = preselect(session)
+    if counts is COLLECTION_ERRORS:
+        pytest.exit("nodegate: --list-hosts: the collection has errors (run without --list-hosts to see them); "
+                    "no node was contacted", returncode=EXIT_SPEC_ERROR)
+    if counts is not None and not counts:
+        exit_nothing(config, why_nothing(config, None))
+    tw = terminal_writer(config)
+    if counts is None and tw is not None:
+        tw.line("nodegate: the selection could not be learned: every host is listed", yellow=True)
+    list_hosts(config, None if counts is None else list(counts))
 
 
 def start_gathering(config, run: FleetRun, jobs) -> None:
