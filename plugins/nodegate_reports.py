@@ -230,6 +230,8 @@ class NodegateReports:
         r = self.state.rendered
         for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
             terminalreporter.write_line(line)
+        if r.stale_removed:
+            terminalreporter.write_line(terminal.stale_line(r.stale_removed), yellow=True)
         run = _fleet(config)
         if run is not None:
             for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import safeio
-from . import archive, html, junit, nodepage, rma
+from . import archive, html, junit, nodepage, rma, stale
 from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
 from .records import NodeInfo, Record
@@ -80,6 +80,8 @@ class Rendered:
     junit_files: list[tuple[str, str, int, int]] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     totals: Counter = field(default_factory=Counter)
+    #: files an earlier run left and this run removed (nodegate.reports.stale)
+    stale_removed: list[Path] = field(default_factory=list)
 
 
 def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None,
@@ -247,7 +249,6 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.junit_files = got
             out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
     if html_path is not None and "HTML report" not in dead:
-        _drop_stale_pages(pages_dir, set(hrefs.values()), html_dir)
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
@@ -270,26 +271,19 @@ def render_all(ctx: RenderContext) -> Rendered:
         if paths is not None:
             out.outputs += [("RMA (CSV)", str(paths["rma.csv"])), ("RMA (JSON)", str(paths["rma.json"])),
                             ("Actions (CSV)", str(paths["actions.csv"]))]
+    # what an earlier run left goes (nodegate.reports.stale): pages, archives, JUnit parts
+    written = {Path(p) for p in out.archives.values()} | {Path(path) for _, path, _, _ in out.junit_files}
+    written |= {(html_dir / h) for h in hrefs.values()}
+    folders = [("bundles", archive_dir)]
+    if html_path is not None and "HTML report" not in dead:
+        folders.append(("nodes", pages_dir))
+    if ctx.junit_path is not None and "JUnit XML" not in dead:
+        folders.append(("junit", Path(ctx.junit_path).parent / "junit"))
+    out.stale_removed = stale.remove_stale(folders, written)
     if out.archives:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))
     return out
-
-
-def _drop_stale_pages(pages_dir: Path, written: set[str], html_dir: Path) -> None:
-    """Node pages of an earlier run in the same folder (a node this run did not have) go: the
-    folder holds this run's pages only. Only regular ``*.html`` files are removed."""
-    try:
-        entries = list(os.scandir(pages_dir))
-    except OSError:
-        return
-    for e in entries:
-        if e.name.endswith(".html") and e.is_file(follow_symlinks=False) \
-                and _rel(Path(e.path), html_dir) not in written:
-            try:
-                os.unlink(e.path)
-            except OSError:
-                pass
 
 
 def _files(ctx: RenderContext, html_dir: Path, out: Rendered) -> list[tuple[str, str]]:

@@ -77,3 +77,12 @@ def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) ->
     if len(shared_gpus) > 20:
         out.append(f"... {len(shared_gpus) - 20} more GPU serials/UUIDs reported by more than one node")
     return out
+
+
+def stale_line(removed) -> str:
+    """``nodegate: removed 2 file(s) an earlier run left in the reports: bundles/gpu001.tar.gz, ...``
+    (nodegate.reports.stale)."""
+    from pathlib import Path
+    names = [f"{Path(p).parent.name}/{Path(p).name}" for p in removed]
+    shown_ = ", ".join(one_line(n, 200) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"nodegate: removed {len(names)} file(s) an earlier run left in the reports (not of this run): {shown_}"
