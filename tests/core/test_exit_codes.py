@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Config:
-    def __init__(self, **stash):
+    def __init__(self, stash=None):
         self.stash = pytest.Stash()
-        for k, v in stash.items():
+        for k, v in (stash or {}).items():
             self.stash[k] = v
 
 
@@ -34,20 +34,20 @@ class _Config:
     (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "stopped"}, 1),
 ])
 def test_pytest_status_to_readme_table(status, stash, want):
-    assert X.nodegate_status(_Config(**{k: v for k, v in stash.items()}), status) == want
+    assert X.nodegate_status(_Config(stash), status) == want
 
 
 def test_signals_keep_their_status():
-    c = _Config(**{X.STOP_KEY: "signal", signals._STATE_KEY: {"signum": signal.SIGTERM, "finishing": True,
-                                                              "previous": {}}})
+    c = _Config({X.STOP_KEY: "signal", signals._STATE_KEY: {"signum": signal.SIGTERM, "finishing": True,
+                                                           "previous": {}}})
     assert X.nodegate_status(c, int(pytest.ExitCode.INTERRUPTED)) == 143
 
 
 def test_usage_and_collection_stops_write_no_report():
-    assert X.writes_no_report(_Config(**{X.STOP_KEY: "usage"}), 2)
-    assert X.writes_no_report(_Config(**{X.STOP_KEY: "collection"}), 2)
+    assert X.writes_no_report(_Config({X.STOP_KEY: "usage"}), 2)
+    assert X.writes_no_report(_Config({X.STOP_KEY: "collection"}), 2)
     assert X.writes_no_report(_Config(), int(pytest.ExitCode.USAGE_ERROR))
-    assert not X.writes_no_report(_Config(**{X.STOP_KEY: "ctrl-c"}), 2)
+    assert not X.writes_no_report(_Config({X.STOP_KEY: "ctrl-c"}), 2)
     assert not X.writes_no_report(_Config(), 1)
 
 
