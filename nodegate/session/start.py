@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,9 +161,13 @@ def _list_selected_hosts(session) -> None:
                     "no node was contacted", returncode=EXIT_SPEC_ERROR)
     if counts is not None and not counts:
         exit_nothing(config, why_nothing(config, None))
-    tw = terminal_writer(config)
-    if counts is None and tw is not None:
-        tw.line("nodegate: the selection could not be learned: every host is listed", yellow=True)
+    if counts is None:
+        sys.stderr.write("nodegate: warning: the selection could not be learned: every host is listed\n")
+    # stdout holds the listing alone (--list-hosts=json | jq): pytest's terminal reporter would
+    # add its "Exit" banner to it (the message goes to stderr as at configure time)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None:
+        config.pluginmanager.unregister(tr)
     list_hosts(config, None if counts is None else list(counts))
 
 

@@ -37,8 +37,7 @@ def nodegate(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 def listed(r: subprocess.CompletedProcess) -> list[str]:
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    start = r.stdout.index("[")
-    return [h["name"] for h in json.JSONDecoder().raw_decode(r.stdout[start:])[0]]
+    return [h["name"] for h in json.loads(r.stdout)]   # stdout is the JSON alone (| jq)
 
 
 def test_list_hosts_with_k_lists_the_one_node_the_run_contacts(tmp_path):
