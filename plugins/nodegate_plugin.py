@@ -44,8 +44,9 @@ def pytest_addoption(parser):
                                     "(read by ansible-core, with group_vars/ and host_vars/)")
     g.addoption("--limit", help="limit to hosts/groups (an Ansible --limit pattern, @file included)")
     g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
-                help="print every selected host (address, port, user, key file, connection, password "
-                     "set or not) and exit; contacts nobody (--list-hosts=json: a JSON list)")
+                help="print the hosts this command line would contact (after --limit and -k/-m/--deselect/--lf; "
+                     "address, port, user, key file, connection, password set or not) and exit; every spec is "
+                     "validated as the run does; contacts nobody (--list-hosts=json: a JSON list)")
     g.addoption("--target", help="single target URL when no inventory (default local://)")
     g.addoption("--replay", action=ReplayAction, metavar="PATH",
                 help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
