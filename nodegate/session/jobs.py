@@ -134,5 +134,24 @@ def local_name(url: str) -> str:
     return host.split(":")[0].strip("[]") or "node"
 
 
-__all__ = ["SUITES", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name",
+class SpecCache:
+    """``load_spec`` once per distinct raw spec: the nodes of a fleet mostly share a few (one
+    validated Spec object each instead of one per node: time and memory at 4,096 nodes)."""
+
+    def __init__(self) -> None:
+        self._by_raw: dict[str, object] = {}
+
+    def get(self, raw: dict, source: str):
+        import json
+        try:
+            key = json.dumps(raw, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return load_spec(raw, source)
+        spec = self._by_raw.get(key)
+        if spec is None:
+            spec = self._by_raw[key] = load_spec(raw, source)
+        return spec
+
+
+__all__ = ["SUITES", "SpecCache", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name",
            "selected_hosts"]
