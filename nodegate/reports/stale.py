@@ -3,13 +3,13 @@
 Every file in a reports directory belongs to the run that wrote the reports: an evidence
 archive ``bundles/<node>.tar.gz`` of a node that has no finding now (or is no longer in the
 run), a node page ``nodes/<node>.html`` of a node this run did not have, ``junit/part-NNN.xml``
-of an earlier run that was split when this one is not (or into fewer parts) would otherwise
-be read as this run's. Only what nodegate itself writes is removed, by name pattern: regular
-files (``*.tar.gz`` directly in ``bundles/``, ``*.html`` directly in ``nodes/``,
-``part-NNN.xml`` directly in ``junit/``), never through a symbolic link (a linked folder is
-left alone, a linked file is not followed), never a directory: a live run's raw evidence
-``bundles/<node>/`` and the bundles a ``--replay`` reads stay as they are. Called at the end of
-rendering (nodegate.reports.render), so a run that stops with exit 2 touches nothing.
+of an earlier run that was split when this one is not (or into more parts) would otherwise be
+read as this run's. Only what nodegate itself writes is removed, by name pattern: regular files
+(``*.tar.gz`` directly in ``bundles/``, ``*.html`` directly in ``nodes/``, ``part-NNN.xml``
+directly in ``junit/``), in a folder opened without following a link (``safeio.open_dir``: a
+linked folder is left alone, a linked file is not followed), never a directory: a live run's raw
+evidence ``bundles/<node>/`` and the bundles a ``--replay`` reads stay as they are. Called at
+the end of rendering (nodegate.reports.render), so a run that stops with exit 2 touches nothing.
 """
 
 from __future__ import annotations
@@ -18,32 +18,35 @@ import os
 import re
 from pathlib import Path
 
+from .. import safeio
+
 _PATTERNS = {"bundles": re.compile(r"^[^/]+\.tar\.gz$"), "nodes": re.compile(r"^[^/]+\.html$"),
              "junit": re.compile(r"^part-\d{3,}\.xml$")}
 
 
-def remove_stale(folders: list[tuple[str, Path]], written: set[Path]) -> list[Path]:
-    """Remove, in each (kind, folder) (kind: ``bundles``, ``nodes``, ``junit``), the files of
-    that kind's pattern that are not in ``written`` (this run's files); returns what was removed.
-    A folder that is a symbolic link, or is absent, is skipped."""
-    keep = {os.path.normcase(os.path.abspath(p)) for p in written}
+def remove_stale(folders: list[tuple[str, Path, Path]], written: set[Path]) -> list[Path]:
+    """Remove, in each (kind, folder, anchor) (kind: ``bundles``, ``nodes``, ``junit``; anchor:
+    the operator's directory the folder lies in), the files of that kind's pattern that are not
+    in ``written`` (this run's files); returns what was removed. A folder that is absent, or a
+    symbolic link on the way from its anchor, is skipped."""
     removed: list[Path] = []
-    for kind, folder in folders:
+    for kind, folder, anchor in folders:
         pat = _PATTERNS[kind]
-        if os.path.islink(folder) or not os.path.isdir(folder):
+        keep = {Path(p).name for p in written if os.path.abspath(Path(p).parent) == os.path.abspath(folder)}
+        try:
+            dfd = safeio.open_dir(folder, anchor=anchor, create=False)
+        except (OSError, ValueError):
             continue
         try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for e in entries:
-            if not pat.match(e.name) or not e.is_file(follow_symlinks=False):
-                continue
-            if os.path.normcase(os.path.abspath(e.path)) in keep:
-                continue
-            try:
-                os.unlink(e.path)
-                removed.append(Path(e.path))
-            except OSError:
-                pass
+            with os.scandir(dfd) as it:
+                old = [e.name for e in it if pat.match(e.name) and e.name not in keep
+                       and e.is_file(follow_symlinks=False)]
+            for name in sorted(old):
+                try:
+                    os.unlink(name, dir_fd=dfd)
+                    removed.append(Path(folder) / name)
+                except OSError:
+                    pass
+        finally:
+            os.close(dfd)
     return removed
