@@ -30,7 +30,8 @@ def test_only_nodegates_own_files_of_an_earlier_run_go(tmp_path):
     outside = tmp_path / "outside.tar.gz"
     outside.write_text("not ours")
     os.symlink(outside, rep / "bundles/linked.tar.gz")
-    got = remove_stale([("bundles", rep / "bundles"), ("nodes", rep / "nodes"), ("junit", rep / "junit")], keep)
+    got = remove_stale([("bundles", rep / "bundles", rep), ("nodes", rep / "nodes", rep), ("junit", rep / "junit", rep)],
+                       keep)
     assert set(got) == old
     assert all(p.exists() for p in keep | other)
     assert outside.read_text() == "not ours" and os.path.islink(rep / "bundles/linked.tar.gz")
@@ -42,7 +43,7 @@ def test_a_linked_folder_is_left_alone(tmp_path):
     (real / "gpu001.tar.gz").write_text("x")
     (tmp_path / "rep").mkdir()
     os.symlink(real, tmp_path / "rep" / "bundles")
-    assert remove_stale([("bundles", tmp_path / "rep" / "bundles")], set()) == []
+    assert remove_stale([("bundles", tmp_path / "rep" / "bundles", tmp_path / "rep")], set()) == []
     assert (real / "gpu001.tar.gz").exists()
 
 
