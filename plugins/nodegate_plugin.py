@@ -120,7 +120,7 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
-    if o.list_hosts and (o.replay or not start.narrows_nodes(config)):
+    if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):
         # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
         # contacted; else start.start_session lists the nodes the selection keeps
         cliopts.list_hosts(config)   # exits

@@ -63,10 +63,21 @@ def selected_counts(config, items) -> Counter:
     return c
 
 
+def narrows_nodes(config) -> bool:
+    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
+    ``--lf``/``--sw``: pytest's own selection)."""
+    o = config.option
+    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
+                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
+
+
 def why_nothing(config, n_deselected: int | None) -> str:
-    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child)."""
+    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child:
+    deselected when an option narrows the run, else nothing was collected)."""
     o = config.option
     sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
+    if n_deselected is None and not narrows_nodes(config):
+        n_deselected = 0
     if n_deselected is None or n_deselected:
         what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
         return (f"nodegate: no nodegate check selected: {what} deselected"

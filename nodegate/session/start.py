@@ -17,7 +17,7 @@ from ..run import RUN_KEY, FleetRun, GatherOptions
 from ..transport import HostKeyPolicy
 from . import gcsched, shardplan, signals, specfile
 from .preselect import COLLECTION_ERRORS, preselect
-from .selection import exit_nothing, pending_jobs, why_nothing
+from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
 from .jobs import SpecCache
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
@@ -218,14 +218,6 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     if tw is not None:
         progress()
         tw.line("")
-
-
-def narrows_nodes(config) -> bool:
-    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
-    ``--lf``/``--sw``: pytest's own selection)."""
-    o = config.option
-    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
-                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
 
 
 def streaming(config) -> bool:
