@@ -103,14 +103,14 @@ def build_jobs(config) -> list[NodeJob]:
             spec = load_spec(raw, merged_from)
         except SpecError as merged:
             raise _in_its_file(config, h.name, merged, merged_from) from None
-        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
+        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
 
 
 def _in_its_file(config, name: str, merged: SpecError, merged_from: str) -> SpecError:
     """The merged spec of ``name`` is invalid: the error of the file (group_vars/, host_vars/ or
     the inventory itself) whose own ``nodegate:`` fragment is invalid, else the merged one."""
-    from ..inventory import locate_spec_error
+    from ..specorigin import locate_spec_error
     from .state import INVENTORY_KEY
     inv = config.stash.get(INVENTORY_KEY, None)
     if inv is None:
@@ -119,8 +119,8 @@ def _in_its_file(config, name: str, merged: SpecError, merged_from: str) -> Spec
     return type(merged)(mine) if mine else merged
 
 
-def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:
-    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw,
+def _job(name: str, url: str, shown: str, raw: dict, spec, groups: tuple[str, ...] = ()) -> NodeJob:
+    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw, groups=tuple(groups),
                    persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
                    clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3))
 

@@ -14,6 +14,7 @@ import pytest
 
 from ..bundle import Bundle, discover
 from ..errors import SpecError, error_label
+from ..inventory import sources_label
 from ..run import ID_KEYS, FleetRun, bundle_ids
 from ..textsafe import shown
 from . import specfile
@@ -105,7 +106,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
-    inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    inv_src = f"inventory {sources_label(config.option.inventory)}" if by_job is not None else None
     seen: dict[str, object] = {}
     specs = SpecCache()
     for _, load, d in sources:

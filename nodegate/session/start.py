@@ -15,11 +15,12 @@ import pytest
 
 from ..run import RUN_KEY, FleetRun, GatherOptions
 from ..transport import HostKeyPolicy
+from ..inventory import sources_label
 from . import gcsched, shardplan, signals, specfile
-from .preselect import COLLECTION_ERRORS, preselect
-from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
 from .jobs import SpecCache
+from .preselect import COLLECTION_ERRORS, preselect
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
+from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
 
@@ -60,7 +61,7 @@ def start_session(session) -> None:
     config = session.config
     o = config.option
     reports = Path(o.reports_dir)
-    run = FleetRun(reports_dir=reports, inventory_path=Path(o.inventory) if o.inventory else None)
+    run = FleetRun(reports_dir=reports, inventory_path=sources_label(o.inventory) or None)
     run.streaming = streaming(config)
     wi = getattr(config, "workerinput", None)
     if wi is not None:

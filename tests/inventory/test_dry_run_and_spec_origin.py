@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from nodegate.errors import SpecError
-from nodegate.inventory import load_inventory, locate_spec_error, spec_fragments
+from nodegate.inventory import load_inventory
+from nodegate.specorigin import locate_spec_error, spec_fragments
 from nodegate.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
