@@ -28,10 +28,13 @@ from tools.fleet import Fleet
 pytestmark = needs_fleet
 
 NODES = ("good-a", "hang", "hang-ssh", "good-b")
-#: after the signal, the run must be over (reports written) within this (seconds)
-EXIT_BOUND_S = 12.0
-#: and every child process / SSH session gone this long after the run ended
-GONE_BOUND_S = 5.0
+#: after the signal, the run must be over (reports written) within this (seconds): a bound with a
+#: margin for a loaded 2-core machine (typically 1-3 s), far below the deadlines that would end the
+#: hung probes otherwise (--probe-timeout 120), so only the signal can meet it (issue 30)
+EXIT_BOUND_S = 45.0
+#: and every child process / SSH session gone this long after the run ended (polled: no cost when
+#: they are gone at once)
+GONE_BOUND_S = 20.0
 
 
 def _tagged(tag: str) -> list[int]:
