@@ -1,7 +1,7 @@
 """pytest plugin: the post-upgrade regression gate (``--baseline DIR``), docs/baseline.md.
 
 Registered next to plugins/nodegate_plugin.py (root conftest ``pytest_plugins``) or with
-``-p plugins.nodegate_baseline``. Inactive without ``--baseline``: suites/test_regressions.py
+``-p nodegate.plugins.nodegate_baseline``. Inactive without ``--baseline``: suites/test_regressions.py
 items are then deselected.
 
 Flow: pytest_configure checks ``--baseline`` is a bundles directory (else exit 2, nothing

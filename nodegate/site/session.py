@@ -28,7 +28,7 @@ def make_pool(config, run, jobs) -> SitePool:
 
 def _baseline(config):
     try:
-        from plugins.nodegate_baseline import BASELINE_KEY
+        from nodegate.plugins.nodegate_baseline import BASELINE_KEY
     except ImportError:   # pragma: no cover - the baseline plugin ships with nodegate
         return None
     return config.stash.get(BASELINE_KEY, None)
