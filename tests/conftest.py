@@ -40,12 +40,14 @@ COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 5, 90, 30
 #: test paths (prefixes) whose files take longest, longest first (measured: docs/contributing.md);
 #: these start first. Files not listed keep pytest's order after them.
 HEAVY = (
-    "tests/hostile/test_hostile_fleet.py", "tests/slurm/", "tests/bench/test_bench_code.py",
-    "tests/e2e/", "tests/fleet/", "tests/hostile/test_load.py", "tests/hostile/test_interrupts.py",
-    "tests/inventory/test_compat.py", "tests/site/test_fleet_site.py", "tests/hostile/test_secrets.py",
-    "tests/hostile/test_identity_fleet.py", "tests/hostile/", "tests/bench/", "tests/baseline/",
-    "tests/site/", "tests/core/test_gc_schedule.py", "tests/core/test_item_setup.py",
-    "tests/reports/", "tests/inventory/", "tests/burnin/", "tests/nvml/", "tests/k8s/",
+    "tests/inventory/test_cli_selection.py", "tests/reports/test_browser.py", "tests/reports/test_scale.py",
+    "tests/bench/test_bench_code.py", "tests/e2e/", "tests/fleet/", "tests/hostile/test_hostile_fleet.py",
+    "tests/install/test_install_isolation.py", "tests/inventory/test_compat.py", "tests/site/test_plugin_local.py",
+    "tests/hostile/test_load.py", "tests/slurm/", "tests/site/test_fleet_site.py", "tests/burnin/test_interrupt.py",
+    "tests/hostile/test_interrupts.py", "tests/hostile/test_parser_properties.py", "tests/parsers/test_properties.py",
+    "tests/hostile/", "tests/bench/", "tests/baseline/", "tests/site/", "tests/probe/test_probe_klog.py",
+    "tests/core/test_gc_schedule.py", "tests/core/test_item_setup.py", "tests/reports/", "tests/inventory/",
+    "tests/burnin/", "tests/nvml/", "tests/k8s/",
 )
 
 
@@ -68,6 +70,9 @@ def pytest_xdist_make_scheduler(config, log):
     if getattr(config.option, "dist", None) != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+    # units in collection order (HEAVY first), not xdist's default of the most tests first: a file of
+    # 300 quick tests would otherwise start before a fleet of 14 slow ones
+    config.option.loadscopereorder = False
 
     class FileGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
