@@ -40,8 +40,10 @@ def pytest_addoption(parser):
     if os.environ.get("NODEGATE_CLI"):   # nodegate/cli.py: usage lines name the command run
         parser.prog = "nodegate"
     g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
-    g.addoption("--inventory", help="Ansible inventory: YAML or INI file, directory, or h1,h2, "
-                                    "(read by ansible-core, with group_vars/ and host_vars/)")
+    g.addoption("--inventory", action="append", default=None, metavar="SOURCE",
+                help="Ansible inventory: YAML or INI file, directory, or h1,h2, (read by ansible-core, with "
+                     "group_vars/ and host_vars/); repeat for several, merged as `ansible -i A -i B` "
+                     "(the nodegate command also takes -i)")
     g.addoption("--limit", help="limit to hosts/groups (an Ansible --limit pattern, @file included)")
     g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
                 help="print every selected host (address, port, user, key file, connection, password "
@@ -73,6 +75,10 @@ def pytest_addoption(parser):
     g.addoption("--probe-timeout", type=float, default=180.0,
                 help="whole-probe deadline per node from the exec, seconds; a node is never held longer than "
                      "--connect-timeout + --probe-timeout")
+    g.addoption("--site-timeout", type=float, default=None, metavar="S",
+                help="per node: all its site checks (docs/site-checks.md) together, seconds from its first "
+                     "site check (default --connect-timeout + --probe-timeout); past it the node's remaining "
+                     "site checks are ERROR")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
                 help="gather every node before collecting (per-GPU items from what each node reports) "
