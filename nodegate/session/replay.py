@@ -159,6 +159,10 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
                 run.spec[name] = specs.get(j.spec_raw, inv_src)
         have = set(run.all_nodes) | set(run.bundles)
         run.order = [n for n in by_job if n in have]   # inventory order
+    if by_job is None and run.order and len(run.order) != len(seen):
+        # bundle directories (read lazily, listed in run.order) and converted bug reports (in
+        # memory) in one --replay: every one of them, in the order found (the reports were left out)
+        run.order = list(seen)
     run.targets = run.all_nodes   # lazily loaded nodes too (streaming)
     _say_replay(config, run, links)
 

@@ -22,7 +22,7 @@ from .preselect import COLLECTION_ERRORS, preselect
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
 from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
-from .terminal import terminal_writer
+from .terminal import progress_line, terminal_writer
 
 
 def take_over_outputs(config) -> dict:
@@ -199,10 +199,12 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
             tw.line(f"nodegate: gathering {len(jobs)} node(s), {opts.forks} at a time, while the tests run")
         return
 
-    def progress():
+    line = progress_line(tw)   # \r on a terminal only (a CI log gets whole lines)
+
+    def progress(final: bool = False):
         if tw is not None:
             done, total, errors, dt = run.progress()
-            tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ")
+            line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ", final)
     try:
         run.wait_all(tick=progress)
     except KeyboardInterrupt:
@@ -217,8 +219,9 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
     if tw is not None:
-        progress()
-        tw.line("")
+        progress(final=True)
+        if line.tty:
+            tw.line("")
 
 
 def streaming(config) -> bool:
