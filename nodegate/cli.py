@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 PLUGINS = ("plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline",
-           "plugins.nodegate_burnin", "plugins.nodegate_site")
+           "plugins.nodegate_burnin", "plugins.nodegate_site", "plugins.nodegate_perf")
 #: set for the pytest run of this command (the plugin names the program "nodegate" in usage lines)
 ENV_FLAG = "NODEGATE_CLI"
 
