@@ -49,6 +49,9 @@ class NodeJob:
     shown_url: str     # redacted, stored in meta.json
     spec_raw: dict = field(default_factory=dict)
     persistence_user: str = ""
+    #: the host's inventory groups (ansible-core's, ancestors included), kept in meta.json ``groups``
+    #: so that a site module's ``testinfra_hosts: ansible://GROUP`` selects the same nodes on --replay
+    groups: tuple[str, ...] = ()
     clocks_samples: int = 3
 
 
@@ -70,7 +73,8 @@ def gather_node(job: NodeJob, opts: GatherOptions, stop: threading.Event | None 
     ``interrupted`` bundle, nothing sent; while the probe runs: the exec is cut like a deadline
     cuts it and the evidence read so far is kept, marked cut (``meta.interrupted``)."""
     meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(), "gpu_source": opts.gpu_source,
-                  "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "status": "ok"}
+                  "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "groups": list(job.groups),
+                  "status": "ok"}
     t0 = time.monotonic()
     if stop is not None and stop.is_set():
         meta.update(status="interrupted", interrupted=stop_reason(stop), finished_at=now_iso(), gather_s=0.0,
@@ -186,7 +190,8 @@ class FleetRun:
     _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
-    inventory_path: Path | None = None
+    #: the inventory sources as messages name them (nodegate.inventory.sources_label), None: no inventory
+    inventory_path: str | None = None
     started_at: str = field(default_factory=now_iso)
     gather_s: float = 0.0
     mode: str = "ssh"  # ssh | local | replay
@@ -287,7 +292,7 @@ class FleetRun:
             extra = tuple(n for n in self.bundles if n not in self.peer_ids and n != node)
             for what, v in (("boot id", ids[0]), ("machine id", ids[1])):
                 if v and node not in before.get((what, v), ()):
-                    before.setdefault((what, v), []).append(node)
+                    before.setdefault((what, v), {})[node] = None
             self._id_index = (("streaming", len(self.peer_ids), extra), before)
 
     def released(self, node: str) -> bool:
@@ -406,7 +411,8 @@ class FleetRun:
         return out[0], out[1]
 
     def _index(self) -> dict:
-        """{("boot id" | "machine id", value): [nodes]} over every node known here, rebuilt when
+        """{("boot id" | "machine id", value): {node: None}} (insertion-ordered, O(1) membership)
+        over every node known here, rebuilt when
         a node was merged since (once per node arrival, not once per item). On a streaming run
         the nodes in memory change with every node judged: there the ids of every node seen so
         far are kept in ``peer_ids`` (replay: all of them from the start) and the index is
@@ -425,7 +431,7 @@ class FleetRun:
             boot, mid = self.node_ids(n)
             for what, v in (("boot id", boot), ("machine id", mid)):
                 if v:
-                    idx.setdefault((what, v), []).append(n)
+                    idx.setdefault((what, v), {})[n] = None
         self._id_index = (key, idx)
         return idx
 
@@ -441,6 +447,34 @@ class FleetRun:
             for other in idx.get((what, v), ()) if v else ():
                 if other != node and (among is None or other in among):
                     out.append((other, what, v))
+        return out
+
+    def identity_groups(self, node: str, among=None, shown: int = 5) -> list["ClashGroup"]:
+        """The clash groups of ``node``: for its boot id and its machine id, how many other
+        nodes known here report the same value and the first ``shown`` of their names (in the
+        run's order), ``ClashGroup``; only nodes in ``among`` when given. Bounded whatever the
+        group's size: N copies of one bundle give each node one group of N-1 counted and at
+        most ``shown`` named (issue 31: every message naming all N-1 others made the reports
+        quadratic in the nodes)."""
+        boot, mid = self.node_ids(node)
+        idx = self._index()
+        out = []
+        for what, v in (("boot id", boot), ("machine id", mid)):
+            peers = idx.get((what, v)) if v else None
+            if not peers:
+                continue
+            if among is not None:
+                peers = {o: None for o in among if o in peers}
+            count = len(peers) - (1 if node in peers else 0)
+            if count <= 0:
+                continue
+            names = []
+            for o in peers:
+                if o != node:
+                    names.append(o)
+                    if len(names) >= shown:
+                        break
+            out.append(ClashGroup(what, v, count, tuple(names)))
         return out
 
     def shared_gpus(self) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
@@ -473,7 +507,7 @@ class FleetRun:
             # run's bundles change at every node (released ones are in peer_ids)
             others = {n for n in (*self.nodes, *self.bundles) if n not in self.peer_ids}
             self._n_nodes = (key, len(self.peer_ids) + len(others))
-        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
+        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_groups(node))
 
     # ------------------------------------------------------------------ background gather
     def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
@@ -515,7 +549,7 @@ class FleetRun:
         for j in jobs:  # a node the pool never finished: ERROR, never a silent hole
             if j.name not in self._arrived:
                 meta = {"node": j.name, "target": j.shown_url, "status": "error", "spec": j.spec_raw,
-                        "error": f"internal error while gathering: {why or 'not run'}"}
+                        "groups": list(j.groups), "error": f"internal error while gathering: {why or 'not run'}"}
                 if stopped:
                     meta.update(status="interrupted", interrupted=stopped,
                                 error=f"not gathered: the run was interrupted ({stopped})")
@@ -678,13 +712,36 @@ class FleetRun:
             raise e
 
 
+@dataclass(frozen=True)
+class ClashGroup:
+    """Nodes that report one node's ``what`` ("boot id" | "machine id") ``value``: ``count``
+    other nodes, the first of them ``names`` (at most FleetRun.identity_groups' ``shown``)."""
+
+    what: str
+    value: str
+    count: int
+    names: tuple[str, ...]
+
+    def phrase(self, name_chars: int = 64) -> str:
+        """``99 other nodes report the same boot id V: a, b, c, d, e, ...`` (one other: ``node b
+        reports the same boot id V``): bounded by ``names`` and ``name_chars`` per name,
+        whatever ``count`` is."""
+        from .textsafe import shown as _shown
+        names = [_shown(n)[:name_chars] for n in self.names]
+        if self.count == 1 and names:
+            return f"node {names[0]} reports the same {self.what} {self.value}"
+        more = ", ..." if self.count > len(names) else ""
+        return f"{self.count} other nodes report the same {self.what} {self.value}: {', '.join(names)}{more}"
+
+
 @dataclass
 class IdentityView:
     """The run as one node's node_identity check sees it: ``others`` nodes besides it, and
-    ``clashes``: (other node, "boot id" | "machine id", value) for each that reports its id."""
+    ``clashes``: a ClashGroup for its boot id and one for its machine id where other nodes
+    report it."""
 
     others: int
-    clashes: list[tuple[str, str, str]]
+    clashes: list[ClashGroup]
 
 
 def address_of(url: str) -> str | None:
@@ -831,7 +888,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
         except Exception as e:  # noqa: BLE001 - one bad node never stops the others
             b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                     "error": f"internal error while gathering: {type(e).__name__}: {e}",
-                                    "spec": j.spec_raw})
+                                    "spec": j.spec_raw, "groups": list(j.groups)})
         if bundles_dir is not None:
             try:
                 b.write(bundles_dir)
@@ -840,7 +897,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
                     raise
                 b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                         "error": f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}",
-                                        "spec": j.spec_raw})
+                                        "spec": j.spec_raw, "groups": list(j.groups)})
         if prepare is not None:
             try:
                 prepare(b)

@@ -15,10 +15,10 @@ from ..run import NodeJob
 from .state import spec_get
 
 def _suites_dir() -> Path:
-    """The installed ``suites`` package (the checkout's suites/ in an editable install), found
-    without importing its test modules."""
+    """The installed ``nodegate.suites`` package (site-packages/nodegate/suites, or the checkout's
+    suites/ in an editable install or on PYTHONPATH), found without importing its test modules."""
     import importlib.util
-    spec = importlib.util.find_spec("suites")
+    spec = importlib.util.find_spec("nodegate.suites")
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0]).resolve()
     return Path(__file__).resolve().parents[2] / "suites"
@@ -99,12 +99,12 @@ def build_jobs(config) -> list[NodeJob]:
     for h in hosts:
         raw = h.spec_raw
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
-        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
+        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
 
 
-def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:
-    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw,
+def _job(name: str, url: str, shown: str, raw: dict, spec, groups: tuple[str, ...] = ()) -> NodeJob:
+    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw, groups=tuple(groups),
                    persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
                    clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3))
 

@@ -19,6 +19,7 @@ from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
 from . import gcsched, shards, signals, specfile
+from ..inventory import sources_label
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
@@ -60,7 +61,7 @@ def start_session(session) -> None:
     config = session.config
     o = config.option
     reports = Path(o.reports_dir)
-    run = FleetRun(reports_dir=reports, inventory_path=Path(o.inventory) if o.inventory else None)
+    run = FleetRun(reports_dir=reports, inventory_path=sources_label(o.inventory) or None)
     run.streaming = streaming(config)
     wi = getattr(config, "workerinput", None)
     if wi is not None:
@@ -143,7 +144,9 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     unless ``why_gather_first`` says every node is needed first (then wait for all)."""
     o = config.option
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
-    run.bundles_dir.mkdir(parents=True, exist_ok=True)
+    from ..safeio import makedirs
+    # the default reports/bundles: below --reports-dir, never through a link planted there
+    makedirs(run.bundles_dir, anchor=None if o.bundles_dir else Path(o.reports_dir))
     opts = gather_options(config)
     source = specfile.live_source(config)
     specs = SpecCache()
@@ -308,7 +311,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
-    inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    inv_src = f"inventory {sources_label(config.option.inventory)}" if by_job is not None else None
     seen: dict[str, object] = {}
     specs = SpecCache()
     for _, load, d in sources:
