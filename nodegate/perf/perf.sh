@@ -99,8 +99,11 @@ ng_sampler() {
   trap 'ng_stop=1' USR1
   trap 'ng_abort=signal' TERM INT HUP
   trap 'ng_abort=stdout-closed' PIPE
-  while [ -z "$ng_stop$ng_abort" ]; do
+  ng_first=1
+  while [ -n "$ng_first" ] || [ -z "$ng_stop$ng_abort" ]; do
+    ng_first=
     ng_seq=$((ng_seq + 1))
+    # the first sample is taken even when the tool already ended: every test has its state
     [ "$NG_GPUS" -gt 0 ] && ng_sample "$ng_key.sample.$ng_seq"
     ng_due=$(($(ng_now) + NG_INT))
     while [ -z "$ng_stop$ng_abort" ]; do

@@ -20,9 +20,9 @@ HEALTHY_COPIES = int(os.environ.get("NG_PERF_FLEET_COPIES", "30"))
 
 
 def run_nodegate(args: list[str], tmp: Path, timeout: int = 600) -> dict[str, dict]:
-    """``python -m pytest suites -k perf`` with ``args``; {nodeid test name: results.jsonl record}."""
+    """``python -m pytest suites -m perf`` (the perf items only) with ``args``; {nodeid test name: results.jsonl record}."""
     reports = tmp / "reports"
-    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-k", "perf",
+    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-m", "perf",
            "--reports-dir", str(reports), *args]
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     res = reports / "results.jsonl"
@@ -46,6 +46,6 @@ def perf_fleet_run(tmp_path_factory):
     f.add_copies(profiles["perf-healthy"], HEALTHY_COPIES, "perf-ok")
     with f:
         got = run_nodegate(["--perf", "--inventory", str(f.inventory_path), "--known-hosts", str(f.known_hosts_path),
-                            "--bundles-dir", str(tmp / "bundles"), "--connect-timeout", "5", "--forks", "48"], tmp)
+                            "--bundles-dir", str(tmp / "bundles"), "--connect-timeout", "30"], tmp)
         yield {"fleet": f, "results": got, "bundles": tmp / "bundles", "tmp": tmp,
                "exec_counts": f.exec_counts()}
