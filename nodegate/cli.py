@@ -15,8 +15,8 @@ installing nodegate registers no pytest plugin (no pytest11 entry point), so oth
 the environment never load it. Without an inventory, ``--replay`` or ``--target``, the run
 targets ``local://`` exactly as ``--target local://`` does (the plugin's ``--target`` default in
 this command), whatever the current directory holds: the installed suites run, never the
-directory's own test files. The cache (``--lf``) lives in ``./.pytest_cache``; reports go to
-``./reports`` unless ``--reports-dir`` says otherwise.
+directory's own test files. The cache (``--lf``) lives in ``<reports-dir>/.pytest_cache``: nothing is written in the
+working directory but the reports; reports go to ``./reports`` unless ``--reports-dir`` says otherwise.
 
 Arguments pytest would read otherwise than the operator means:
 
@@ -64,8 +64,22 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
     # --confcutdir: no conftest.py above or beside the package is loaded (pytest loads the
     # working directory's when no test path is named)
     args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root),
-            "-o", f"cache_dir={cwd / '.pytest_cache'}", "-p", PLUGINS]
+            "-o", f"cache_dir={cache_dir(argv, cwd)}", "-p", PLUGINS]
     return args + rewrite(list(argv), root, cwd)
+
+
+def cache_dir(argv: list[str], cwd: Path) -> Path:
+    """pytest's cache (``--lf``, ``--ff``) of a nodegate run: ``<reports-dir>/.pytest_cache``, with
+    the run's other output, never a ``.pytest_cache`` in the working directory (issue 32)."""
+    reports = "reports"
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        if a == "--reports-dir" and i + 1 < len(argv):
+            reports = argv[i + 1]
+        elif a.startswith("--reports-dir="):
+            reports = a.split("=", 1)[1]
+    return (cwd / Path(reports).expanduser()) / ".pytest_cache"
 
 
 def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:

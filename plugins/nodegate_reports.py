@@ -66,6 +66,33 @@ def pytest_metadata(metadata, config):  # noqa: ARG001 - pytest-metadata's hook 
     ng_metadata.redact(metadata)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``nodegate --help``: nodegate's option groups first, and testinfra's options that a
+    nodegate run refuses marked so (nodegate.reports.terminal.help_first). Returns None: pytest
+    prints the help as usual."""
+    import os
+    if getattr(config.option, "help", False) and os.environ.get("NODEGATE_CLI"):
+        try:
+            from .nodegate_site import _REFUSED
+        except Exception:  # noqa: BLE001 - the site plugin not loaded: nothing to mark
+            _REFUSED = ()
+        terminal.help_first(config._parser, [flag for _, flag in _REFUSED])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Local mode (no --inventory, --replay or remote --target) on a machine without an NVIDIA
+    driver: said in the run's first line, before pytest's header (the checks would all fail)."""
+    config = session.config
+    if _is_worker(config) or ACTIVE_KEY is None or not config.stash.get(ACTIVE_KEY, False):
+        return
+    line = terminal.local_mode_line(config.option)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if line and tr is not None:
+        tr.write_line(line, yellow=True, bold=True)
+
+
 def pytest_configure(config):
     _CONFIG[0] = config
     config.pluginmanager.register(NodegateReports(config), _PLUGIN_NAME)
@@ -220,15 +247,26 @@ class NodegateReports:
         return one_line(f"nodegate acceptance: {inv or 'no inventory'}"
                         + (f", run started {started}" if started else ""), 500)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
-        if _is_worker(config) or not self.active() or self.state.rendered is None:
-            return
-        terminalreporter.write_sep("=", "nodegate summary")
-        r = self.state.rendered
-        for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
-            terminalreporter.write_line(line)
-        run = _fleet(config)
-        if run is not None:
-            for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),
-                                           _shared_gpus(run)):
-                terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)
+        """The nodegate summary first (verdict, nodes, one line per node problem with its fix),
+        then pytest's own sections, without the items of nodes that were never gathered (every
+        item of such a node is the same ERROR: its one line above says it and how to fix it;
+        they stay counted in pytest's last line)."""
+        folded: dict = {}
+        if not (_is_worker(config) or not self.active() or self.state.rendered is None):
+            terminalreporter.write_sep("=", "nodegate summary")
+            r = self.state.rendered
+            for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
+                terminalreporter.write_line(line)
+            run = _fleet(config)
+            if run is not None:
+                for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),
+                                               _shared_gpus(run)):
+                    terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)
+            folded = terminal.fold_unreached(terminalreporter.stats, r.infos)
+        try:
+            return (yield)
+        finally:
+            for key, reports in folded.items():
+                terminalreporter.stats.setdefault(key, []).extend(reports)

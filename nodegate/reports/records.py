@@ -216,6 +216,7 @@ class NodeInfo:
     not_evaluated: str = ""            # why, when status is "not evaluated" (reports.render)
     worst_severity: str = ""
     action: str = ""
+    problem: str = ""                  # the worst finding and its fix, one line (reports.render)
 
     @property
     def evaluated(self) -> bool:

@@ -30,7 +30,7 @@ from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
 from .status import NEED_ACTION, NOT_EVALUATED, node_status, not_evaluated_reason, sort_key
-from .text import FileNames
+from .text import FileNames, one_line
 
 
 @dataclass
@@ -73,6 +73,19 @@ class Rendered:
     totals: Counter = field(default_factory=Counter)
 
 
+def problem_line(node: str, recs: list[Record]) -> str:
+    """The node's worst finding (nodegate.reports.findings) in one line, what then the fix:
+    ``[NG-PCIE-002] <message> -> reseat: <remediation> (+N more findings)``; a node never
+    gathered: ``could not be evaluated: node not gathered: ... -> obtain evidence: <how>``."""
+    found = node_findings(node, recs)
+    if not found:
+        return ""
+    f = found[0]
+    what = f"[{f.key}] {f.message}" if f.outcome == "fail" else f"could not be evaluated: {f.message}"
+    more = f" (+{len(found) - 1} more finding(s))" if len(found) > 1 else ""
+    return f"{one_line(what, 300)} -> {f.action or 'see the report'}: {one_line(f.remediation, 300)}{more}"
+
+
 def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None) -> None:
     info.counts = Counter()
     for r in recs:
@@ -89,6 +102,7 @@ def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason:
     info.worst_severity = highest_severity(r.severity for r in bad)
     from .findings import action_of
     info.action = strongest_action(action_of(r) for r in bad)
+    info.problem = problem_line(info.node, recs) if bad else ""
     if info.driver_version is None:
         info.driver_version = next((r.driver_version for r in recs if r.driver_version), None)
     if info.vbios is None:

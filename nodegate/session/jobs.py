@@ -92,6 +92,7 @@ def build_jobs(config) -> list[NodeJob]:
         name = local_name(url)
         spec = load_spec({}, "--target (no inventory: defaults)")
         return [_job(name, url, redact_url(url), {}, spec)]
+    refuse_reports_in_inventory(config)
     jobs: list[NodeJob] = []
     hosts, warnings = selected_hosts(config)
     for w in warnings:
@@ -101,6 +102,31 @@ def build_jobs(config) -> list[NodeJob]:
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
         jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
+
+
+def refuse_reports_in_inventory(config) -> None:
+    """SpecError when ``--reports-dir`` (or ``--bundles-dir``) lies inside an inventory directory:
+    ansible-core reads every file of an inventory directory as an inventory source, so the next
+    run would parse ``actions.csv``, ``junit.xml`` or a bundle's files as inventory ("failed to
+    parse .../actions.csv"; ansible's inventory directory walk skips only its ignore patterns).
+    A file inventory beside the reports is fine."""
+    o = config.option
+    sources = o.inventory if isinstance(o.inventory, (list, tuple)) else [o.inventory]
+    base = Path(config.invocation_params.dir)
+    outs = [(flag, v) for flag, v in (("--reports-dir", getattr(o, "reports_dir", None) or "reports"),
+                                      ("--bundles-dir", getattr(o, "bundles_dir", None))) if v]
+    for src in sources:
+        if not src or "," in str(src):
+            continue
+        inv = (base / Path(str(src)).expanduser()).resolve()
+        if not inv.is_dir():
+            continue
+        for flag, v in outs:
+            out = (base / Path(str(v)).expanduser()).resolve()
+            if out == inv or inv in out.parents:
+                raise SpecError(f"{flag} {v} is inside the inventory directory {src}: ansible-core reads every "
+                                f"file there as inventory (the next run would parse {out.name}/actions.csv); write "
+                                f"the reports outside it, e.g. --reports-dir {inv.parent / 'nodegate-reports'}")
 
 
 def _job(name: str, url: str, shown: str, raw: dict, spec, groups: tuple[str, ...] = ()) -> NodeJob:

@@ -22,7 +22,7 @@ from . import gcsched, shards, signals, specfile
 from ..inventory import sources_label
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
-from .terminal import terminal_writer
+from .terminal import progress_line, terminal_writer
 
 
 def take_over_outputs(config) -> dict:
@@ -169,10 +169,12 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
             tw.line(f"nodegate: gathering {len(jobs)} node(s), {opts.forks} at a time, while the tests run")
         return
 
-    def progress():
+    line = progress_line(tw)   # \r on a terminal only (a CI log gets whole lines)
+
+    def progress(final: bool = False):
         if tw is not None:
             done, total, errors, dt = run.progress()
-            tw.write(f"\rnodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ")
+            line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors, {dt:.1f}s ", final)
     try:
         run.wait_all(tick=progress)
     except KeyboardInterrupt:
@@ -187,8 +189,9 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
     if tw is not None:
-        progress()
-        tw.line("")
+        progress(final=True)
+        if line.tty:
+            tw.line("")
 
 
 def narrows_nodes(config) -> bool:
@@ -364,6 +367,10 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
                 run.spec[name] = specs.get(j.spec_raw, inv_src)
         have = set(run.all_nodes) | set(run.bundles)
         run.order = [n for n in by_job if n in have]   # inventory order
+    if by_job is None and run.order and len(run.order) != len(seen):
+        # bundle directories (read lazily, listed in run.order) and converted bug reports (in
+        # memory) in one --replay: every one of them, in the order found (the reports were left out)
+        run.order = list(seen)
     run.targets = run.all_nodes   # lazily loaded nodes too (streaming)
     _say_replay(config, run, links)
 
