@@ -9,8 +9,7 @@ Columns (``PERF_COLUMNS``):
 
 - ``perf_base_wall_s``: the run without ``--perf``; ``perf_wall_s``: the run with it;
 - ``perf_tools_node_s``: the tools' own run time summed over the nodes, from every bundle's
-  ``perf.run`` record (``timing[<key>].duration_s``: the node's uptime from the tool's start to its
-  exit, nodegate.perf.runner); ``perf_tools_max_node_s``: the longest node's;
+  ``perf.run`` record (``tools_seconds``); ``perf_tools_max_node_s``: the longest node's;
 - ``perf_tools_wall_s``: that time as the fleet spends it, ``forks`` nodes at once:
   ``max(perf_tools_max_node_s, perf_tools_node_s / min(forks, nodes))``;
 - ``perf_overhead_s`` = ``perf_wall_s - perf_base_wall_s - perf_tools_wall_s``: the phase's second
@@ -37,9 +36,12 @@ PERF_COLUMNS = ("perf_nodes", "perf_base_wall_s", "perf_wall_s", "perf_tools_nod
 
 
 def tools_seconds(bundles_dir: Path) -> dict[str, float]:
-    """Node -> the tools' own run time in seconds (the sum of ``perf.run``'s ``timing`` durations
-    of the tool keys: ``perf.<tool>`` and ``perf.ib_write_bw.<hca>``, not the sampling), read from
-    every bundle under ``bundles_dir`` (nodegate.bundle.Bundle). A node without ``perf.run`` is left out."""
+    """Node -> the tools' own run time in seconds, read from every bundle under ``bundles_dir``
+    (nodegate.bundle.Bundle; a node without ``perf.run`` is left out): per tool key (``perf.<tool>``,
+    ``perf.ib_write_bw.<hca>``; not the state sampling), ``timing[<key>].duration_s`` (the node's
+    uptime from the tool's start to its exit, nodegate.perf.runner), or, when larger, the epoch
+    seconds between its ``tool-start`` and ``tool-exit`` events: the simulated nodes' /proc/uptime
+    is a fixed file (tools/fleet), so there the events' epochs (1 s resolution) carry the time."""
     from nodegate.bundle import Bundle
     out: dict[str, float] = {}
     for d in sorted(p for p in Path(bundles_dir).iterdir() if p.is_dir() and not p.is_symlink()):
@@ -47,16 +49,25 @@ def tools_seconds(bundles_dir: Path) -> dict[str, float]:
         if not b.has("perf.run"):
             continue
         try:
-            timing = json.loads(b.text("perf.run")).get("timing") or {}
+            run = json.loads(b.text("perf.run"))
+            timing = run.get("timing") or {}
+            events = run.get("events") or []
         except (ValueError, AttributeError):
             continue
+        starts, spans = {}, {}
+        for e in events if isinstance(events, list) else []:
+            if isinstance(e, dict) and isinstance(e.get("epoch"), (int, float)):
+                if e.get("name") == "tool-start":
+                    starts[e.get("key")] = e["epoch"]
+                elif e.get("name") == "tool-exit" and e.get("key") in starts:
+                    spans[e.get("key")] = e["epoch"] - starts[e.get("key")]
         total = 0.0
-        for key, t in timing.items():
-            if key in ("perf.run", "perf.tools") or key.endswith(".state") or not isinstance(t, dict):
+        for key in set(timing) | set(spans):
+            if not isinstance(key, str) or key in ("perf.run", "perf.tools") or key.endswith(".state"):
                 continue
-            v = t.get("duration_s")
-            if isinstance(v, (int, float)):
-                total += float(v)
+            t = timing.get(key)
+            v = t.get("duration_s") if isinstance(t, dict) else None
+            total += max(float(v) if isinstance(v, (int, float)) else 0.0, float(spans.get(key, 0.0)))
         out[b.node] = round(total, 3)
     return out
 

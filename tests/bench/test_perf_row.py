@@ -18,10 +18,10 @@ from tools.fleet import sshd_available
 from .helpers import ROOT
 
 
-def _bundle(root, node: str, timing: dict | None) -> None:
+def _bundle(root, node: str, timing: dict | None, events: list | None = None) -> None:
     items = {"probe.x": Evidence("probe.x", b"x\n", b"", 0)}
     if timing is not None:
-        run = {"node": node, "status": "ok", "timing": timing}
+        run = {"node": node, "status": "ok", "timing": timing, "events": events or []}
         items["perf.run"] = Evidence("perf.run", json.dumps(run).encode(), b"", 0)
     Bundle(node=node, items=items, meta={"node": node}).write(root)
 
@@ -30,10 +30,15 @@ def test_tools_seconds_sums_the_tool_keys_of_each_bundle(tmp_path):
     _bundle(tmp_path, "a", {"perf.nvbandwidth": {"duration_s": 1.5}, "perf.ib_write_bw.mlx5_0": {"duration_s": 0.5},
                             "perf.nvbandwidth.state": {"duration_s": 9.0}, "perf.tools": {"duration_s": 9.0},
                             "perf.nccl": {"duration_s": None}})
-    _bundle(tmp_path, "b", {"perf.nccl": {"duration_s": 2.25}})
+    # a frozen /proc/uptime (the simulated nodes'): the events' epochs carry the time when larger
+    _bundle(tmp_path, "b", {"perf.nccl": {"duration_s": 2.25}, "perf.ib_write_bw.mlx5_0": {"duration_s": 0.0}},
+            [{"name": "tool-start", "key": "perf.ib_write_bw.mlx5_0", "epoch": 100},
+             {"name": "tool-exit", "key": "perf.ib_write_bw.mlx5_0", "epoch": 102},
+             {"name": "tool-start", "key": "perf.nccl", "epoch": 102}, {"name": "tool-exit", "key": "perf.nccl",
+                                                                      "epoch": 103}])
     _bundle(tmp_path, "c", None)   # no perf phase: left out
     (tmp_path / "not-a-bundle.txt").write_text("x")
-    assert perf_row.tools_seconds(tmp_path) == {"a": 2.0, "b": 2.25}
+    assert perf_row.tools_seconds(tmp_path) == {"a": 2.0, "b": 4.25}
 
 
 def test_overhead_is_beyond_the_tools_run_time_as_the_fleet_spends_it():
