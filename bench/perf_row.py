@@ -15,7 +15,12 @@ Columns (``PERF_COLUMNS``):
 - ``perf_overhead_s`` = ``perf_wall_s - perf_base_wall_s - perf_tools_wall_s``: the phase's second
   SSH exec per node, the judging (parsers, rules, fleet statistics), the extra items and the
   reports (tables, charts); ``perf_overhead_pct``: that over ``perf_base_wall_s``, target under
-  ``TARGET_PCT`` (10 %).
+  ``TARGET_PCT`` (10 %);
+- ``perf_phase_wall_s``: the perf phase as the fleet spent it (``phase_span_s``: first node's script
+  start to the last one's end), and ``perf_beyond_phase_s`` / ``_pct``: what ``--perf`` adds beyond
+  that whole phase (judging, the extra items, the reports; and the gather no longer overlapping the
+  tests: with ``--perf`` every node is gathered and measured before the items run, since the
+  fleet rule needs every node).
 
 The benchmark reports; it does not gate.
 """
@@ -45,7 +50,7 @@ def tools_seconds(bundles_dir: Path) -> dict[str, float]:
     from nodegate.bundle import Bundle
     out: dict[str, float] = {}
     for d in sorted(p for p in Path(bundles_dir).iterdir() if p.is_dir() and not p.is_symlink()):
-        b = Bundle.load(d, root=Path(bundles_dir))
+        b = Bundle.load(d, root=Path(bundles_dir), only=("perf.run",))
         if not b.has("perf.run"):
             continue
         try:
@@ -70,6 +75,29 @@ def tools_seconds(bundles_dir: Path) -> dict[str, float]:
             total += max(float(v) if isinstance(v, (int, float)) else 0.0, float(spans.get(key, 0.0)))
         out[b.node] = round(total, 3)
     return out
+
+
+def phase_span_s(bundles_dir: Path) -> float | None:
+    """Seconds from the first node's perf script ``start`` event to the last node's ``end`` (the
+    nodes' epoch clocks, 1 s resolution): the perf phase as the fleet spent it (the one exec per
+    node: SSH, the tools, the state sampling). None without a bundle that says."""
+    from nodegate.bundle import Bundle
+    first, last = None, None
+    for d in sorted(p for p in Path(bundles_dir).iterdir() if p.is_dir() and not p.is_symlink()):
+        b = Bundle.load(d, root=Path(bundles_dir), only=("perf.run",))
+        if not b.has("perf.run"):
+            continue
+        try:
+            events = json.loads(b.text("perf.run")).get("events") or []
+        except (ValueError, AttributeError):
+            continue
+        for e in events if isinstance(events, list) else []:
+            if isinstance(e, dict) and isinstance(e.get("epoch"), (int, float)):
+                if e.get("name") == "start":
+                    first = e["epoch"] if first is None else min(first, e["epoch"])
+                elif e.get("name") == "end":
+                    last = e["epoch"] if last is None else max(last, e["epoch"])
+    return float(last - first) if first is not None and last is not None else None
 
 
 def overhead(base_wall_s: float, perf_wall_s: float, per_node_tools_s: dict[str, float], forks: int) -> dict:
@@ -111,6 +139,13 @@ def run_perf_row(fleet, n: int, work: Path, forks: int, run_nodegate: Callable) 
            "perf_exec_channels_per_node": perf["exec_channels_per_node"],
            "perf_phases": perf["phases"], "perf_base_phases": base["phases"]}
     row.update(overhead(base["wall_s"], perf["wall_s"], per_node, forks))
+    span = phase_span_s(bundles) if bundles.is_dir() else None
+    row["perf_phase_wall_s"] = span
+    if span is not None:
+        # what is left when the whole phase (SSH, script, sampling) is taken off: judging, items, reports
+        rest = perf["wall_s"] - base["wall_s"] - span
+        row["perf_beyond_phase_s"] = round(rest, 2)
+        row["perf_beyond_phase_pct"] = round(100.0 * rest / base["wall_s"], 1) if base["wall_s"] > 0 else None
     return row
 
 
@@ -123,6 +158,9 @@ def perf_table(r: dict) -> str:
               "perf_tools_max_node_s": "tools' own run time, longest node (s)",
               "perf_tools_wall_s": "tools' run time as the fleet spends it (s)",
               "perf_overhead_s": "overhead beyond the tools (s)", "perf_overhead_pct": "overhead (% of the run)",
+              "perf_phase_wall_s": "perf phase, first start to last end (s)",
+              "perf_beyond_phase_s": "beyond the whole phase (s)",
+              "perf_beyond_phase_pct": "beyond the whole phase (% of the run)",
               "perf_items": "items with --perf", "perf_base_items": "items without --perf"}
     for k, label in labels.items():
         out.append(f"  {label:<44} {r.get(k, '')}")

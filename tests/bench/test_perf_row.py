@@ -39,6 +39,10 @@ def test_tools_seconds_sums_the_tool_keys_of_each_bundle(tmp_path):
     _bundle(tmp_path, "c", None)   # no perf phase: left out
     (tmp_path / "not-a-bundle.txt").write_text("x")
     assert perf_row.tools_seconds(tmp_path) == {"a": 2.0, "b": 4.25}
+    # the phase over the fleet: first script start to last end
+    _bundle(tmp_path, "d", {}, [{"name": "start", "epoch": 99}, {"name": "end", "epoch": 110}])
+    _bundle(tmp_path, "e", {}, [{"name": "start", "epoch": 101}, {"name": "end", "epoch": 104}])
+    assert perf_row.phase_span_s(tmp_path) == 11.0
 
 
 def test_overhead_is_beyond_the_tools_run_time_as_the_fleet_spends_it():
@@ -79,6 +83,7 @@ def test_perf_row_smoke_on_two_nodes(tmp_path):
         assert c in row, c
     assert row["perf_nodes"] == 2 and row["perf_nodes_with_timing"] == 2
     assert row["perf_items"] > row["perf_base_items"] > 0
-    assert row["perf_tools_node_s"] > 0
+    assert row["perf_tools_node_s"] > 0 and row["perf_phase_wall_s"] >= row["perf_tools_max_node_s"]
+    assert "perf_beyond_phase_pct" in row
     assert row["perf_exec_channels_per_node"] == 2          # the probe's exec and the perf phase's
     assert "overhead (% of the run)" in r.stdout and "wall with --perf (s)" in r.stdout
