@@ -41,7 +41,7 @@ MAX_VALUES = 1_000_000
 MAX_OUTLIERS = 50
 #: up to this many figures one dot each; above, one bar per pixel column (its height the count)
 DOTS_MAX = 2000
-WIDTH, HEIGHT, PAD_L, PAD_R = 640, 96, 12, 12
+WIDTH, HEIGHT, PAD_L, PAD_R = 640, 96, 70, 70
 
 _TITLE = re.compile(r"^performance(?: \((?P<phase>[^)]{1,40}) burn-in\))?: (?P<label>.+)$")
 _SUBJECT = re.compile(r"-(gpu\d+-gpu\d+|gpu\d+|hca-[A-Za-z0-9_.-]{1,64}|node)\]$")
@@ -224,17 +224,27 @@ def chart_html(d: Dist) -> str:
     parts.append(f'<line class="median" x1="{x(med):.1f}" y1="{mid - 20}" x2="{x(med):.1f}" y2="{mid + 20}" '
                  f'stroke="#1565c0" stroke-width="2"><title>median {_fmt(med)}</title></line>')
     if floor is not None:
-        parts.append(f'<line class="floor" x1="{x(floor):.1f}" y1="8" x2="{x(floor):.1f}" y2="{HEIGHT - 22}" '
+        parts.append(f'<line class="floor" x1="{x(floor):.1f}" y1="20" x2="{x(floor):.1f}" y2="{HEIGHT - 22}" '
                      f'stroke="#c62828" stroke-dasharray="4 2"><title>floor {_fmt(floor)}</title></line>')
     for o in d.outliers:
         tip = esc(f"{o.node} {o.subject}: {_fmt(o.value)} {d.unit} ({o.rules})", 600, keep_newlines=False)
         dot = (f'<circle class="outlier" cx="{x(o.value):.1f}" cy="{mid}" r="4.5" fill="#c62828" '
                f'stroke="#fff"><title>{tip}</title></circle>')
         parts.append(f'<a href="{esc(o.href, 1000)}">{dot}</a>' if o.href else dot)
-    for v, anchor in ((vals[0], "start"), (vals[-1], "end")):
-        parts.append(f'<text x="{x(v):.1f}" y="{HEIGHT - 8}" font-size="10" text-anchor="{anchor}">{_fmt(v)}</text>')
-    parts.append(f'<text x="{x(med):.1f}" y="{HEIGHT - 8}" font-size="10" text-anchor="middle" fill="#1565c0">'
-                 f"{_fmt(med)}</text></svg>")
+    # labels: min and max under the axis (max only when apart from min); median and floor above it,
+    # each on its own side of its line so they never overlap
+    parts.append(f'<text x="{x(vals[0]):.1f}" y="{HEIGHT - 8}" font-size="10" text-anchor="start">{_fmt(vals[0])}</text>')
+    if x(vals[-1]) - x(vals[0]) > 60:
+        parts.append(f'<text x="{x(vals[-1]):.1f}" y="{HEIGHT - 8}" font-size="10" text-anchor="end">'
+                     f"{_fmt(vals[-1])}</text>")
+    med_side = "end" if floor is not None and floor > med else "start"
+    parts.append(f'<text x="{x(med) + (-4 if med_side == "end" else 4):.1f}" y="14" font-size="10" '
+                 f'text-anchor="{med_side}" fill="#1565c0">median {_fmt(med)}</text>')
+    if floor is not None:
+        fl_side = "start" if med_side == "end" else "end"
+        parts.append(f'<text x="{x(floor) + (4 if fl_side == "start" else -4):.1f}" y="14" font-size="10" '
+                     f'text-anchor="{fl_side}" fill="#c62828">floor {_fmt(floor)}</text>')
+    parts.append("</svg>")
     unit = esc(d.unit, 40)
     facts = [f"{len(vals)} figure(s) on {d.nodes} node(s)", f"median {_fmt(med)} {unit}",
              f"quartiles {_fmt(q1)}-{_fmt(q3)}"]
