@@ -36,9 +36,10 @@ test: $(STAMP)
 ## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv);
 ## BENCH_ARGS='--scale --repeat 3': each size 3 times, in turn, medians (the ratios on a noisy machine)
 ## BENCH_ARGS='--paired 4096,256': one 4,096-node replay with 256-node ones back to back beside it (same spells)
+## BENCH_ARGS=--install: another project's pytest start-up with and without nodegate installed (needs nothing but the venv)
 BENCH_ARGS ?=
 bench: $(STAMP)
-	@case "$(BENCH_ARGS)" in *--scale*|*--paired*) ;; *) \
+	@case "$(BENCH_ARGS)" in *--scale*|*--paired*|*--install*) ;; *) \
 	why=$$($(BIN)/python -c "from tools.fleet import sshd_available; print(sshd_available() or '')"); \
 	if [ -n "$$why" ]; then echo "make bench needs the simulated fleet: $$why"; \
 	  echo "install: apt-get install openssh-server openssh-client busybox-static dash (as root)"; \
@@ -49,7 +50,7 @@ samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py
 	$(BIN)/python tools/build_samples.py
 
-## clean: the venv, caches and every report file make itself writes (the demo, bench.json, bench-scale.json);
+## clean: the venv, caches and every report file make itself writes (the demo, bench*.json);
 ## a live run's reports and evidence stay
 clean:
-	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json reports/bench-paired.json .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json reports/bench-paired.json reports/bench-install.json .pytest_cache .hypothesis *.egg-info

@@ -1,8 +1,9 @@
-"""Root conftest: loads nodegate's pytest plugins (options, gathering, reports).
+"""Root conftest: loads nodegate's pytest plugins (options, gathering, reports) for runs from the
+checkout (``pytest suites --target ...``, the project's own ``tests/``).
 
-The plugins stay inactive unless the run targets suites/ or names --inventory/--target/--replay,
-so the project's own tests (tests/) run without touching any node.
+``nodegate.plugins`` lists the six plugin modules (plugins/__init__.py). They stay inactive
+unless the run targets suites/ or names --inventory/--target/--replay, so the project's own
+tests (tests/) run without touching any node.
 """
 
-pytest_plugins = ["plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline",
-                  "plugins.nodegate_burnin", "plugins.nodegate_site", "plugins.nodegate_perf"]
+pytest_plugins = ["nodegate.plugins"]

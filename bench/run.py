@@ -1,5 +1,7 @@
 """``make bench``: nodegate on simulated fleets of 16, 64 and 256 nodes x 8 GPUs, against the SSH floor.
 ``make bench BENCH_ARGS=--scale``: the replay at 256, 1,024 and 4,096 nodes instead (bench/scale.py).
+``make bench BENCH_ARGS=--install``: another project's pytest start-up with and without nodegate
+installed instead (bench/install_startup.py).
 
 For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real sshd on 127.0.x.y):
 
@@ -9,7 +11,10 @@ For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real ss
    report sizes; CPU the simulated nodes spent (sshd + probe, which on a real fleet runs on each
    node's own CPUs but here shares the controller's cores).
 2. floors: ``ssh_floor_s`` (same pool running ``true`` on every node) and ``pytest_floor_s`` (a
-   bare pytest run of as many trivial items, same report options); ``floor_wall_s`` is their sum.
+   bare pytest run of as many trivial items as the nodegate run's pytest items, counted as pytest
+   ran them by bench/timing_plugin.py, not JUnit testcases, which fold a node's passed GPUs;
+   same skips, same report options); ``floor_wall_s`` is their sum. The floor run counts its own
+   items the same way and the benchmark stops when the two counts differ (``same_items``).
 3. at 64 nodes: the naive testinfra suite, one ``host.run`` per check (``naive_wall_s``), and
    nodegate with ``--gather-first`` (every node gathered before collection) for comparison.
 4. at the largest size: the HTML loaded in headless chromium (``--dump-dom``), when installed.
@@ -57,7 +62,9 @@ def _mb(p: Path) -> float:
 
 
 def _junit_counts(p: Path) -> dict[str, int]:
-    """testcases and their outcomes in a JUnit file (regex: the files can be large)."""
+    """JUnit ``<testcase>`` elements and their outcomes in a JUnit file (regex: the files can be
+    large). nodegate's JUnit folds the passed GPUs of a check into one testcase: these are not
+    pytest items (``item_counts``)."""
     text = p.read_text(errors="replace") if p.exists() else ""
     n = len(re.findall(r"<testcase ", text))
     out = {"tests": n, "failed": len(re.findall(r"<failure", text)), "errors": len(re.findall(r"<error", text)),
@@ -66,10 +73,35 @@ def _junit_counts(p: Path) -> dict[str, int]:
     return out
 
 
-def _reports_plugin_args() -> list[str]:
-    """Load plugins/nodegate_reports.py when the root conftest does not (yet) load it."""
-    conftest = (ROOT / "conftest.py").read_text()
-    return [] if "nodegate_reports" in conftest else ["-p", "plugins.nodegate_reports"]
+def item_counts(timing: Path) -> dict[str, int]:
+    """The items of a run as pytest ran them, from bench/timing_plugin.py's file: ``items``
+    (one per item, whatever its outcome), ``passed``, ``failed``, ``skipped``, ``errors``.
+    Raises RuntimeError when the file is missing (the timing plugin did not run)."""
+    try:
+        t = json.loads(timing.read_text())
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"no item counts from bench/timing_plugin.py ({timing}): {e}") from e
+    return {k: int(t[f"run_{k}"]) for k in ("items", "passed", "failed", "skipped", "errors")}
+
+
+def floor_split(items: dict[str, int]) -> tuple[int, int]:
+    """(passing, skipping) trivial items for the pytest floor of a run with these ``item_counts``:
+    as many items as it ran, its skips as skips (a FAIL or ERROR costs pytest what a pass does)."""
+    return items["items"] - items["skipped"], items["skipped"]
+
+
+def same_items(run: dict[str, int], floor: dict[str, int]) -> None:
+    """Raise RuntimeError unless the floor ran as many items, and as many skips, as the run it
+    is the floor of (a ratio to a floor of another size measures nothing)."""
+    if (run["items"], run["skipped"]) != (floor["items"], floor["skipped"]):
+        raise RuntimeError(f"pytest floor ran {floor['items']} items ({floor['skipped']} skipped), the nodegate "
+                           f"run {run['items']} ({run['skipped']} skipped): not the same item count")
+
+
+def _plugin_args() -> list[str]:
+    """nodegate's plugins by name: the root conftest loads them only when pytest's rootdir is the
+    checkout (a site file outside it moves the rootdir), and installing nodegate registers none."""
+    return ["-p", "nodegate.plugins"]
 
 
 def _env(timing: Path | None = None) -> dict:
@@ -117,7 +149,7 @@ def run_nodegate(fleet: Fleet, work: Path, forks: int, extra: list[str] = ()) ->
     fleet_before = fleet.exec_counts()
     node_cpu0 = proc_cpu_s(sshd_pids)
     argv = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", "timing_plugin",
-            *_reports_plugin_args(), "--inventory", str(fleet.inventory_path),
+            *_plugin_args(), "--inventory", str(fleet.inventory_path),
             "--known-hosts", str(fleet.known_hosts_path), "--reports-dir", str(reports), "--forks", str(forks),
             *extra]
     started = time.time()
@@ -128,18 +160,21 @@ def run_nodegate(fleet: Fleet, work: Path, forks: int, extra: list[str] = ()) ->
     junit = reports / "junit.xml"
     html = reports / "report.html"
     counts = _junit_counts(junit)
+    items = item_counts(timing) if m.rc in (0, 1) else {}
     return {"rc": m.rc, "wall_s": m.wall_s, "cpu_s": m.cpu_s, "peak_rss_mb": m.peak_rss_mb,
             "node_cpu_s": round(proc_cpu_s(sshd_pids) - node_cpu0, 2),
             "exec_channels_per_node": max(per_node) if per_node else 0,
             "exec_channels_min": min(per_node) if per_node else 0,
             # tools.fleet's own counter (client-port attribution), kept as a cross-check
             "fleet_exec_counts": sorted({fleet_after[k] - fleet_before.get(k, 0) for k in fleet_after}),
-            "test_items": counts["tests"], "outcomes": counts, "html_mb": _mb(html), "junit_mb": _mb(junit),
+            "pytest_items": items.get("items", 0), "items": items, "junit_testcases": counts["tests"],
+            "outcomes": counts, "html_mb": _mb(html), "junit_mb": _mb(junit),
             "phases": _phases(timing, started), "html": html, "junit": junit, "output": m.output}
 
 
 def run_pytest_floor(work: Path, passed: int, skipped: int) -> dict:
-    """The bare pytest run (floors.pytest_floor_suite) with nodegate's report options."""
+    """The bare pytest run (floors.pytest_floor_suite) with nodegate's report options; its
+    ``items`` as pytest ran them (``item_counts``)."""
     d = work / "pytest-floor"
     floors.pytest_floor_suite(d, passed, skipped)
     timing = d / "timing.json"
@@ -149,7 +184,7 @@ def run_pytest_floor(work: Path, passed: int, skipped: int) -> dict:
     m = run_measured(argv, cwd=d, env=_env(timing))
     if m.rc != 0:
         raise RuntimeError(f"pytest floor run failed (rc {m.rc}):\n{m.output[-3000:]}")
-    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "phases": _phases(timing, started),
+    return {"wall_s": m.wall_s, "cpu_s": m.cpu_s, "phases": _phases(timing, started), "items": item_counts(timing),
             "html_mb": _mb(d / "report.html"), "junit_mb": _mb(d / "junit.xml")}
 
 
@@ -193,7 +228,7 @@ def load_in_chromium(html: Path, timeout_s: float = 120.0) -> dict:
 def site_row(fleet: Fleet, work: Path, forks: int) -> dict:
     """bench/site.py's row on ``fleet`` (nodegate site file alone, with the suites, testinfra)."""
     return site.run_site_row(fleet, work, forks, run_measured=run_measured, env=_env, junit_counts=_junit_counts,
-                             root=ROOT, reports_plugin_args=_reports_plugin_args)
+                             root=ROOT, plugin_args=_plugin_args)
 
 
 def perf_size(n: int, args, base: Path) -> dict:
@@ -222,7 +257,7 @@ def bench_size(n: int, args, base: Path) -> dict:
             return {"nodes": n, "fleet_start_s": fleet_s, **site_row(fleet, work, args.forks)}
         print(f"[{n:>3} nodes] fleet up in {fleet_s}s ({len(fleet.groups)} sshd); nodegate ...", flush=True)
         ng = run_nodegate(fleet, work, args.forks)
-        if ng["rc"] not in (0, 1) or not ng["test_items"]:
+        if ng["rc"] not in (0, 1) or not ng["pytest_items"]:
             raise RuntimeError(f"nodegate run at {n} nodes: rc {ng['rc']}\n{ng['output'][-4000:]}")
         if ng["outcomes"]["failed"] or ng["outcomes"]["errors"]:  # a healthy fleet: all pass or skip by spec
             print(f"[{n:>3} nodes] WARNING: not all items passed/skipped on the healthy fleet: {ng['outcomes']}",
@@ -242,11 +277,13 @@ def bench_size(n: int, args, base: Path) -> dict:
                      "peak_rss_mb": ng["peak_rss_mb"], "ssh_floor_s": ssh_s}
         print(f"[{n:>3} nodes] ssh floor {ssh_s}s; pytest floor ...", flush=True)
         o = ng["outcomes"]
-        pf = run_pytest_floor(work, o["tests"] - o["skipped"], o["skipped"])
+        pf = run_pytest_floor(work, *floor_split(ng["items"]))
+        same_items(ng["items"], pf["items"])
         row["pytest_floor_s"] = pf["wall_s"]
         row["floor_wall_s"] = round(row["ssh_floor_s"] + row["pytest_floor_s"], 3)
         row["ratio_to_floor"] = round(row["wall_s"] / row["floor_wall_s"], 2)
-        row.update(exec_channels_per_node=ng["exec_channels_per_node"], test_items=ng["test_items"],
+        row.update(exec_channels_per_node=ng["exec_channels_per_node"], pytest_items=ng["pytest_items"],
+                   pytest_floor_items=pf["items"]["items"], junit_testcases=ng["junit_testcases"], items=ng["items"],
                    html_mb=ng["html_mb"], junit_mb=ng["junit_mb"],
                    junit_under_gitlab_limit=ng["junit_mb"] < JUNIT_LIMIT_MB,
                    report_gen_s=ng["phases"].get("report_s"), phases=ng["phases"], node_cpu_s=ng["node_cpu_s"],
@@ -277,16 +314,35 @@ def bench_size(n: int, args, base: Path) -> dict:
     return row
 
 
-COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "ssh_floor_s", "pytest_floor_s", "floor_wall_s",
-           "ratio_to_floor", "exec_channels_per_node", "test_items", "html_mb", "junit_mb", "report_gen_s",
-           "node_cpu_s", "naive_wall_s")
+#: the table's columns and what each is (printed under the table; docs/performance.md, "What is measured")
+COLUMN_LABELS = {
+    "nodes": "simulated nodes, 8 GPUs each",
+    "wall_s": "nodegate run, wall seconds",
+    "cpu_s": "nodegate run, CPU seconds (user+sys, its process tree)",
+    "peak_rss_mb": "nodegate run, peak RSS of its process tree, MB",
+    "ssh_floor_s": "floor: `true` over SSH on every node, same pool, wall seconds",
+    "pytest_floor_s": "floor: bare pytest, as many trivial items as pytest_items, wall seconds",
+    "floor_wall_s": "ssh_floor_s + pytest_floor_s",
+    "ratio_to_floor": "wall_s / floor_wall_s",
+    "exec_channels_per_node": "SSH exec channels per node during the nodegate run (sshd log)",
+    "pytest_items": "items pytest ran in the nodegate run (= the floor's items)",
+    "junit_testcases": "<testcase> elements in nodegate's JUnit (a node's passed GPUs folded into one)",
+    "html_mb": "report.html, MB",
+    "junit_mb": "junit.xml, MB",
+    "report_gen_s": "pytest_sessionfinish (HTML, JUnit, RMA files), wall seconds",
+    "node_cpu_s": "CPU the simulated nodes spent (sshd + probe), seconds",
+    "naive_wall_s": "naive testinfra suite (one host.run per check), wall seconds",
+}
+COLUMNS = tuple(COLUMN_LABELS)
 
 
 def table(rows: list[dict]) -> str:
+    """The rows as a table, one column per COLUMNS, then a legend: what each column is."""
     head = [c.replace("_per_node", "/node") for c in COLUMNS]
     lines = [head] + [[str(r.get(c, "")) for c in COLUMNS] for r in rows]
     w = [max(len(x[i]) for x in lines) for i in range(len(COLUMNS))]
-    return "\n".join("  ".join(x[i].rjust(w[i]) for i in range(len(COLUMNS))) for x in lines)
+    out = ["  ".join(x[i].rjust(w[i]) for i in range(len(COLUMNS))) for x in lines]
+    return "\n".join(out + [""] + [f"  {h}: {COLUMN_LABELS[c]}" for h, c in zip(head, COLUMNS)])
 
 
 SITE_RUNS = (("nodegate, site file", "site"), ("nodegate, suites + site file", "site_suites"),
@@ -347,7 +403,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paired", default=None, metavar="BIG,SMALL",
                     help="instead: one --replay of BIG generated nodes while SMALL-node replays run back to back "
                          "beside it (bench/paired.py, reports/bench-paired.json)")
+    ap.add_argument("--install", action="store_true",
+                    help="instead: what installing nodegate costs another project's pytest start-up "
+                         "(bench/install_startup.py, reports/bench-install.json)")
     args = ap.parse_args(argv)
+    if args.install:
+        from bench import install_startup
+        return install_startup.main(out=Path(args.out) if args.out else None)
     if args.paired:
         from bench import paired
         big, small = (int(x) for x in args.paired.split(","))

@@ -86,7 +86,7 @@ def measured(fleet, run) -> dict:
 
 
 def run_site_row(fleet, work: Path, forks: int, *, run_measured, env, junit_counts, root: Path,
-                 reports_plugin_args) -> dict:
+                 plugin_args) -> dict:
     """The row: ``site_*`` (nodegate, site file only), ``site_suites_*`` (nodegate, suites + site
     file), ``site_testinfra_*`` (testinfra --hosts, site file only)."""
     from bench import naive
@@ -97,7 +97,7 @@ def run_site_row(fleet, work: Path, forks: int, *, run_measured, env, junit_coun
 
     def nodegate(args: list[str], tag: str) -> dict:
         reports = work / f"site-{tag}"
-        argv = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", *reports_plugin_args(),
+        argv = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", *plugin_args(),
                 "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
                 "--reports-dir", str(reports), "--forks", str(forks)]
         m = run_measured(argv, cwd=root, env=env())

@@ -58,7 +58,7 @@ fi
 $PY - <<'EOF' || { echo "imports failed: see above"; return 3; }
 import importlib, sys
 for m in ("pytest", "pynvml", "defusedxml", "pydantic", "yaml", "paramiko", "testinfra",
-          "nodegate.run", "nodegate.nvml", "plugins.nodegate_plugin"):
+          "nodegate.run", "nodegate.nvml", "nodegate.plugins.nodegate_plugin"):
     mod = importlib.import_module(m)
     print("%-24s %s" % (m, getattr(mod, "__version__", "") or getattr(mod, "__file__", "")))
 EOF

@@ -145,44 +145,59 @@ class Bundle:
         return cls(node=node, items=items, meta=meta)
 
     def write(self, root: Path) -> Path:
-        """Write under ``root/<node>/`` (replacing files of the same keys); returns the directory."""
+        """Write under ``root/<node>/`` (replacing files of the same keys); returns the directory.
+
+        ``root`` is the operator's directory (``--bundles-dir``, ``nodegate-collect --out``);
+        ``<node>`` is opened relative to it without following a link (nodegate.safeio.open_dir):
+        a link planted there (``<out>/gpu007 -> /etc``) raises ``safeio.LinkRefused`` (an
+        OSError) and nothing is written or removed through it. Raises OSError when the bundle
+        cannot be written."""
+        from . import safeio
         d = Path(root) / safe_node_dirname(self.node)
-        d.mkdir(parents=True, exist_ok=True)
         meta = dict(self.meta)
         meta.setdefault("node", self.node)
         meta.setdefault("probe_version", PROBE_VERSION)
         meta.setdefault("status", "ok")
         meta["items"] = {k: {"rc": e.rc, "status": e.status, "duration_s": e.duration_s,
                              "bytes": len(e.stdout)} for k, e in sorted(self.items.items())}
-        ds = os.fspath(d) + os.sep
-        # a directory reused from an earlier run (reports/bundles is the default) must not lend
-        # this run items it did not gather: every item file not written below goes
-        with os.scandir(d) as it:
-            names = [de.name for de in it]
-        for name in names:
-            stem, _, suffix = name.rpartition(".")
-            if suffix in ("out", "err", "rc") and _KEY_RE.match(stem) and (
-                    stem not in self.items or (suffix == "err" and not self.items[stem].stderr)
-                    or (suffix == "rc" and self.items[stem].rc == 0)):
-                os.unlink(ds + name)
-        # os.open/os.write: ~100 files a node, and pathlib's open() cost 2-3x the system calls'
-        # own time (docs/performance.md)
-        for k, e in self.items.items():
-            if not _KEY_RE.match(k):
-                continue
-            _put(ds + k + ".out", e.stdout)
-            if e.stderr:
-                _put(ds + k + ".err", e.stderr)
-            # exit code 0 is the absent .rc (meta.json has every item's): about half the files to
-            # create per node; no exit code: why (the controller's deadline cut it, or the cap
-            # cut its RC line away)
-            if e.rc is None:
-                why = e.status if e.status in ("truncated", "malformed") else "timeout"
-                _put(ds + k + ".rc", f"{why}\n".encode())
-            elif e.rc != 0:
-                _put(ds + k + ".rc", b"%d\n" % e.rc)
-        _put(ds + ".meta.json.tmp", (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
-        os.replace(ds + ".meta.json.tmp", ds + "meta.json")
+        dfd = safeio.open_dir(d, anchor=root)
+        try:
+            # a directory reused from an earlier run (reports/bundles is the default) must not
+            # lend this run items it did not gather: every item file not written below goes
+            # (names in the directory opened above: a link's target is never listed nor touched)
+            with os.scandir(dfd) as it:
+                names = [de.name for de in it]
+            for name in names:
+                stem, _, suffix = name.rpartition(".")
+                if suffix in ("out", "err", "rc") and _KEY_RE.match(stem) and (
+                        stem not in self.items or (suffix == "err" and not self.items[stem].stderr)
+                        or (suffix == "rc" and self.items[stem].rc == 0)):
+                    try:
+                        os.unlink(name, dir_fd=dfd)
+                    except IsADirectoryError:
+                        pass
+            # os.open/os.write: ~100 files a node, and pathlib's open() cost 2-3x the system
+            # calls' own time (docs/performance.md)
+            put = safeio.put_at
+            for k, e in self.items.items():
+                if not _KEY_RE.match(k):
+                    continue
+                put(dfd, k + ".out", e.stdout)
+                if e.stderr:
+                    put(dfd, k + ".err", e.stderr)
+                # exit code 0 is the absent .rc (meta.json has every item's): about half the
+                # files to create per node; no exit code: why (the controller's deadline cut
+                # it, or the cap cut its RC line away)
+                if e.rc is None:
+                    why = e.status if e.status in ("truncated", "malformed") else "timeout"
+                    put(dfd, k + ".rc", f"{why}\n".encode())
+                elif e.rc != 0:
+                    put(dfd, k + ".rc", b"%d\n" % e.rc)
+            put(dfd, ".meta.json.tmp",
+                (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
+            os.replace(".meta.json.tmp", "meta.json", src_dir_fd=dfd, dst_dir_fd=dfd)
+        finally:
+            os.close(dfd)
         self.path = d
         return d
 
@@ -491,12 +506,6 @@ def _disagreement(key: str, im: dict, rc: int | None, word: str | None, size: in
         return f"meta.json says {key}.out holds {mb!r} bytes, but it holds {size}"
     return None
 
-
-def _put(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path``: a link planted in a shared bundles directory is never
-    followed (nodegate.safeio)."""
-    from .safeio import put
-    put(path, data)
 
 def _is_bundle(p: Path) -> bool:
     return (p / "meta.json").is_file() or any(p.glob("*.out"))

@@ -6,13 +6,17 @@
 
 Every argument goes to pytest unchanged. pytest runs with the package's own settings
 (nodegate/data/pytest.ini via ``-c``, ``--rootdir`` = the directory holding the installed
-``suites`` and ``plugins`` packages), so the current
-directory's pytest.ini, pyproject.toml, setup.cfg or conftest.py changes nothing, and an
-inventory outside any project cannot move pytest's rootdir (pytest picks the rootdir before
-plugins add ``--inventory``, and would read its value as a path). nodegate's plugins come from
-their entry points (``-p`` each when PYTEST_DISABLE_PLUGIN_AUTOLOAD is set). Without a test path the
-installed suites run (``testpaths``); the cache (``--lf``) lives in ``./.pytest_cache``;
-reports go to ``./reports`` unless ``--reports-dir`` says otherwise.
+``nodegate.suites`` package: site-packages/nodegate, or the checkout in an editable install, so
+test ids stay ``suites/test_pcie.py::...``), so the current directory's pytest.ini,
+pyproject.toml, setup.cfg or conftest.py changes nothing, and an inventory outside any project
+cannot move pytest's rootdir (pytest picks the rootdir before plugins add ``--inventory``, and
+would read its value as a path). nodegate's plugins are loaded here with ``-p nodegate.plugins``:
+installing nodegate registers no pytest plugin (no pytest11 entry point), so other pytest runs of
+the environment never load it. Without an inventory, ``--replay`` or ``--target``, the run
+targets ``local://`` exactly as ``--target local://`` does (the plugin's ``--target`` default in
+this command), whatever the current directory holds: the installed suites run, never the
+directory's own test files. The cache (``--lf``) lives in ``./.pytest_cache``; reports go to
+``./reports`` unless ``--reports-dir`` says otherwise.
 
 Arguments pytest would read otherwise than the operator means:
 
@@ -32,19 +36,21 @@ import os
 import sys
 from pathlib import Path
 
-PLUGINS = ("plugins.nodegate_plugin", "plugins.nodegate_reports", "plugins.nodegate_baseline",
-           "plugins.nodegate_burnin", "plugins.nodegate_site", "plugins.nodegate_perf")
-#: set for the pytest run of this command (the plugin names the program "nodegate" in usage lines)
+#: the package whose ``pytest_plugins`` lists nodegate's six plugins (plugins/__init__.py)
+PLUGINS = "nodegate.plugins"
+#: set for the pytest run of this command: the plugin names the program "nodegate" in usage lines
+#: and makes ``--target`` default to local:// (nodegate.plugins.nodegate_plugin)
 ENV_FLAG = "NODEGATE_CLI"
 
 
 def package_paths() -> tuple[Path, Path]:
-    """(the pytest ini file, the rootdir: where the installed ``suites`` package lives). Nothing
-    that imports testinfra is imported before pytest.main (it would miss assertion rewriting)."""
+    """(the pytest ini file, the rootdir: the directory holding the installed ``nodegate.suites``
+    package). Nothing that imports testinfra is imported before pytest.main (it would miss
+    assertion rewriting)."""
     import importlib.util
-    spec = importlib.util.find_spec("suites")
+    spec = importlib.util.find_spec("nodegate.suites")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("nodegate: the suites package is not installed (pip install nodegate)")
+        raise SystemExit("nodegate: the nodegate.suites package is not installed (pip install nodegate)")
     suites = Path(list(spec.submodule_search_locations)[0]).resolve()
     return Path(__file__).resolve().parent / "data" / "pytest.ini", suites.parent
 
@@ -56,12 +62,7 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
     # --confcutdir: no conftest.py above or beside the package is loaded (pytest loads the
     # working directory's when no test path is named)
     args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root),
-            "-o", f"cache_dir={cwd / '.pytest_cache'}"]
-    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        # otherwise the entry points register them (-p here would import testinfra before
-        # pytest marks its plugin for assertion rewriting: a warning in every run)
-        for p in PLUGINS:
-            args += ["-p", p]
+            "-o", f"cache_dir={cwd / '.pytest_cache'}", "-p", PLUGINS]
     return args + rewrite(list(argv), root, cwd)
 
 
@@ -93,8 +94,15 @@ def main(argv: list[str] | None = None) -> int:
         from importlib.metadata import version
         print(f"nodegate {version('nodegate')} (pytest {pytest.__version__})")
         return 0
-    os.environ[ENV_FLAG] = "1"
-    rc = int(pytest.main(pytest_args(argv)))
+    before = os.environ.get(ENV_FLAG)
+    os.environ[ENV_FLAG] = "1"   # inherited by xdist workers; restored for a caller in this process
+    try:
+        rc = int(pytest.main(pytest_args(argv)))
+    finally:
+        if before is None:
+            os.environ.pop(ENV_FLAG, None)
+        else:
+            os.environ[ENV_FLAG] = before
     return 2 if rc == int(pytest.ExitCode.USAGE_ERROR) else rc
 
 

@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         if not a.node:  # a guess here would mark the wrong node
             print("nodegate-collect: --missing needs --node (the node that was not collected)", file=sys.stderr)
             return EXIT_USAGE
-        if (Path(a.out) / node / "meta.json").exists():
+        nd = Path(a.out) / node   # a link planted there is refused by Bundle.write below
+        if not nd.is_symlink() and (nd / "meta.json").exists():
             print(f"nodegate-collect: {node}: a bundle exists, not marked missing")
             return EXIT_OK
         b = missing_bundle(node, a.missing.strip() or "not collected", spec_raw)

@@ -287,7 +287,7 @@ class FleetRun:
             extra = tuple(n for n in self.bundles if n not in self.peer_ids and n != node)
             for what, v in (("boot id", ids[0]), ("machine id", ids[1])):
                 if v and node not in before.get((what, v), ()):
-                    before.setdefault((what, v), []).append(node)
+                    before.setdefault((what, v), {})[node] = None
             self._id_index = (("streaming", len(self.peer_ids), extra), before)
 
     def released(self, node: str) -> bool:
@@ -406,7 +406,8 @@ class FleetRun:
         return out[0], out[1]
 
     def _index(self) -> dict:
-        """{("boot id" | "machine id", value): [nodes]} over every node known here, rebuilt when
+        """{("boot id" | "machine id", value): {node: None}} (insertion-ordered, O(1) membership)
+        over every node known here, rebuilt when
         a node was merged since (once per node arrival, not once per item). On a streaming run
         the nodes in memory change with every node judged: there the ids of every node seen so
         far are kept in ``peer_ids`` (replay: all of them from the start) and the index is
@@ -425,7 +426,7 @@ class FleetRun:
             boot, mid = self.node_ids(n)
             for what, v in (("boot id", boot), ("machine id", mid)):
                 if v:
-                    idx.setdefault((what, v), []).append(n)
+                    idx.setdefault((what, v), {})[n] = None
         self._id_index = (key, idx)
         return idx
 
@@ -441,6 +442,34 @@ class FleetRun:
             for other in idx.get((what, v), ()) if v else ():
                 if other != node and (among is None or other in among):
                     out.append((other, what, v))
+        return out
+
+    def identity_groups(self, node: str, among=None, shown: int = 5) -> list["ClashGroup"]:
+        """The clash groups of ``node``: for its boot id and its machine id, how many other
+        nodes known here report the same value and the first ``shown`` of their names (in the
+        run's order), ``ClashGroup``; only nodes in ``among`` when given. Bounded whatever the
+        group's size: N copies of one bundle give each node one group of N-1 counted and at
+        most ``shown`` named (issue 31: every message naming all N-1 others made the reports
+        quadratic in the nodes)."""
+        boot, mid = self.node_ids(node)
+        idx = self._index()
+        out = []
+        for what, v in (("boot id", boot), ("machine id", mid)):
+            peers = idx.get((what, v)) if v else None
+            if not peers:
+                continue
+            if among is not None:
+                peers = {o: None for o in among if o in peers}
+            count = len(peers) - (1 if node in peers else 0)
+            if count <= 0:
+                continue
+            names = []
+            for o in peers:
+                if o != node:
+                    names.append(o)
+                    if len(names) >= shown:
+                        break
+            out.append(ClashGroup(what, v, count, tuple(names)))
         return out
 
     def shared_gpus(self) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
@@ -473,7 +502,7 @@ class FleetRun:
             # run's bundles change at every node (released ones are in peer_ids)
             others = {n for n in (*self.nodes, *self.bundles) if n not in self.peer_ids}
             self._n_nodes = (key, len(self.peer_ids) + len(others))
-        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_clashes(node))
+        return IdentityView(max(0, self._n_nodes[1] - 1), self.identity_groups(node))
 
     # ------------------------------------------------------------------ background gather
     def start_gather(self, jobs: list[NodeJob], opts: GatherOptions, *, process: bool = True) -> None:
@@ -678,13 +707,36 @@ class FleetRun:
             raise e
 
 
+@dataclass(frozen=True)
+class ClashGroup:
+    """Nodes that report one node's ``what`` ("boot id" | "machine id") ``value``: ``count``
+    other nodes, the first of them ``names`` (at most FleetRun.identity_groups' ``shown``)."""
+
+    what: str
+    value: str
+    count: int
+    names: tuple[str, ...]
+
+    def phrase(self, name_chars: int = 64) -> str:
+        """``99 other nodes report the same boot id V: a, b, c, d, e, ...`` (one other: ``node b
+        reports the same boot id V``): bounded by ``names`` and ``name_chars`` per name,
+        whatever ``count`` is."""
+        from .textsafe import shown as _shown
+        names = [_shown(n)[:name_chars] for n in self.names]
+        if self.count == 1 and names:
+            return f"node {names[0]} reports the same {self.what} {self.value}"
+        more = ", ..." if self.count > len(names) else ""
+        return f"{self.count} other nodes report the same {self.what} {self.value}: {', '.join(names)}{more}"
+
+
 @dataclass
 class IdentityView:
     """The run as one node's node_identity check sees it: ``others`` nodes besides it, and
-    ``clashes``: (other node, "boot id" | "machine id", value) for each that reports its id."""
+    ``clashes``: a ClashGroup for its boot id and one for its machine id where other nodes
+    report it."""
 
     others: int
-    clashes: list[tuple[str, str, str]]
+    clashes: list[ClashGroup]
 
 
 def address_of(url: str) -> str | None:

@@ -1,7 +1,7 @@
 """pytest plugin: the post-upgrade regression gate (``--baseline DIR``), docs/baseline.md.
 
 Registered next to plugins/nodegate_plugin.py (root conftest ``pytest_plugins``) or with
-``-p plugins.nodegate_baseline``. Inactive without ``--baseline``: suites/test_regressions.py
+``-p nodegate.plugins.nodegate_baseline``. Inactive without ``--baseline``: suites/test_regressions.py
 items are then deselected.
 
 Flow: pytest_configure checks ``--baseline`` is a bundles directory (else exit 2, nothing
@@ -223,12 +223,8 @@ def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
         return ident
     ident.update(gpu_index=str(ref.index), pci_bus_id=ref.pci_bus_id or "", gpu_serial=ref.serial or "",
                  gpu_uuid=ref.uuid or "")
-    try:
-        g = next((g for g in br.facts[node].gpus if g.uuid == ref.uuid), None)
-        if g is not None:
-            ident.update(board_part_number=str(g.board_part_number or ""), vbios_version=str(g.vbios_version or ""))
-    except Exception:  # noqa: BLE001 - identity is best effort; the verdict reports the error
-        pass
+    bpn, vbios = br.gpu_extra(node, ref.uuid)   # kept from the comparison (the bundle is not held)
+    ident.update(board_part_number=bpn, vbios_version=vbios)
     return ident
 
 
@@ -248,12 +244,13 @@ def regression(request):
     fleet = config.stash[RUN_KEY]
     res = br.verdict(kind, node, label, fleet)
     title, severity, remediation = KIND_INFO[kind]
-    b = fleet.bundles.get(node) or br.bundles.get(node)
+    b = fleet.bundles.get(node)
     info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
             "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),
             "check_name": f"regression_{kind}", "title": title, "severity": severity, "expected": res.expected,
             "observed": res.observed, "message": res.message, "evidence": res.evidence, "remediation": remediation,
-            "outcome": res.outcome.value, "bundle_dir": str(getattr(b, "path", "") or "")}
+            "outcome": res.outcome.value,
+            "bundle_dir": str(getattr(b, "path", "") or br.bundles.get(node) or "")}
     request.node.stash[_INFO_KEY] = info
     for k in _PROPS:
         request.node.user_properties.append((k, info[k]))

@@ -138,7 +138,7 @@ def _judged(config) -> dict:
         return out
     br = None
     try:
-        from plugins.nodegate_baseline import BASELINE_KEY
+        from nodegate.plugins.nodegate_baseline import BASELINE_KEY
         br = config.stash.get(BASELINE_KEY, None)
     except ImportError:
         pass

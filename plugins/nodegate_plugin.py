@@ -46,7 +46,11 @@ def pytest_addoption(parser):
     g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
                 help="print every selected host (address, port, user, key file, connection, password "
                      "set or not) and exit; contacts nobody (--list-hosts=json: a JSON list)")
-    g.addoption("--target", help="single target URL when no inventory (default local://)")
+    # the `nodegate` command (nodegate/cli.py): no inventory, --replay or --target is
+    # --target local://, so the run is a nodegate run whatever the working directory holds
+    cli = bool(os.environ.get("NODEGATE_CLI"))
+    g.addoption("--target", default="local://" if cli else None,
+                help="single target URL when no inventory (default local://)")
     g.addoption("--replay", action=ReplayAction, metavar="PATH",
                 help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
                      "logs (FILE.log, FILE.log.gz, or a folder of them); repeat for several")
@@ -69,6 +73,10 @@ def pytest_addoption(parser):
     g.addoption("--probe-timeout", type=float, default=180.0,
                 help="whole-probe deadline per node from the exec, seconds; a node is never held longer than "
                      "--connect-timeout + --probe-timeout")
+    g.addoption("--site-timeout", type=float, default=None, metavar="S",
+                help="per node: all its site checks (docs/site-checks.md) together, seconds from its first "
+                     "site check (default --connect-timeout + --probe-timeout); past it the node's remaining "
+                     "site checks are ERROR")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
                 help="gather every node before collecting (per-GPU items from what each node reports) "
@@ -109,7 +117,9 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
-    if not config.option.collectonly:   # --collect-only writes nothing: no output location to check
+    # --collect-only writes nothing, --help/--markers/--version run no session: no output location
+    # to check (and none created: `nodegate --markers` leaves the working directory as it was)
+    if not config.option.collectonly and not cliopts.shows_only(config):
         outputs.check_live_options(config)   # exit 2 before any node is contacted
         outputs.check_outputs(config)
     outputs.install(config)

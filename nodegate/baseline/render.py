@@ -48,8 +48,10 @@ def write_changes_json(reports_dir: Path, doc: dict) -> Path:
     reports_dir.mkdir(parents=True, exist_ok=True)
     p = reports_dir / CHANGES_FILE
     tmp = reports_dir / f".{CHANGES_FILE}.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=True, default=str) + "\n")
-    os.replace(tmp, p)
+    from ..safeio import replace, write_text
+    # a link planted at the temporary name is replaced, never written through (nodegate.safeio)
+    write_text(tmp, json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=True, default=str) + "\n")
+    replace(tmp, p)
     return p
 
 

@@ -24,33 +24,78 @@ class BaselineError(Exception):
 
 @dataclass
 class BaselineRun:
-    """``bundles``/``facts``: baseline nodes in scope. ``inventory``: the inventory's host
-    names after --limit (None without --inventory): a baseline node named there but absent
-    from this run is ``missing`` (FAIL); one absent from both is ``gone`` (change)."""
+    """``bundles``: {baseline node in scope: its bundle directory}. ``inventory``: the
+    inventory's host names after --limit (None without --inventory): a baseline node named there
+    but absent from this run is ``missing`` (FAIL); one absent from both is ``gone`` (change).
+
+    Bounded memory like ``--replay`` (issue 31, item 8: every baseline bundle was held whole,
+    40 bundles of sparse files made 3.8 GB): only the node names are read up front (meta.json
+    alone); a node's baseline evidence is read when its comparison is made, and dropped once it
+    is made (what the items and reports need later is in the NodeComparison and a few strings a
+    GPU). At most one baseline bundle is in memory at a time, under the bundle reader's own
+    budget (``bundle.BUNDLE_BUDGET``); ``held``/``peak_held`` count them (tests/hostile)."""
 
     dir: Path
-    bundles: dict[str, Bundle] = field(default_factory=dict)
-    facts: dict[str, NodeFacts] = field(default_factory=dict)
+    bundles: dict[str, Path] = field(default_factory=dict)
     inventory: set[str] | None = None
     _cmp: dict[str, NodeComparison] = field(default_factory=dict)
+    #: {node: {GPU UUID: (board part number, VBIOS)}} of the baseline GPUs (the items' identity)
+    _gpu_extra: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    held: int = 0
+    peak_held: int = 0
 
     @classmethod
     def load(cls, directory: str | Path, *, keep=None, inventory: set[str] | None = None) -> "BaselineRun":
-        """Load every bundle under ``directory`` (a bundles dir or one bundle); ``keep(node)``
-        filters (the --limit / inventory scope). Raises BaselineError."""
+        """Find every bundle under ``directory`` (a bundles dir or one bundle) and its node name
+        (meta.json only: the evidence is read when compared); ``keep(node)`` filters (the
+        --limit / inventory scope). Raises BaselineError."""
         d = Path(directory)
         if not d.is_dir():
             raise BaselineError(f"--baseline {d}: not a directory")
         run = cls(dir=d, inventory=inventory)
         for p in discover(d):
-            b = Bundle.load(p, root=d)   # untrusted like any replayed bundle (docs/security.md)
+            # untrusted like any replayed bundle (docs/security.md): read as Bundle.load reads
+            b = Bundle.load(p, root=d, only=())
             if keep is not None and not keep(b.node):
                 continue
-            run.bundles[b.node] = b
-            run.facts[b.node] = NodeFacts(b)
+            run.bundles[b.node] = p
         if not run.bundles:
             raise BaselineError(f"--baseline {d}: no bundle found (expected <dir>/<node>/meta.json)")
         return run
+
+    def bundle(self, node: str, only=None) -> Bundle:
+        """``node``'s baseline Bundle, read now from its directory (``only``: these item keys;
+        ``()``: meta.json alone); the caller drops it when done."""
+        p = self.bundles[node]
+        b = Bundle.load(p, root=self.dir, only=only)
+        if b.node != node:   # the directory changed since: nothing of another node is compared
+            return Bundle(node, {}, {"node": node, "status": "error",
+                                     "error": f"baseline bundle {p} now holds node {b.node!r}"})
+        return b
+
+    def site_results(self, node: str) -> dict | None:
+        """The site outcomes recorded in ``node``'s baseline bundle (meta.json alone is read)."""
+        from ..site.recording import results_of
+        return results_of(self.bundle(node, only=()))
+
+    def gpu_extra(self, node: str, uuid: str | None) -> tuple[str, str]:
+        """(board part number, VBIOS) of the baseline GPU ``uuid`` of ``node`` ("" unknown)."""
+        return self._gpu_extra.get(node, {}).get(uuid or "", ("", ""))
+
+    def _compare(self, node: str, fleet) -> NodeComparison:
+        self.held += 1
+        self.peak_held = max(self.peak_held, self.held)
+        try:
+            before = NodeFacts(self.bundle(node))
+            c = compare_node(node, before, fleet.facts[node], fleet.spec.get(node))
+            try:
+                self._gpu_extra[node] = {g.uuid: (str(g.board_part_number or ""), str(g.vbios_version or ""))
+                                         for g in before.gpus if g.uuid}
+            except Exception:  # noqa: BLE001 - identity is best effort; the verdict reports the error
+                self._gpu_extra[node] = {}
+            return c
+        finally:
+            self.held -= 1   # the bundle and its facts go with this frame
 
     # ------------------------------------------------------------------ comparisons
     def comparison(self, node: str, fleet) -> NodeComparison | None:
@@ -60,7 +105,7 @@ class BaselineRun:
         cur = node in fleet.bundles
         base = node in self.bundles
         if cur and base:
-            c = compare_node(node, self.facts[node], fleet.facts[node], fleet.spec.get(node))
+            c = self._compare(node, fleet)
         elif cur:
             c = new_node(node)
         elif base:

@@ -135,7 +135,11 @@ def burnin_fleet(jobs: list[BurninJob], opts: GatherOptions, duration_s: int, bu
                 b.items.update(ev)
                 b.meta["burnin"] = json.loads(ev["burnin.run"].stdout)
                 if bundles_dir is not None:
-                    b.write(bundles_dir)
+                    try:
+                        b.write(bundles_dir)
+                    except OSError as e:   # a full disk, a link planted at <bundles>/<node> (safeio):
+                        # the judged evidence is in memory; one node's bundle never stops the others
+                        b.meta["burnin_not_written"] = f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}"
             done += 1
             if progress:
                 progress(done, len(jobs))

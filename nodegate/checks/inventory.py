@@ -199,11 +199,15 @@ def node_identity(facts, spec) -> Result:
     if view is None or view.others == 0:
         return Result.passed(expected, obs + "; no other node in this run", evidence_keys=keys)
     if view.clashes:
-        same = "; ".join(f"node {other} reports the same {what} {value}" for other, what, value in view.clashes)
-        boot_clash = any(what == "boot id" for _, what, _ in view.clashes)
-        why = ("one running machine answered for both (two inventory names for one address?)" if boot_clash else
-               "one installation, or machines cloned from one image")
-        return Result.errored(f"{same}: {why}; neither node's evidence can be attributed to it", expected,
+        # each group named once, bounded (ClashGroup.phrase): N copies of one bundle must not make
+        # every node's message name the N-1 others (issue 31, item 9)
+        same = "; ".join(g.phrase() for g in view.clashes)
+        boot_clash = any(g.what == "boot id" for g in view.clashes)
+        many = any(g.count > 1 for g in view.clashes)
+        why = ((f"one running machine answered for {'all of them' if many else 'both'} (two inventory names for "
+                "one address?)") if boot_clash else "one installation, or machines cloned from one image")
+        whose = "no node of the group has evidence that" if many else "neither node's evidence"
+        return Result.errored(f"{same}: {why}; {whose} can be attributed to it", expected,
                               obs + f"; {same}", evidence=lines(f"boot_id: {boot}", f"machine_id: {mid}"),
                               evidence_keys=keys)
     if boot is None and mid is None:

@@ -25,9 +25,10 @@ from .text import safe_filename
 _BUNDLE_FILE_RE = re.compile(r"^(?:meta\.json|[a-z0-9_]+(?:\.[a-z0-9_]+)*\.(?:out|err|rc))$")
 
 
-def archive_path(archive_dir: Path, node: str) -> Path:
-    """Where the archive of ``node`` goes (file name from ``text.safe_filename``)."""
-    return Path(archive_dir) / f"{safe_filename(node)}.tar.gz"
+def archive_path(archive_dir: Path, node: str, stem: str | None = None) -> Path:
+    """Where the archive of ``node`` goes (file name ``stem``, the run's ``text.FileNames``
+    name, else ``text.safe_filename``)."""
+    return Path(archive_dir) / f"{stem or safe_filename(node)}.tar.gz"
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
@@ -65,25 +66,29 @@ def _bundle_files(bundle_dir: Path):
 
 
 def write_node_archive(archive_dir: Path, node: str, bundle_dir: Path | None,
-                       results: list[dict], spec_source: str = "") -> Path:
+                       results: list[dict], spec_source: str = "", anchor: Path | None = None,
+                       stem: str | None = None) -> Path:
     """Write the archive of one node (replacing an older one); returns its path. ``spec_source``:
-    where the node's spec came from (results.json ``spec_source``)."""
-    out = archive_path(archive_dir, node)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    top = safe_filename(node)
+    where the node's spec came from (results.json ``spec_source``). ``anchor``: the operator's
+    directory ``archive_dir`` lies in (default: its parent, the reports directory): below it no
+    link is followed (nodegate.safeio; raises ``LinkRefused``, an OSError)."""
+    from .. import safeio
+    out = archive_path(archive_dir, node, stem)
+    anchor = Path(archive_dir).parent if anchor is None else anchor
+    safeio.makedirs(out.parent, anchor)
+    top = stem or safe_filename(node)
     tmp = out.with_name(f".{out.name}.tmp")
     now = time.time()
     try:
-        from ..safeio import open_new
-        with open_new(tmp, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+        with safeio.open_new(tmp, "wb", anchor=anchor) as raw, tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
             if bundle_dir is not None and Path(bundle_dir).is_dir():
                 for name, data, mtime in _bundle_files(Path(bundle_dir)):
                     _add_bytes(tar, f"{top}/{name}", data, mtime)
             doc = {"node": node, "spec_source": spec_source, "results": results}
             _add_bytes(tar, f"{top}/results.json",
                        (json.dumps(doc, indent=1, ensure_ascii=True) + "\n").encode(), now)
-        os.replace(tmp, out)
+        safeio.replace(tmp, out, anchor=anchor)
     except OSError:   # disk full: no half-written temporary left behind
-        tmp.unlink(missing_ok=True)
+        safeio.unlink(tmp, anchor=anchor)
         raise
     return out

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import safeio
 from ..safeio import open_new
 from .records import NodeInfo, Record
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
@@ -328,16 +329,27 @@ class JUnitWriter:
             return [("JUnit XML", str(self.path), p.objects, p.testcases)]
         out = []
         d = self.path.parent / "junit"
-        d.mkdir(parents=True, exist_ok=True)
-        for old in d.glob("part-*.xml"):
-            if not any(old.samefile(p.path) for p in self.parts if p.path.exists()):
-                old.unlink()
-        for i, p in enumerate(self.parts, 1):
-            dst = d / f"part-{i:03d}.xml"
-            if p.path != dst:
-                self._close_into(p, dst)
-                p.path = dst
-            out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))
+        # reports/junit below the JUnit file's directory, never through a link planted there
+        # (nodegate.safeio; LinkRefused is an OSError: the caller reports it)
+        dfd = safeio.open_dir(d, anchor=self.path.parent)
+        try:
+            mine = {p.path.name for p in self.parts if p.path.parent == d}
+            with os.scandir(dfd) as it:   # an earlier run's parts: regular files of ours only
+                stale = [e.name for e in it if re.fullmatch(r"part-\d{3,}\.xml", e.name)
+                         and e.is_file(follow_symlinks=False) and e.name not in mine]
+            for name in stale:
+                os.unlink(name, dir_fd=dfd)
+            for i, p in enumerate(self.parts, 1):
+                dst = d / f"part-{i:03d}.xml"
+                if p.path != dst:
+                    if not p.fh.closed:
+                        _append(p.fh, "</testsuites>\n")
+                        p.fh.close()
+                    os.replace(p.path, dst.name, dst_dir_fd=dfd)
+                    p.path = dst
+                out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))
+        finally:
+            os.close(dfd)
         objects, cases = self._write_summary(d)
         shutil.rmtree(self._tmp, ignore_errors=True)
         return [("JUnit XML (summary)", str(self.path), objects, cases)] + out
@@ -350,7 +362,7 @@ class JUnitWriter:
             except OSError:
                 pass
             if p.path.parent != self._tmp:
-                p.path.unlink(missing_ok=True)
+                safeio.unlink(p.path, anchor=self.path.parent)
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _write_summary(self, parts_dir: Path) -> tuple[int, int]:

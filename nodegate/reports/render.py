@@ -18,7 +18,6 @@ Nodes of the run without any record (deselected, not run, not gathered) are rend
 from __future__ import annotations
 
 import os
-import shutil
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
 from .status import NEED_ACTION, NOT_EVALUATED, node_status, not_evaluated_reason, sort_key
-from .text import safe_filename
+from .text import FileNames
 
 
 @dataclass
@@ -126,8 +125,21 @@ def render_all(ctx: RenderContext) -> Rendered:
     hrefs: dict[str, str] = {}
     other: list[Record] = []
     perf = perf_fleet.PerfFleet()   # report.html's per-SKU perf distributions (issue 29)
+    written_pages: list[Path] = []
+
+    def drop_pages() -> None:
+        """A failed HTML report takes this run's node pages with it, and nothing else: what
+        nodegate wrote, in the folder it opened itself (never through a link)."""
+        for p in written_pages:
+            safeio.unlink(p, anchor=html_dir)
+        written_pages.clear()
+
     if html_path:
-        pages_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            # reports/nodes below the HTML file's folder, never through a link planted there
+            safeio.makedirs(pages_dir, anchor=html_dir)
+        except OSError as e:
+            start_errors.append(("HTML report", html_path, e))
 
     dead: set[str] = set()
 
@@ -138,7 +150,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             return False
         failed("HTML report", html_path, OSError(28, "No space left on device (room given to the JUnit, RMA "
                                                   "files and archives)"),
-               lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+               drop_pages)
         return True
 
     def guarded(what: str, path, fn, cleanup=None):
@@ -147,7 +159,8 @@ def render_all(ctx: RenderContext) -> Rendered:
         try:
             return fn()
         except OSError as e:
-            if room_from_html():
+            # a link refused (nodegate.safeio) is no full disk: the node pages stay
+            if not isinstance(e, safeio.LinkRefused) and room_from_html():
                 try:
                     return fn()
                 except OSError as e2:
@@ -182,7 +195,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             bdir = ctx.bundle_dirs.get(node) or info.bundle_dir or next((r.bundle_dir for r in recs if r.bundle_dir), "")
             p = guarded("archives", archive_dir, lambda: archive.write_node_archive(
                 archive_dir, node, Path(bdir) if bdir else None, [r.to_dict() for r in recs],
-                spec_source=info.spec_source))
+                spec_source=info.spec_source, stem=archive_names.stem(node)))
             if p is not None:
                 out.archives[node] = p
                 arch_rel = _rel(p, reports)
@@ -196,7 +209,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         if html_path is not None and "HTML report" in dead:
             return
         if html_path is not None:
-            page = pages_dir / f"{safe_filename(node)}.html"
+            page = pages_dir / f"{page_names.stem(node)}.html"
             href = _rel(page, html_dir)
             hrefs[node] = href
             cells: dict[str, tuple[str, int]] = {}
@@ -216,13 +229,19 @@ def render_all(ctx: RenderContext) -> Rendered:
             tmp = page.with_name(f".{page.name}.tmp")
             try:
                 safeio.write_text(tmp, nodepage.node_page(info, recs, findings, back=back, archive_href=arch_href,
-                                                  title=ctx.title, extras=ctx.extras.get(node, [])))
-                os.replace(tmp, page)
+                                                  title=ctx.title, extras=ctx.extras.get(node, [])),
+                                  anchor=html_dir)
+                safeio.replace(tmp, page, anchor=html_dir)
+                written_pages.append(page)
             except OSError as e:
-                tmp.unlink(missing_ok=True)
-                failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+                safeio.unlink(tmp, anchor=html_dir)
+                failed("HTML report", html_path, e, drop_pages)
 
     seen: set[str] = set()
+    # file names injective over the run (issue 31, item 10): one registry per folder; a live
+    # run's bundles/<node>/ folders share the archives' folder (bundles/<node>.tar.gz)
+    page_names = FileNames()
+    archive_names = FileNames(reserved=[n[:-len(".tar.gz")] for n in ctx.nodes if n.endswith(".tar.gz")])
     for node, recs in node_groups(ctx.results_path, ctx.interleaved):
         if not node:
             other.extend(recs)
@@ -239,7 +258,7 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.junit_files = got
             out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
     if html_path is not None and "HTML report" not in dead:
-        _drop_stale_pages(pages_dir, set(hrefs.values()), html_dir)
+        _drop_stale_pages(pages_dir, {Path(p).name for p in written_pages}, html_dir)
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
@@ -255,13 +274,18 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.outputs.append(("Node pages", f"{pages_dir}/ ({len(hrefs)} node(s))"))
         except OSError as e:
             tmp.unlink(missing_ok=True)
-            failed("HTML report", html_path, e, lambda: shutil.rmtree(pages_dir, ignore_errors=True))
+            failed("HTML report", html_path, e, drop_pages)
     if rw is not None and "RMA" not in dead:
         ne = {i.node: i.not_evaluated for i in out.infos if i.status == NOT_EVALUATED}
         paths = guarded("RMA", reports / "rma.csv", lambda: rw.finish(ne), rw.abort)
         if paths is not None:
             out.outputs += [("RMA (CSV)", str(paths["rma.csv"])), ("RMA (JSON)", str(paths["rma.json"])),
                             ("Actions (CSV)", str(paths["actions.csv"]))]
+    for what, names in (("node page", page_names), ("evidence archive", archive_names)):
+        for node, want, got in names.clashes[:5]:   # detected, and said (bounded)
+            out.outputs.append((f"File name clash ({what})", f"{node}: {want} is another node's, written as {got}"))
+        if len(names.clashes) > 5:
+            out.outputs.append((f"File name clash ({what})", f"... {len(names.clashes) - 5} more"))
     if out.archives:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))
@@ -270,18 +294,23 @@ def render_all(ctx: RenderContext) -> Rendered:
 
 def _drop_stale_pages(pages_dir: Path, written: set[str], html_dir: Path) -> None:
     """Node pages of an earlier run in the same folder (a node this run did not have) go: the
-    folder holds this run's pages only. Only regular ``*.html`` files are removed."""
+    folder holds this run's pages only (``written``: their file names). Only regular ``*.html``
+    files are removed, in the folder opened without following a link (nodegate.safeio)."""
     try:
-        entries = list(os.scandir(pages_dir))
-    except OSError:
+        dfd = safeio.open_dir(pages_dir, anchor=html_dir, create=False)
+    except (OSError, ValueError):
         return
-    for e in entries:
-        if e.name.endswith(".html") and e.is_file(follow_symlinks=False) \
-                and _rel(Path(e.path), html_dir) not in written:
+    try:
+        with os.scandir(dfd) as it:
+            stale = [e.name for e in it if e.name.endswith(".html") and e.is_file(follow_symlinks=False)
+                     and e.name not in written]
+        for name in stale:
             try:
-                os.unlink(e.path)
+                os.unlink(name, dir_fd=dfd)
             except OSError:
                 pass
+    finally:
+        os.close(dfd)
 
 
 def _files(ctx: RenderContext, html_dir: Path, out: Rendered) -> list[tuple[str, str]]:

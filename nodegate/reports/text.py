@@ -57,6 +57,36 @@ def esc(value: object, limit: int = CELL_CAP, keep_newlines: bool = True) -> str
     return html.escape(clean(value, limit, keep_newlines), quote=True)
 
 
+class FileNames:
+    """The run's file names of one folder's kind (node pages, evidence archives): node ->
+    file stem, injective over the run whatever the node names are. The stem is
+    ``safe_filename(node)`` unless another node of the run already has it (compared case-folded:
+    a report folder on a case-insensitive share) or it is ``reserved`` (the names of other
+    entries of that folder, e.g. a live run's ``bundles/<node>/`` beside ``bundles/<node>.tar.gz``);
+    then ``~2``, ``~3``... is added (``~`` is in no safe or digested name) and the clash is
+    recorded in ``clashes`` as (node, wanted stem, stem given)."""
+
+    def __init__(self, reserved=()):
+        self._of: dict[str, str] = {}
+        self._taken: set[str] = {r.casefold() for r in reserved}
+        self.clashes: list[tuple[str, str, str]] = []
+
+    def stem(self, node: str) -> str:
+        got = self._of.get(node)
+        if got is not None:
+            return got
+        want = got = safe_filename(node)
+        i = 2
+        while got.casefold() in self._taken:
+            got = f"{want}~{i}"
+            i += 1
+        if got != want:
+            self.clashes.append((node, want, got))
+        self._taken.add(got.casefold())
+        self._of[node] = got
+        return got
+
+
 def excerpt(text: object, max_lines: int = 40, max_chars: int = 4000) -> str:
     """The first ``max_lines`` lines / ``max_chars`` characters of evidence, cleaned."""
     s = clean(text, limit=0)
@@ -71,11 +101,19 @@ def excerpt(text: object, max_lines: int = 40, max_chars: int = 4000) -> str:
     return s + cut
 
 
+#: what a digested name ends with (``safe_filename``): a plain name that ends so is digested
+#: too, so that no node can name itself exactly what another node's unsafe name becomes
+_DIGESTED_RE = re.compile(r"-[0-9a-f]{12}$")
+
+
 def safe_filename(node: str) -> str:
-    """A node name as a file name: unchanged when it is plain (letters, digits, ``_.-``),
-    else a slug plus a hash of the original, so two hostile names never collide and no
-    name escapes the directory (``..``, ``/``)."""
-    if _SAFE_NAME_RE.match(node) and node not in (".", ".."):
+    """A node name as a file name: unchanged when it is plain (letters, digits, ``_.-``) and
+    does not end like a digested name (``-`` and 12 hex digits), else a slug plus a hash of the
+    original, so two hostile names never collide, no plain name equals a digested one (issue 31,
+    item 10: a bundle naming its node ``evil_node-0123456789ab`` shared another node's page), and
+    no name escapes the directory (``..``, ``/``). Injective over a run only with ``FileNames``
+    (a 48-bit digest prefix can be searched for)."""
+    if _SAFE_NAME_RE.match(node) and node not in (".", "..") and not _DIGESTED_RE.search(node):
         return node
     slug = re.sub(r"[^A-Za-z0-9_.\-]+", "_", node).strip("._")[:60] or "node"
     digest = hashlib.sha256(node.encode("utf-8", "surrogatepass")).hexdigest()[:12]

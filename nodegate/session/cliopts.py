@@ -50,6 +50,13 @@ def render_hosts(hosts: list[dict]) -> str:
     return f"  hosts ({len(hosts)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
 
 
+def shows_only(config) -> bool:
+    """``--help``, ``--version`` or ``--markers``: pytest prints and exits after pytest_configure,
+    no session runs, so nothing is gathered or written."""
+    o = config.option
+    return bool(getattr(o, "help", False) or getattr(o, "version", False) or getattr(o, "markers", False))
+
+
 def anchor_conftests(early_config) -> None:
     """pytest_load_initial_conftests: a nodegate run that names no test path loads its initial
     conftest.py files from the installed suites, not from the working directory (pytest anchors
@@ -81,4 +88,4 @@ def collect_the_suites(config) -> None:
             f"collecting the installed suites {SUITES}. Use `nodegate`, or --inventory=PATH"), stacklevel=2)
 
 
-__all__ = ["collect_the_suites", "list_hosts", "render_hosts", "Path"]
+__all__ = ["collect_the_suites", "list_hosts", "render_hosts", "shows_only", "Path"]

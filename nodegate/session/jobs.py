@@ -15,10 +15,10 @@ from ..run import NodeJob
 from .state import spec_get
 
 def _suites_dir() -> Path:
-    """The installed ``suites`` package (the checkout's suites/ in an editable install), found
-    without importing its test modules."""
+    """The installed ``nodegate.suites`` package (site-packages/nodegate/suites, or the checkout's
+    suites/ in an editable install or on PYTHONPATH), found without importing its test modules."""
     import importlib.util
-    spec = importlib.util.find_spec("suites")
+    spec = importlib.util.find_spec("nodegate.suites")
     if spec is not None and spec.submodule_search_locations:
         return Path(list(spec.submodule_search_locations)[0]).resolve()
     return Path(__file__).resolve().parents[2] / "suites"

@@ -35,9 +35,20 @@ _PLUGIN_NAME = "nodegate-report-guard"
 
 
 # ------------------------------------------------------------------ before anything is contacted
-def unusable_dir(path: Path) -> str | None:
-    """Why files cannot be created in directory ``path`` (created if absent), or None."""
+def unusable_dir(path: Path, anchor: Path | None = None) -> str | None:
+    """Why files cannot be created in directory ``path`` (created if absent), or None.
+    ``anchor``: the operator's directory ``path`` lies in (the reports directory of the default
+    ``reports/bundles``): every directory below it is opened without following a link
+    (nodegate.safeio.open_dir), and a link there is the reason."""
     p = Path(path)
+    if anchor is not None:
+        from ..safeio import LinkRefused, makedirs
+        try:
+            makedirs(p, anchor)
+        except LinkRefused as e:
+            return str(e)
+        except (OSError, ValueError):
+            pass   # said below, in the words of the ordinary checks
     if p.exists() and not p.is_dir():
         return f"{p} exists and is not a directory"
     for parent in p.parents:
@@ -64,6 +75,8 @@ def _output_dirs(config) -> list[tuple[str, Path]]:
     out = [("--reports-dir", reports)]
     if not getattr(o, "replay", None):
         out.append(("--bundles-dir", Path(o.bundles_dir) if getattr(o, "bundles_dir", None) else reports / "bundles"))
+    # every node directory below the bundles directory is opened without following a link
+    # (Bundle.write); the default one below --reports-dir likewise (nodegate.safeio)
     if getattr(o, "save_bundles", None):
         out.append(("--save-bundles", Path(o.save_bundles)))
     taken = config.stash.get(REPORT_PATHS_KEY, None) or {}   # nodegate writes them (start.take_over_outputs)
@@ -83,7 +96,9 @@ def check_outputs(config) -> None:
         if d.name == "is a directory, not a file":
             pytest.exit(f"nodegate: {opt} {d.parent}: is a directory, not a file (nothing was contacted)",
                         returncode=EXIT_SPEC_ERROR)
-        why = unusable_dir(d)
+        anchor = Path(config.option.reports_dir) if (
+            opt == "--bundles-dir" and not getattr(config.option, "bundles_dir", None)) else None
+        why = unusable_dir(d, anchor)
         if why:
             pytest.exit(f"nodegate: {opt}: {why} (nothing was contacted)", returncode=EXIT_SPEC_ERROR)
 

@@ -143,7 +143,9 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
     unless ``why_gather_first`` says every node is needed first (then wait for all)."""
     o = config.option
     run.bundles_dir = Path(o.bundles_dir) if o.bundles_dir else Path(o.reports_dir) / "bundles"
-    run.bundles_dir.mkdir(parents=True, exist_ok=True)
+    from ..safeio import makedirs
+    # the default reports/bundles: below --reports-dir, never through a link planted there
+    makedirs(run.bundles_dir, anchor=None if o.bundles_dir else Path(o.reports_dir))
     opts = gather_options(config)
     source = specfile.live_source(config)
     specs = SpecCache()

@@ -110,11 +110,15 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
         among = run.address_twins.get(node, [])
         for t in among:
             run.wait(t, wait_ticker(config, run))
-    clashes = run.identity_clashes(node, among=among) if among is None or among else []
+    groups = run.identity_groups(node, among=among) if among is None or among else []
     msg = None
-    if clashes:
-        msg = ("not evaluated: " + "; ".join(f"node {o} reports the same {w} {v}" for o, w, v in clashes)
-               + ": one machine answered for both, so this node's evidence cannot be attributed to it (NG-INV-003)")
+    if groups:
+        # each group once, bounded (ClashGroup.phrase): a message per item naming all N-1 copies
+        # made the reports quadratic in the nodes (issue 31, item 9)
+        many = any(g.count > 1 for g in groups)
+        msg = ("not evaluated: " + "; ".join(g.phrase() for g in groups)
+               + f": one machine answered for {'all of them' if many else 'both'}, so this node's evidence cannot "
+               "be attributed to it (NG-INV-003)")
     cache[key] = msg
     return msg
 

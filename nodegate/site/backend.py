@@ -17,6 +17,8 @@ test's to judge (testinfra's semantics: ``check_output`` asserts rc 0).
 
 from __future__ import annotations
 
+import time
+
 from testinfra.backend.base import BaseBackend, CommandResult
 
 from ..errors import NodegateError
@@ -106,6 +108,9 @@ class SiteBackend(BaseBackend):
         self.check_id = ""
         self.errors: list[SiteCommandError] = []
         self.ran: list[CommandRecord] = []       # this check's commands (evidence of a FAIL)
+        #: time.monotonic() the node's site budget ends (SiteRun.until), None: no budget
+        self.until: float | None = None
+        self.budget_s: float | None = None
         # site nodes speak UTF-8 (every supported distribution's default); testinfra would run
         # python3 on the node to ask (BaseBackend.get_encoding): one command fewer, and the
         # same decoding live and on replay
@@ -126,6 +131,17 @@ class SiteBackend(BaseBackend):
         ``timeout=`` (seconds) overrides the command deadline for this call."""
         cmd = self.get_command(command, *args)
         timeout = float(kwargs.get("timeout") or self.timeout_s)
+        # the node's site budget bounds every command: none starts past it, none runs beyond it
+        # (a live node only: a replay answers from the recording, in no time)
+        cut_by_budget = False
+        if self.until is not None and getattr(self.source, "live", False):
+            left = self.until - time.monotonic()
+            if left <= 0:
+                err = SiteCommandError(cmd, self._spent())
+                self.errors.append(err)
+                raise err
+            if left < timeout:
+                timeout, cut_by_budget = left, True
         try:
             rec = self.source.answer(cmd, timeout, self.check_id)
         except SiteCommandError as e:   # not recorded: ERROR even if the test catches it
@@ -133,14 +149,27 @@ class SiteBackend(BaseBackend):
             raise
         self.ran.append(rec)
         why = rec.problem()
+        if why is not None and cut_by_budget and rec.status == "timeout":
+            why = f"{self._spent()} (cut after {timeout:.1f} s)"
         if why is not None:
             err = SiteCommandError(cmd, why)
             self.errors.append(err)
             raise err
         return self.result(rec.rc, self.encode(cmd), rec.stdout, rec.stderr)
 
-    def begin(self, check_id: str, timeout_s: float | None) -> None:
-        """A site check starts using this host: its id and command deadline."""
+    def begin(self, check_id: str, timeout_s: float | None, until: float | None = None,
+              budget_s: float | None = None) -> None:
+        """A site check starts using this host: its id, command deadline and the node's site
+        budget (``budget_s`` seconds, ending at ``until``, time.monotonic(); None: unchanged)."""
         self.check_id = check_id
         self.timeout_s = float(timeout_s or self.default_timeout_s)
         self.errors, self.ran = [], []
+        if until is not None:
+            self.until = until
+        if budget_s is not None:
+            self.budget_s = budget_s
+
+    def _spent(self) -> str:
+        from .state import budget_spent
+        budget = getattr(self, "budget_s", None)
+        return budget_spent(budget) if budget is not None else "the node's site budget is spent: not evaluated"

@@ -55,13 +55,12 @@ def merge(baseline_run, fleet, node: str, after: dict[str, dict]) -> bool:
     """Add the site comparison of ``node`` to its cached NodeComparison (what the
     ``test_regression_site`` item, changes.json and the HTML read). False when the node is not
     compared (not in both runs)."""
-    from .recording import results_of
     c = baseline_run.comparison(node, fleet)
     if c is None or c.presence != "both" or node not in baseline_run.bundles:
         return False
     if ("site", None) in c.errors:   # not gathered now or in the baseline: the item says so
         return True
-    regs, changes, rows, notes = compare(results_of(baseline_run.bundles[node]), after)
+    regs, changes, rows, notes = compare(baseline_run.site_results(node), after)
     c.regressions += regs
     c.changes += changes
     c.rows += rows

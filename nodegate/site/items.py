@@ -143,6 +143,10 @@ def begin(item, st) -> None:
         _record(item, st, node, chk, "skip", f"checks.skip lists {named}: not applicable to this node")
         pytest.skip(f"[{chk.id}] checks.skip lists {named}")
     st.begin(node, chk.id, chk.timeout_s)
+    spent = st.over_budget(node)
+    if spent is not None and getattr(st.pool, "live", False):   # the node's remaining site items: ERROR
+        _record(item, st, node, chk, "error", spent)
+        pytest.fail(f"[{chk.id}] could not evaluate: {spent}", pytrace=False)
     try:
         i = st.order.index(node)
     except ValueError:

@@ -44,11 +44,14 @@ class SiteHost:
 @dataclass
 class PoolOptions:
     """Transport policy of the run (the probe's): host keys, connect deadline (s), per-command
-    deadline (s), ``sudo``, and how many nodes ahead connections are opened."""
+    deadline (s), ``sudo``, how many nodes ahead connections are opened, and ``site_timeout``:
+    the seconds all the site checks of one node may take together (``--site-timeout``, default
+    ``--connect-timeout + --probe-timeout``: the probe's own per-node bound)."""
 
     hostkeys: HostKeyPolicy = field(default_factory=HostKeyPolicy)
     connect_timeout: float = 10.0
     command_timeout: float = 30.0
+    site_timeout: float = 190.0
     sudo: bool = False
     lookahead: int = 2
 

@@ -108,12 +108,15 @@ class Recorder:
         index: two writers of one node (pytest-xdist workers given a node's items apart) add to
         one recording instead of overwriting each other's; new records get their final
         ``site.cmd.<n>`` key here."""
-        d = os.fspath(bundle_dir) + os.sep
-        dfd = os.open(bundle_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        from ..safeio import open_dir, put_at
+        # the node's directory below the bundles directory, never through a link planted there
+        # (nodegate.safeio; raises LinkRefused, an OSError)
+        dfd = open_dir(bundle_dir, anchor=Path(bundle_dir).parent, create=False)
         try:
             fcntl.flock(dfd, fcntl.LOCK_EX)
-            mp = d + "meta.json"
-            with open(mp, "rb") as fh:   # our own bundle, written by this run's gather
+            mp = os.path.join(os.fspath(bundle_dir), "meta.json")
+            mfd = os.open("meta.json", os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=dfd)
+            with os.fdopen(mfd, "rb") as fh:   # our own bundle, written by this run's gather
                 meta = json.loads(fh.read(STREAM_CAP).decode("utf-8", errors="replace"))
             if not isinstance(meta, dict):
                 raise OSError(f"{mp}: not a JSON object")
@@ -126,14 +129,14 @@ class Recorder:
             for rec in self.records[self._written:]:
                 rec.key = f"{KEY_PREFIX}{nxt}"
                 nxt += 1
-                _put(d + rec.key + ".out", rec.stdout)
+                put_at(dfd, rec.key + ".out", rec.stdout)
                 if rec.stderr:
-                    _put(d + rec.key + ".err", rec.stderr)
+                    put_at(dfd, rec.key + ".err", rec.stderr)
                 if rec.rc is None:
-                    _put(d + rec.key + ".rc",
-                         f"{rec.status if rec.status in ('truncated', 'malformed') else 'timeout'}\n".encode())
+                    put_at(dfd, rec.key + ".rc",
+                           f"{rec.status if rec.status in ('truncated', 'malformed') else 'timeout'}\n".encode())
                 elif rec.rc != 0:
-                    _put(d + rec.key + ".rc", b"%d\n" % rec.rc)
+                    put_at(dfd, rec.key + ".rc", b"%d\n" % rec.rc)
                 items[rec.key] = {"rc": rec.rc, "status": rec.status, "duration_s": rec.duration_s,
                                   "bytes": len(rec.stdout)}
                 index.append({"key": rec.key, "command": rec.command, "status": rec.status,
@@ -143,17 +146,12 @@ class Recorder:
             if results is not None:
                 old = site.get("results") if isinstance(site.get("results"), dict) else {}
                 site["results"] = {**old, **results}
-            _put(d + ".meta.json.tmp", (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
-            os.replace(d + ".meta.json.tmp", mp)
+            put_at(dfd, ".meta.json.tmp", (json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n").encode())
+            os.replace(".meta.json.tmp", "meta.json", src_dir_fd=dfd, dst_dir_fd=dfd)
         finally:
             os.close(dfd)
 
 
-def _put(path: str, data: bytes) -> None:
-    """Write ``data`` to a new file at ``path``, never through a symlink (nodegate.safeio, as the
-    probe's bundle writer)."""
-    from ..safeio import put
-    put(path, data)
 
 def load_recording(bundle) -> dict[str, list[CommandRecord]]:
     """{command: [records in the order they ran]} from a Bundle (nodegate.bundle) read back from

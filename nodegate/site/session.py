@@ -21,14 +21,17 @@ def make_pool(config, run, jobs) -> SitePool:
         from ..session.jobs import build_jobs   # an xdist worker: the controller built them
         jobs = build_jobs(config)
     g = gather_options(config)
+    site_timeout = getattr(o, "site_timeout", None)
+    if site_timeout is None:   # the probe's own bound for one node (docs/security.md, Deadlines)
+        site_timeout = g.connect_timeout + float(getattr(o, "probe_timeout", 180.0) or 180.0)
     opts = PoolOptions(hostkeys=g.hostkeys, connect_timeout=g.connect_timeout, command_timeout=g.command_timeout,
-                       sudo=g.sudo, lookahead=LOOKAHEAD)
+                       sudo=g.sudo, lookahead=LOOKAHEAD, site_timeout=float(site_timeout))
     return SitePool(run, live=live, urls={j.name: j.url for j in (jobs or [])}, options=opts)
 
 
 def _baseline(config):
     try:
-        from plugins.nodegate_baseline import BASELINE_KEY
+        from nodegate.plugins.nodegate_baseline import BASELINE_KEY
     except ImportError:   # pragma: no cover - the baseline plugin ships with nodegate
         return None
     return config.stash.get(BASELINE_KEY, None)

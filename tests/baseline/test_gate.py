@@ -31,7 +31,7 @@ def _plugins() -> list[str]:
     """-p for every nodegate plugin module (a no-op for those conftest already registers)."""
     out = []
     for p in sorted((ROOT / "plugins").glob("nodegate_*.py")):
-        out += ["-p", f"plugins.{p.stem}"]
+        out += ["-p", f"nodegate.plugins.{p.stem}"]
     return out
 
 

@@ -82,11 +82,16 @@ def test_sessions_are_counted_from_chroot_lines(tmp_path):
     assert count_sessions([log, tmp_path / "absent.log"]) == {"/srv/f/nodes/a": 2, "/srv/f/nodes/b": 1}
 
 
-def test_table_has_a_header_and_one_line_per_row():
+def test_table_has_a_header_one_line_per_row_and_a_label_per_column():
     t = table([{"nodes": 16, "wall_s": 1.5}, {"nodes": 64}]).splitlines()
-    assert len(t) == 3
-    assert t[0].split() == [c.replace("_per_node", "/node") for c in COLUMNS]
+    head = [c.replace("_per_node", "/node") for c in COLUMNS]
+    assert t[0].split() == head
     assert t[1].split()[:2] == ["16", "1.5"]
+    assert t[3] == ""
+    legend = t[4:]
+    assert [ln.split(":")[0].strip() for ln in legend] == head
+    assert all(ln.split(":", 1)[1].strip() for ln in legend)   # every column says what it is
+    assert "test_items" not in COLUMNS and {"pytest_items", "junit_testcases"} <= set(COLUMNS)
 
 
 @pytest.mark.skipif(sshd_available() is not None, reason=f"simulated fleet unavailable: {sshd_available()}")
@@ -99,13 +104,16 @@ def test_bench_smoke_on_two_nodes(tmp_path):
     assert [x["nodes"] for x in rows] == [2]
     row = rows[0]
     for k in ("wall_s", "cpu_s", "peak_rss_mb", "ssh_floor_s", "pytest_floor_s", "floor_wall_s", "ratio_to_floor",
-              "exec_channels_per_node", "test_items", "html_mb", "junit_mb", "naive_wall_s"):
+              "exec_channels_per_node", "pytest_items", "junit_testcases", "html_mb", "junit_mb", "naive_wall_s"):
         assert k in row, k
     assert row["exec_channels_per_node"] == 1                       # the whole probe in one exec
     assert row["naive_exec_channels_per_node"] == len(naive.COMMANDS)  # the naive suite: one per check
     assert row["floor_wall_s"] == round(row["ssh_floor_s"] + row["pytest_floor_s"], 3)
     assert row["ratio_to_floor"] == round(row["wall_s"] / row["floor_wall_s"], 2)
-    assert row["test_items"] == row["outcomes"]["tests"] > 0
+    from nodegate.checks import load_all
+    per_node = sum(8 if c.scope == "gpu" else 1 for c in load_all().values())   # 8 GPUs a node
+    assert row["pytest_items"] == row["pytest_floor_items"] == 2 * per_node
+    assert row["junit_testcases"] == row["outcomes"]["tests"] < row["pytest_items"]   # passed GPUs folded
 
 
 def test_node_of_test_id_maps_node_and_gpu_items_to_their_node():

@@ -51,7 +51,7 @@ def test_sigint_to_pytest_stops_the_load(tmp_path):
     env = dict(os.environ, PATH=f"{d}:/usr/bin:/bin:/usr/sbin:/sbin", PYTHONPATH=str(ROOT))
     reports = tmp_path / "reports"
     p = subprocess.Popen([sys.executable, "-m", "pytest", str(ROOT / "suites" / "test_burnin.py"),
-                          "-p", "plugins.nodegate_burnin", "--burn-in", "120s", "--target", "local://",
+                          "-p", "nodegate.plugins.nodegate_burnin", "--burn-in", "120s", "--target", "local://",
                           "--reports-dir", str(reports), "-p", "no:cacheprovider", "-q"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          preexec_fn=default_sigint)   # Ctrl-C as at a terminal, also under make test &

@@ -77,7 +77,8 @@ def test_three_nodes_one_machine_names_both_others():
     run = fleet(bundle("a", BOOT["a"]), bundle("b", BOOT["a"]), bundle("c", BOOT["a"]))
     r = judge(run, "c")
     assert r.outcome is Outcome.ERROR
-    assert r.message.startswith(f"node a reports the same boot id {BOOT['a']}; node b reports the same boot id")
+    assert r.message.startswith(f"2 other nodes report the same boot id {BOOT['a']}: a, b: one running machine "
+                                "answered for all of them")
 
 
 @covers("NG-INV-003")

@@ -101,9 +101,15 @@ def _unreachable_inventory(tmp_path) -> Path:
     return p
 
 
-def test_pytest_with_an_inventory_outside_the_checkout_collects_only_the_suites(tmp_path):
+@pytest.mark.parametrize("how", ["=", "-p"])
+def test_pytest_with_an_inventory_outside_the_checkout_collects_only_the_suites(tmp_path, how):
+    """``--inventory=PATH`` (README): pytest keeps the checkout as rootdir and its conftest.py
+    loads nodegate. ``-p nodegate.plugins --inventory PATH``: pytest reads PATH as a test path
+    and moves the rootdir beside it (no conftest.py of the checkout there), but the plugin is
+    loaded by name and collects the suites, with a warning."""
     inv = _unreachable_inventory(tmp_path)
-    r = run([sys.executable, "-m", "pytest", "--inventory", str(inv), "--collect-only", "-q",
+    opt = [f"--inventory={inv}"] if how == "=" else ["-p", "nodegate.plugins", "--inventory", str(inv)]
+    r = run([sys.executable, "-m", "pytest", *opt, "--collect-only", "-q",
              "-p", "no:cacheprovider", "--reports-dir", str(tmp_path / "reports")], ROOT)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     ids = [ln for ln in r.stdout.splitlines() if "::" in ln]

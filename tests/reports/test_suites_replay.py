@@ -51,7 +51,7 @@ def suite_run(tmp_path_factory):
     hostile_copy(fleet / "hostile")
     make_bundle(fleet, "down", status="unreachable", error="connect timeout after 10s")
     # -p: harmless when the root conftest already registers the plugin
-    return run_pytest(ROOT, "suites", fleet, base / "out", "-p", "plugins.nodegate_reports")
+    return run_pytest(ROOT, "suites", fleet, base / "out", "-p", "nodegate.plugins.nodegate_reports")
 
 
 def _cases(run):

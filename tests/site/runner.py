@@ -93,13 +93,15 @@ def inventory(path: Path, hosts: dict[str, dict], spec: dict | None = None) -> P
 
 def run_pytest(args: list[str], out: Path, *, cwd: Path = ROOT, nonet: bool = False, timeout: float = 600,
                env: dict | None = None) -> Run:
-    """``python -m pytest ARGS --reports-dir OUT`` (plus ``-p nonet``: every network connect
-    raises, so a replay that tried to connect would show)."""
+    """``python -m pytest ARGS -p nodegate.plugins --reports-dir OUT`` (plus ``-p nonet``: every
+    network connect raises, so a replay that tried to connect would show). ``-p nodegate.plugins``
+    as an operator's plain pytest run of a site folder outside the checkout needs it (README,
+    "Installation": installing nodegate registers no plugin)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(NONET.parent)]), COLUMNS="200",
                **(env or {}))
     env.pop("PYTEST_ADDOPTS", None)
-    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-o", "junit_family=xunit2",
-           "--reports-dir", str(out), "-rA"]
+    cmd = [sys.executable, "-m", "pytest", *args, "-p", "nodegate.plugins", "-p", "no:cacheprovider",
+           "-o", "junit_family=xunit2", "--reports-dir", str(out), "-rA"]
     if nonet:
         cmd += ["-p", "nonet"]
     p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

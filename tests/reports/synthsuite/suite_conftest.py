@@ -9,7 +9,7 @@ from nodegate.errors import EvidenceError
 from nodegate.facts import DriverBanner, GpuFacts
 from nodegate.outcomes import Result
 
-pytest_plugins = ["plugins.nodegate_plugin", "plugins.nodegate_reports"]
+pytest_plugins = ["nodegate.plugins.nodegate_plugin", "nodegate.plugins.nodegate_reports"]
 
 
 def _gpus(self):
