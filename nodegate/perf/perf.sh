@@ -42,7 +42,7 @@ ng_item() {
 ng_fail() { echo "$1" >&2; return "${2:-1}"; }
 
 # GPU state fields; drivers before 535 name the reasons clocks_throttle_reasons.
-NG_Q='index,pci.bus_id,clocks_event_reasons.active,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks.sm,power.draw,power.limit,temperature.gpu,utilization.gpu'
+NG_Q='@@STATE_FIELDS@@'
 NG_GPUS=0
 if ng_have nvidia-smi; then
   if ! ng_to nvidia-smi --query-gpu="$NG_Q" --format=csv,noheader,nounits >/dev/null 2>&1; then
@@ -51,25 +51,51 @@ if ng_have nvidia-smi; then
   NG_GPUS=$(ng_to nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 fi
 export NG_GPUS
-ng_apps() { ng_to nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name --format=csv,noheader; }
+ng_apps() { ng_to nvidia-smi @@APPS_QUERY@@; }
 ng_sample() { ng_item "$1" ng_to nvidia-smi --query-gpu="$NG_Q" --format=csv,noheader,nounits; }
 
-ng_sig_tool() {
-  if [ -n "$NG_SETSID" ]; then kill "-$1" "-$ng_lp" 2>/dev/null || kill "-$1" "$ng_lp" 2>/dev/null
-  else kill "-$1" "$ng_lp" 2>/dev/null; fi
+# The tool's process tree from /proc (pid, then children by ppid): without setsid (busybox-only
+# userlands; `set -m` needs a terminal) a child left behind (one ignoring TERM) would hold the
+# output pipe open and the test never end, so every process of the tree is signalled.
+ng_desc() {
+  ng_all=$1; ng_new=$1
+  while [ -n "$ng_new" ]; do
+    ng_next=
+    for ng_f in /proc/[0-9]*/stat; do
+      ng_l=$(cat "$ng_f" 2>/dev/null) || continue
+      ng_r=${ng_l##*) }; set -- $ng_r
+      for ng_p in $ng_new; do [ "$2" = "$ng_p" ] && ng_next="$ng_next ${ng_l%% *}"; done
+    done
+    ng_all="$ng_all$ng_next"; ng_new=$ng_next
+  done
+  echo "$ng_all"
 }
-ng_stop_now() {
+ng_sig_tool() {  # ng_sig_tool SIGNAL: the group (setsid) and every process of the recorded tree
+  [ -n "$NG_SETSID" ] && kill "-$1" "-$ng_lp" 2>/dev/null
+  kill "-$1" $ng_tree 2>/dev/null
+}
+ng_alive() {  # a zombie (dead, not yet reaped: PID 1 of a container may never reap) counts as gone
+  for ng_p in $ng_tree; do
+    kill -0 "$ng_p" 2>/dev/null || continue
+    ng_l=$(cat "/proc/$ng_p/stat" 2>/dev/null) || return 0
+    ng_l=${ng_l##*) }
+    [ "${ng_l%% *}" = Z ] || return 0
+  done
+  return 1
+}
+ng_stop_now() {  # synchronous: TERM, then KILL NG_KILL s later, to the whole tree
+  ng_tree="$ng_lp $(ng_desc "$ng_lp")"
   for ng_s in TERM KILL; do
-    kill -0 "$ng_lp" 2>/dev/null || return 0
+    ng_alive || return 0
     ng_sig_tool "$ng_s"
     ng_i=0
-    while [ "$ng_i" -lt "$NG_KILL" ] && kill -0 "$ng_lp" 2>/dev/null; do sleep 1; ng_i=$((ng_i + 1)); done
+    while [ "$ng_i" -lt "$NG_KILL" ] && ng_alive; do sleep 1; ng_i=$((ng_i + 1)); done
   done
 }
 
 # sampler and watchdog of one test: samples, heartbeats, the deadline, a closed channel
 ng_sampler() {
-  ng_lp=$1; ng_key=$2; ng_tmo=$3; ng_seq=0; ng_stop=; ng_abort=; ng_sig_at=; ng_sigs="TERM KILL"
+  ng_lp=$1; ng_key=$2; ng_tmo=$3; ng_seq=0; ng_stop=; ng_abort=; ng_sig_at=
   trap 'ng_stop=1' USR1
   trap 'ng_abort=signal' TERM INT HUP
   trap 'ng_abort=stdout-closed' PIPE
@@ -80,13 +106,13 @@ ng_sampler() {
     while [ -z "$ng_stop$ng_abort" ]; do
       ng_t=$(ng_now)
       kill -0 "$NG_MAIN" 2>/dev/null || { ng_abort=main-shell-gone; break; }
-      if [ $((ng_t - NG_T0)) -ge "$ng_tmo" ]; then
-        if [ -z "$ng_sig_at" ] || [ $((ng_t - ng_sig_at)) -ge "$NG_KILL" ]; then
-          ng_s=${ng_sigs%% *}; ng_sigs=${ng_sigs#* }
-          [ -z "$ng_sig_at" ] && ng_ev stop "key=$ng_key reason=deadline elapsed_s=$((ng_t - NG_T0))"
-          kill -0 "$ng_lp" 2>/dev/null && ng_sig_tool "$ng_s"
-          ng_sig_at=$ng_t
-        fi
+      if [ -z "$ng_sig_at" ] && [ $((ng_t - NG_T0)) -ge "$ng_tmo" ]; then
+        ng_ev stop "key=$ng_key reason=deadline elapsed_s=$((ng_t - NG_T0))"
+        ng_sig_at=$ng_t
+        trap '' USR1
+        ng_stop_now
+        trap 'ng_stop=1' USR1
+        ng_alive || ng_stop=1   # the tool's exit (USR1) came while it was ignored
       fi
       [ "$ng_t" -ge "$ng_due" ] && break
       sleep 1
@@ -116,6 +142,10 @@ ng_launch() {  # ng_launch KEY TIMEOUT CMD: tool output on stdout, then 'M RC <r
     [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
   done
   ng_ev tool-exit "key=$1 rc=$ng_lrc uptime=$(ng_up)" >&5
+  # what the tool left behind in its group (a child ignoring TERM) would hold the pipe open
+  if [ -n "$NG_SETSID" ] && kill -0 "-$ng_lp" 2>/dev/null; then
+    kill -TERM "-$ng_lp" 2>/dev/null; sleep 1; kill -KILL "-$ng_lp" 2>/dev/null
+  fi
   kill -USR1 "$ng_sp" 2>/dev/null
   while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
   printf '%s RC %s\n' "$M" "$ng_lrc"   # no newline before: the output stays byte-exact

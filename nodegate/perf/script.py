@@ -19,6 +19,12 @@ from .spec import PerfSpec
 #: \r-joined progress ~60 kB a minute).
 TOOL_CAP = 4 * 1024 * 1024
 
+#: GPU state sampled during every test (validity.py reads it; tools/fleet/perf.py answers it).
+STATE_FIELDS = ("index,pci.bus_id,clocks_event_reasons.active,pcie.link.gen.current,pcie.link.gen.max,"
+                "pcie.link.width.current,pcie.link.width.max,clocks.sm,power.draw,power.limit,temperature.gpu,"
+                "utilization.gpu")
+APPS_QUERY = "--query-compute-apps=gpu_bus_id,pid,process_name --format=csv,noheader"
+
 BINARY_DEFAULT = {"nvbandwidth": "nvbandwidth", "nccl": "all_reduce_perf", "dcgmi": "dcgmi", "gpu_burn": "gpu_burn",
                   "ib_write_bw": "ib_write_bw"}
 
@@ -85,7 +91,7 @@ def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
                 if key == f"perf.{t}":
                     lines.append(f"ng_test {key} {shlex.quote(b)} {int(spec.timeout_s)} {shlex.quote(cmd)}")
     bins = " ".join(shlex.quote(binary(spec, t)) for t in spec.tests if t in BINARY_DEFAULT)
-    fields = {"MARKER": marker, "INTERVAL": str(int(spec.interval_s)), "KILL": str(int(spec.stop_grace_s)),
+    fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "MARKER": marker, "INTERVAL": str(int(spec.interval_s)), "KILL": str(int(spec.stop_grace_s)),
               "CAP": str(TOOL_CAP), "PREFIX": shlex.quote(" ".join(shlex.quote(w) for w in spec.prefix)),
               "HCAS": shlex.quote(" ".join(spec.ib_hcas or [])), "BINARIES": bins or "true",
               "TESTS": "\n".join(lines) or ":"}
