@@ -129,11 +129,11 @@ def run_perf_row(fleet, n: int, work: Path, forks: int, run_nodegate: Callable) 
     bundles = work / "perf" / "bundles"
     perf = run_nodegate(fleet, work / "perf", forks, ["--perf", "--bundles-dir", str(bundles)])
     for what, r in (("without --perf", base), ("with --perf", perf)):
-        if r["rc"] not in (0, 1) or not r["test_items"]:
+        if r["rc"] not in (0, 1) or not r["pytest_items"]:
             raise RuntimeError(f"nodegate {what}: rc {r['rc']}\n{r['output'][-4000:]}")
     per_node = tools_seconds(bundles) if bundles.is_dir() else {}
     row = {"perf_nodes": n, "perf_base_wall_s": base["wall_s"],
-           "perf_wall_s": perf["wall_s"], "perf_items": perf["test_items"], "perf_base_items": base["test_items"],
+           "perf_wall_s": perf["wall_s"], "perf_items": perf["pytest_items"], "perf_base_items": base["pytest_items"],
            "perf_outcomes": perf["outcomes"], "perf_base_outcomes": base["outcomes"],
            "perf_nodes_with_timing": len(per_node), "perf_cpu_s": perf["cpu_s"], "perf_base_cpu_s": base["cpu_s"],
            "perf_exec_channels_per_node": perf["exec_channels_per_node"],
