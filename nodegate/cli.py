@@ -22,6 +22,8 @@ Arguments pytest would read otherwise than the operator means:
 
 - ``--limit @FILE`` (Ansible's retry-file pattern): pytest (8.2+) expands every argument that
   starts with ``@`` as a file of arguments itself, so it is passed as ``--limit=@FILE``;
+- ``-i SOURCE`` (``-iSOURCE``), Ansible's short form of ``--inventory``: passed as
+  ``--inventory=SOURCE`` (pytest defines no ``-i``, and plugins may not add lower-case short options);
 - ``suites`` (and ``suites/...``) names the installed suites when the current directory has no
   ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a site's own.
 
@@ -67,7 +69,7 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
 
 
 def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:
-    """``--limit @FILE`` -> ``--limit=@FILE``; a bare ``suites`` path -> the installed suites
+    """``--limit @FILE`` -> ``--limit=@FILE``; ``-i X`` -> ``--inventory=X``; a bare ``suites`` path -> the installed suites
     (module docstring). Everything after ``--`` is left alone."""
     out: list[str] = []
     i = 0
@@ -79,6 +81,12 @@ def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:
         if a == "--limit" and i + 1 < len(argv):
             out.append(f"--limit={argv[i + 1]}")
             i += 2
+            continue
+        if a == "-i" and i + 1 < len(argv) or a.startswith("-i") and len(a) > 2:
+            # Ansible's short form of --inventory (pytest has no -i; its plugins may not add
+            # lower-case short options); = form: pytest would read a separate value as a path
+            out.append(f"--inventory={argv[i + 1] if a == '-i' else a[2:].removeprefix('=')}")
+            i += 2 if a == "-i" else 1
             continue
         if (a == "suites" or a.startswith("suites/") or a.startswith("suites::")) and not (cwd / "suites").exists():
             a = str(root / a)

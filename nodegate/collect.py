@@ -40,6 +40,8 @@ class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
         instance.__dict__[self.attrname] = val
         return val
 
+import time
+
 from . import altkeys
 from .bundle import Bundle, Evidence
 from .errors import EvidenceError, NodegateError, ParseError
@@ -49,6 +51,32 @@ from .facts import (DkmsStatus, DmiFacts, DriverBanner, FirmwareFacts, GpuFacts,
 from .parsers import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                       proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
 from .collect_fabric import FabricFacts  # noqa: E402  (imports cached_property from this module)
+from .parsers._limits import TooManyGpus  # noqa: E402
+
+
+class _Raw(Exception):
+    """Carries a parser's ParseError through ``_budgeted`` (which would turn it into EvidenceError)."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+    @staticmethod
+    def call(fn, *args):
+        try:
+            return fn(*args)
+        except ParseError as e:
+            raise _Raw(e) from None
+
+
+#: CPU seconds one node's parsers may spend together (docs/security.md "Parsing"). Every parser is
+#: linear in its input and every item is capped, so a real node parses in well under a second and
+#: a hostile one at every cap in tens of seconds (bench/parse_bounds.py); past the budget that node's
+#: remaining facts ERROR "parse budget exceeded", so no node can hold the run in its parsers.
+PARSE_BUDGET_S = 60.0
+#: the clock of the budget: CPU time of the calling thread (nodes are parsed in parallel threads;
+#: process time would charge one node for the others). Tests replace it with a fake clock.
+cpu_clock = time.thread_time
 
 
 class NodeFacts(FabricFacts):
@@ -73,10 +101,30 @@ class NodeFacts(FabricFacts):
 
     # ------------------------------------------------------------------ helpers
     def _parse(self, key: str, parser, text: str):
+        """``parser(text)`` under the node's parse budget: EvidenceError for a ParseError, and
+        "parse budget exceeded" when this node's parsers have spent PARSE_BUDGET_S CPU seconds
+        (checked before and after each parser: the budget is deterministic, never a race)."""
+        return self._budgeted(key, parser, text)
+
+    def _budgeted(self, key: str, fn, *args):
+        spent = self.__dict__.get("_parse_spent", 0.0)
+        if spent >= PARSE_BUDGET_S:
+            raise EvidenceError(key, self._over_budget(spent))
+        t0 = cpu_clock()
         try:
-            return parser(text)
+            out = fn(*args)
         except ParseError as e:
             raise EvidenceError(key, f"output unparsable: {e}") from None
+        finally:
+            spent = self.__dict__["_parse_spent"] = spent + (cpu_clock() - t0)
+        if spent >= PARSE_BUDGET_S:
+            raise EvidenceError(key, self._over_budget(spent))
+        return out
+
+    @staticmethod
+    def _over_budget(spent: float) -> str:
+        return (f"parse budget exceeded: this node's parsers spent {spent:.1f} CPU seconds, over the budget of "
+                f"{PARSE_BUDGET_S:.0f} s (nodegate.collect.PARSE_BUDGET_S): its remaining facts are not evaluated")
 
     def _item(self, key: str, ok_rcs: tuple[int, ...] = (0,)) -> Evidence:
         """The evidence item when usable (status ok, rc in ok_rcs), else EvidenceError."""
@@ -320,16 +368,25 @@ class NodeFacts(FabricFacts):
                 raise EvidenceError("nvml.json", prob or "empty output")
             return None
         try:
-            gpus = gpus_from_nvml_json(ev.text)
+            gpus = self._budgeted_raw("nvml.json", gpus_from_nvml_json, ev.text)
         except NvmlUnavailable as e:
             if forced:
                 raise EvidenceError("nvml.json", f"NVML unusable: {e.status.describe()}") from None
             return None
+        except TooManyGpus as e:   # the GPU cap is one outcome on every source: ERROR, never a fallback
+            raise EvidenceError("nvml.json", f"output unparsable: {e}") from None
         except ParseError as e:
             if forced:
                 raise EvidenceError("nvml.json", f"output unparsable: {e}") from None
             return None
         return list(gpus) if gpus else None
+
+    def _budgeted_raw(self, key: str, fn, *args):
+        """``fn(*args)`` under the parse budget, its ParseError passed on as is."""
+        try:
+            return self._budgeted(key, _Raw.call, fn, *args)
+        except _Raw as r:
+            raise r.error from None
 
     @cached_property
     def gpus(self) -> list[GpuFacts]:

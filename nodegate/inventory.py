@@ -23,10 +23,13 @@ vars files over inline vars), Jinja templating and host patterns are ansible-cor
   the same sources, templated. Every other variable keeps Ansible's replace semantics.
 
 Connections: ansible-core's ``ssh`` (Ansible's default, also ``smart``) -> nodegate's OpenSSH
-transport; ``paramiko``/``paramiko_ssh`` -> the paramiko transport; ``local`` -> local. Anything
+transport, except for a host with a password (Ansible logs in through sshpass there; nodegate runs
+OpenSSH in batch mode, which takes no password): the paramiko transport, with the same
+known_hosts policy and deadlines; ``paramiko``/``paramiko_ssh`` -> the paramiko transport;
+``local`` -> local. Several sources (``ansible -i A -i B``) are one ``InventoryManager`` over all
+of them, in the order given. Anything
 nodegate cannot do as Ansible would is refused (``InventoryError``, a ``SpecError``; the plugin exits 2 naming the host
-and the value): another connection plugin (winrm, docker...), a password with ``ssh`` (nodegate
-runs OpenSSH in batch mode), ``ansible_ssh_common_args``/``ansible_ssh_extra_args``/
+and the value): another connection plugin (winrm, docker...), ``ansible_ssh_common_args``/``ansible_ssh_extra_args``/
 ``ansible_ssh_args``, inline ``ansible_ssh_private_key``, a ``ansible_become_method`` other than
 sudo or a ``ansible_become_user`` other than root, a port that is no integer, a host name that
 is not usable as a bundle directory name (nodegate.bundle.safe_node_dirname).
@@ -48,6 +51,7 @@ from pathlib import Path
 
 from .ansible_core import LOCK, ansible, captured, msg, plain
 from .errors import InventoryError, SpecError
+from .hostpatterns import match_groups, select_names  # noqa: F401 - nodegate.inventory's public names
 
 SPEC_VAR = "nodegate"
 
@@ -101,8 +105,13 @@ class Host:
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         auth = ""
-        if self.user:
-            auth = urllib.parse.quote(str(self.user), safe="")
+        user = self.user
+        if user is None and self.password is not None:
+            # a password without a user: OpenSSH (Ansible's ssh + sshpass) logs in as the local user
+            import getpass
+            user = getpass.getuser()
+        if user:
+            auth = urllib.parse.quote(str(user), safe="")
             if self.password is not None:
                 auth += ":" + urllib.parse.quote(str(self.password), safe="")
             auth += "@"
@@ -118,11 +127,23 @@ class Host:
         """url() without the password: what reports and bundles may show."""
         return redact_url(self.url())
 
+    @property
+    def ansible_connection(self) -> str:
+        """The ansible-core connection plugin's short name (``ssh``, ``paramiko_ssh``, ``local``)."""
+        return self.plugin.rsplit(".", 1)[-1] if self.plugin else self.connection
+
+    @property
+    def password_login(self) -> bool:
+        """Ansible would log in with ``ssh`` + sshpass; nodegate uses its paramiko transport."""
+        return self.ansible_connection == "ssh" and self.connection == "paramiko"
+
     def listing(self) -> dict:
-        """``--list-hosts`` row: name, address, port, user, key_file, connection, password_set,
-        become, groups (no password)."""
+        """``--list-hosts`` row: name, address, port, user, key_file, connection (nodegate's
+        transport), ansible_connection (ansible-core's plugin), password_set, become, groups (no
+        password)."""
         return {"name": self.name, "address": self.address, "port": self.port, "user": self.user,
                 "key_file": self.key_file, "connection": self.connection,
+                "ansible_connection": self.ansible_connection,
                 "password_set": self.password is not None, "become": self.become, "groups": list(self.groups)}
 
 
@@ -171,24 +192,31 @@ class Inventory:
     """An inventory source parsed by ansible-core. ``names``: every host in Ansible's order;
     ``select(limit)`` resolves the hosts a run targets; ``hosts``: every host resolved."""
 
-    def __init__(self, source: str):
+    def __init__(self, source: str | list[str] | tuple[str, ...]):
+        sources = [str(source)] if isinstance(source, (str, Path)) else [str(x) for x in source]
+        if not sources:
+            raise InventoryError("no inventory source given")
         # a path that does not exist is said so (ansible-core would report "Completely failed to
         # parse inventory source" after every plugin failed); "h1,h2," host lists are no paths
-        if "," not in source and not Path(source).expanduser().exists():
-            raise InventoryError(f"inventory {source}: no such file or directory")
+        for src in sources:
+            if "," not in src and not Path(src).expanduser().exists():
+                raise InventoryError(f"inventory {src}: no such file or directory")
         a = ansible()
-        self.source = source
+        self.sources = tuple(sources)
+        #: how the sources are named in messages and reports: "hosts.yml", or "common.ini + site.yml"
+        self.source = sources_label(sources)
         self.warnings: list[str] = []
         self._loader = a["DataLoader"]()
         try:
             with captured(self.warnings):
-                self._im = a["InventoryManager"](loader=self._loader, sources=[source])
+                # several sources: ansible-core merges them in the order given, as ``ansible -i A -i B``
+                self._im = a["InventoryManager"](loader=self._loader, sources=list(sources))
         except a["AnsibleError"] as e:
-            raise InventoryError(f"inventory {source}: ansible-core refused it: {msg(e)}"
+            raise InventoryError(f"inventory {self.source}: ansible-core refused it: {msg(e)}"
                             + self._details()) from None
         dropped = [w for w in self.warnings if any(d in w for d in DROPPED)]
         if dropped:
-            raise InventoryError(f"inventory {source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
+            raise InventoryError(f"inventory {self.source}: ansible-core skipped part of it: " + "; ".join(dropped[:3]))
         self._vm = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._vm_merge = a["VariableManager"](loader=self._loader, inventory=self._im)
         self._cache: dict[str, Host] = {}
@@ -197,18 +225,19 @@ class Inventory:
         self._plugins: dict[str, object] = {}
         self.names = [h.name for h in self._im.get_hosts("all")]
         if not self.names:
-            raise InventoryError(f"inventory {source}: no hosts defined" + self._details())
+            raise InventoryError(f"inventory {self.source}: no hosts defined" + self._details())
 
     @property
     def path(self) -> Path:
-        return Path(self.source)
+        """The first source (the one whose folder holds a multi-source run's reports context)."""
+        return Path(self.sources[0])
 
     def _details(self) -> str:
         """Ansible's own reasons (its warnings: one per inventory plugin that tried), the
         plugin that fits the file's kind first, each cut to 400 characters."""
         if not self.warnings:
             return ""
-        kind = "'ini'" if Path(self.source).suffix in ("", ".ini", ".cfg") else "'yaml'"
+        kind = "'ini'" if Path(self.sources[0]).suffix in ("", ".ini", ".cfg") else "'yaml'"
         ws = sorted(self.warnings, key=lambda w: kind not in w)
         return "; " + "; ".join(w if len(w) <= 400 else w[:399] + "…" for w in ws[:3])
 
@@ -286,9 +315,15 @@ class Inventory:
             raise
         except a["AnsibleError"] as e:
             raise InventoryError(f"{where}: {msg(e)}") from None
-        groups = tuple(g.name for g in a["sort_groups"](ah.get_groups()))
-        return Host(name=name, connection=TRANSPORTS[plugin], become=become, groups=groups, spec_raw=spec,
-                    sources=(self.source,), plugin=conn._load_name, **values)
+        groups = tuple(str(g.name) for g in a["sort_groups"](ah.get_groups()))
+        transport = TRANSPORTS[plugin]
+        if plugin == "ssh" and values.get("password") is not None:
+            # Ansible's ssh plugin logs in with a password through sshpass; nodegate runs OpenSSH in
+            # batch mode (no prompt), so such a host gets nodegate's paramiko transport: the same
+            # known_hosts policy and deadlines, the password kept in this process (docs/inventory.md)
+            transport = "paramiko"
+        return Host(name=name, connection=transport, become=become, groups=groups, spec_raw=spec,
+                    sources=self.sources, plugin=conn._load_name, **values)
 
     def _connection_values(self, conn, plugin: str, hv: dict, t, where: str) -> dict:
         """What the connection plugin resolved from the host's templated variables (Ansible's
@@ -310,10 +345,6 @@ class Inventory:
             raise InventoryError(f"{where}: port {port!r} is not a TCP port number")
         key = opt("private_key_file")
         password = opt("password")
-        if password is not None and plugin == "ssh":
-            raise InventoryError(f"{where}: a password is set (ansible_password/ansible_ssh_pass) but the connection "
-                            "is ssh: nodegate runs OpenSSH in batch mode, which takes no password; set "
-                            "ansible_connection: paramiko for password logins, or use a key")
         addr = opt(ADDRESS_OPTION[plugin]) or self._im.get_host(hv["inventory_hostname"]).address
         if plugin != "local":
             why = address_problem(str(addr))
@@ -362,28 +393,18 @@ class Inventory:
         return plain(v) if isinstance(v, dict) else {"__invalid__": plain(v)}
 
 
-def load_inventory(source: str | Path) -> Inventory:
-    """Parse an inventory source with ansible-core (a file, a directory, or ``h1,h2,``).
-    Raises SpecError with Ansible's message and the source."""
-    return Inventory(str(source))
+def load_inventory(source: str | Path | list | tuple) -> Inventory:
+    """Parse inventory sources with ansible-core (each a file, a directory, or ``h1,h2,``; several
+    are merged in order as ``ansible -i A -i B`` merges them). Raises SpecError with Ansible's
+    message and the sources."""
+    return Inventory(source if isinstance(source, (list, tuple)) else str(source))
 
 
-def select_names(limit: str | None, names) -> list[str]:
-    """``names`` (nodes without an inventory: replayed bundles, a baseline) that the Ansible host
-    pattern ``limit`` selects, matched by ansible-core on an inventory of those names alone, in
-    the given order. Raises SpecError when the pattern is invalid."""
-    names = list(names)
-    if not limit:
-        return names
-    a = ansible()
-    loader = a["DataLoader"]()
-    with captured():
-        # ansible-core's host_list source ("a,b,"): node names are bundle directory names
-        # (letters, digits, '.', '_', '-'), which it takes as they are
-        im = a["InventoryManager"](loader=loader, sources=[",".join(names) + ","])
-        try:
-            im.subset(limit)
-            got = {h.name for h in im.get_hosts("all")}
-        except a["AnsibleError"] as e:
-            raise InventoryError(f"--limit {limit!r}: {msg(e)}") from None
-    return [n for n in names if n in got]
+def sources_label(sources) -> str:
+    """How inventory sources are named in messages and reports: ``hosts.yml``, or ``common.ini +
+    site.yml`` for several (in the order ansible-core merges them). ``None``/empty -> ``""``."""
+    if not sources:
+        return ""
+    if isinstance(sources, (str, Path)):
+        return str(sources)
+    return " + ".join(str(x) for x in sources)

@@ -49,6 +49,9 @@ class NodeJob:
     shown_url: str     # redacted, stored in meta.json
     spec_raw: dict = field(default_factory=dict)
     persistence_user: str = ""
+    #: the host's inventory groups (ansible-core's, ancestors included), kept in meta.json ``groups``
+    #: so that a site module's ``testinfra_hosts: ansible://GROUP`` selects the same nodes on --replay
+    groups: tuple[str, ...] = ()
     clocks_samples: int = 3
 
 
@@ -70,7 +73,8 @@ def gather_node(job: NodeJob, opts: GatherOptions, stop: threading.Event | None 
     ``interrupted`` bundle, nothing sent; while the probe runs: the exec is cut like a deadline
     cuts it and the evidence read so far is kept, marked cut (``meta.interrupted``)."""
     meta: dict = {"node": job.name, "target": job.shown_url, "started_at": now_iso(), "gpu_source": opts.gpu_source,
-                  "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "status": "ok"}
+                  "probe_version": probe.PROBE_VERSION, "spec": job.spec_raw, "groups": list(job.groups),
+                  "status": "ok"}
     t0 = time.monotonic()
     if stop is not None and stop.is_set():
         meta.update(status="interrupted", interrupted=stop_reason(stop), finished_at=now_iso(), gather_s=0.0,
@@ -186,7 +190,8 @@ class FleetRun:
     _n_nodes: tuple = field(default=(None, 0), repr=False)
     bundles_dir: Path | None = None
     reports_dir: Path | None = None
-    inventory_path: Path | None = None
+    #: the inventory sources as messages name them (nodegate.inventory.sources_label), None: no inventory
+    inventory_path: str | None = None
     started_at: str = field(default_factory=now_iso)
     gather_s: float = 0.0
     mode: str = "ssh"  # ssh | local | replay
@@ -544,7 +549,7 @@ class FleetRun:
         for j in jobs:  # a node the pool never finished: ERROR, never a silent hole
             if j.name not in self._arrived:
                 meta = {"node": j.name, "target": j.shown_url, "status": "error", "spec": j.spec_raw,
-                        "error": f"internal error while gathering: {why or 'not run'}"}
+                        "groups": list(j.groups), "error": f"internal error while gathering: {why or 'not run'}"}
                 if stopped:
                     meta.update(status="interrupted", interrupted=stopped,
                                 error=f"not gathered: the run was interrupted ({stopped})")
@@ -883,7 +888,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
         except Exception as e:  # noqa: BLE001 - one bad node never stops the others
             b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                     "error": f"internal error while gathering: {type(e).__name__}: {e}",
-                                    "spec": j.spec_raw})
+                                    "spec": j.spec_raw, "groups": list(j.groups)})
         if bundles_dir is not None:
             try:
                 b.write(bundles_dir)
@@ -892,7 +897,7 @@ def gather_fleet(jobs: list[NodeJob], opts: GatherOptions, bundles_dir: Path | N
                     raise
                 b = Bundle(j.name, {}, {"node": j.name, "target": j.shown_url, "status": "error",
                                         "error": f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}",
-                                        "spec": j.spec_raw})
+                                        "spec": j.spec_raw, "groups": list(j.groups)})
         if prepare is not None:
             try:
                 prepare(b)

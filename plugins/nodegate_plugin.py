@@ -40,8 +40,10 @@ def pytest_addoption(parser):
     if os.environ.get("NODEGATE_CLI"):   # nodegate/cli.py: usage lines name the command run
         parser.prog = "nodegate"
     g = parser.getgroup("nodegate", "nodegate GPU node acceptance")
-    g.addoption("--inventory", help="Ansible inventory: YAML or INI file, directory, or h1,h2, "
-                                    "(read by ansible-core, with group_vars/ and host_vars/)")
+    g.addoption("--inventory", action="append", default=None, metavar="SOURCE",
+                help="Ansible inventory: YAML or INI file, directory, or h1,h2, (read by ansible-core, with "
+                     "group_vars/ and host_vars/); repeat for several, merged as `ansible -i A -i B` "
+                     "(the nodegate command also takes -i)")
     g.addoption("--limit", help="limit to hosts/groups (an Ansible --limit pattern, @file included)")
     g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
                 help="print every selected host (address, port, user, key file, connection, password "

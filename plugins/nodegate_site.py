@@ -7,9 +7,12 @@ testinfra run keeps testinfra's own ``host``.
 Flow: pytest_configure refuses testinfra's connection options (exit 2 naming what to use),
 registers the site fixtures (nodegate.site.fixtures: ``host``, ``site_evidence``,
 ``nodegate_node``) after testinfra's plugin so they are the ones pytest gives ->
+site modules get ids named by their path as given (nodegate.site.nodeids) and, for molecule's files,
+MOLECULE_INVENTORY_FILE (nodegate.site.hosts) ->
 pytest_sessionstart (after the suite plugin built the FleetRun) makes the run's SitePool: live
 connections through nodegate's transport, or the bundles' recordings on ``--replay`` ->
-pytest_generate_tests parametrizes each site test by node -> pytest_runtest_setup runs the test
+pytest_generate_tests parametrizes each site test by node (those its module's testinfra_hosts names) ->
+pytest_runtest_setup runs the test
 in setup and classifies it (nodegate.site.items) -> makereport attaches ``report.nodegate`` ->
 after a node's last site test its connection closes and its recording goes into its bundle.
 """
@@ -54,6 +57,21 @@ def pytest_configure(config):
     from nodegate.site import fixtures
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, _FIXTURES_NAME)
+    from nodegate.site import nodeids
+    nodeids.install_terminal(config)
+    if not getattr(config.option, "replay", None) and config.stash.get(JOBS_KEY, None) is not None:
+        # molecule's test files read MOLECULE_INVENTORY_FILE at import (preselect's collection too)
+        from nodegate.site.hosts import molecule_env
+        molecule_env(config, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path, parent):
+    config = parent.config
+    if config.stash.get(ACTIVE_KEY, False):
+        from nodegate.site import nodeids
+        return nodeids.make_module(config, module_path, parent)
+    return None
 
 
 def pytest_unconfigure(config):
@@ -70,6 +88,9 @@ def pytest_sessionstart(session):
         return
     from nodegate.site.session import make_pool
     config.stash[SITE_KEY] = SiteRun(run, make_pool(config, run, config.stash.get(JOBS_KEY, None)))
+    if getattr(config.option, "replay", None):
+        from nodegate.site.hosts import molecule_env
+        molecule_env(config, run)
 
 
 def pytest_generate_tests(metafunc):

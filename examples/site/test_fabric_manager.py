@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+from nodegate.errors import EvidenceError
+
 _VERSION = re.compile(r"version is\s*:\s*(\d+\.\d+(?:\.\d+)?)")
 
 
@@ -26,7 +28,8 @@ def test_fabric_manager_active_at_driver_version(host, nodegate_node):
     assert fm.is_running, "nvidia-fabricmanager.service is not active"
     out = host.run("nv-fabricmanager --version")
     m = _VERSION.search(out.stdout)
-    if out.rc != 0 or m is None:   # no verdict without a version: ERROR, not FAIL
-        raise LookupError(f"nv-fabricmanager --version gave no version (rc {out.rc}): {out.stdout[:200]!r}")
+    if out.rc != 0 or m is None:   # no verdict without a version: ERROR (EvidenceError), not FAIL
+        raise EvidenceError("site.nv-fabricmanager --version",
+                            f"nv-fabricmanager --version gave no version (rc {out.rc}): {out.stdout[:200]!r}")
     driver = nodegate_node.facts.nvidia_module_version   # EvidenceError (ERROR) when not readable
     assert m.group(1) == driver, f"fabric manager {m.group(1)} != loaded driver {driver}"

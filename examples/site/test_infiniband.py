@@ -7,12 +7,18 @@ number of InfiniBand ports come from ``site_vars: {ib_rate_gbps: 400, ib_ports: 
 
 Only ports whose ``Link layer`` is InfiniBand count: a ConnectX function in Ethernet mode
 (RoCE, or an unused port set to Ethernet and Down) is not an InfiniBand port.
+
+What cannot be judged (no expected rate in the spec, output that is not ibstat's) raises nodegate's
+``EvidenceError``: ERROR ("could not evaluate"), where any other exception would be the test's FAIL
+(docs/site-checks.md "Outcomes").
 """
 
 import re
 from dataclasses import dataclass
 
 import pytest
+
+from nodegate.errors import EvidenceError
 
 
 @dataclass
@@ -64,8 +70,12 @@ def test_infiniband_ports_active_at_rate(site_evidence, nodegate_node):
     """every InfiniBand port Active, LinkUp, at site_vars.ib_rate_gbps"""
     want = nodegate_node.vars.get("ib_rate_gbps")
     if want is None:
-        raise LookupError("site_vars.ib_rate_gbps is not set in this node's spec")
-    ports = [p for p in parse_ibstat(site_evidence["ib_ports"].text()) if p.link_layer == "InfiniBand"]
+        raise EvidenceError("site_vars.ib_rate_gbps", "site_vars.ib_rate_gbps is not set in this node's spec")
+    try:
+        parsed = parse_ibstat(site_evidence["ib_ports"].text())
+    except ValueError as e:
+        raise EvidenceError("site_evidence.ib_ports", str(e)) from None
+    ports = [p for p in parsed if p.link_layer == "InfiniBand"]
     assert ports, "no InfiniBand port (ibstat lists no port with Link layer InfiniBand)"
     bad = [f"{p.ca}/{p.port}: {p.state}, {p.physical_state or '?'}, {p.rate:g} Gb/s" if p.rate is not None else
            f"{p.ca}/{p.port}: {p.state}, {p.physical_state or '?'}, rate unknown"

@@ -8,12 +8,15 @@ are named in ``meta["derived"]`` with the reason.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..bundle import Bundle, Evidence
 from . import kernel
-from .sections import Section, bug_report_version, scan_parts, split_sections, start_value
+from .sections import _VERSION
+from .stream import Kept, Lines, SectionReader, text_chunks
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,9 @@ def _lspci_rank(name: str) -> int:
     return next((r for flag, r in _LSPCI_RANK if flag in name), 0)
 
 
-def _unit_block(lines: list[str], unit: str) -> list[str]:
-    """The ``● <unit> - ...`` block of a multi-unit ``systemctl status`` page."""
-    out: list[str] = []
+def _unit_block(lines: Iterable[str], unit: str) -> str:
+    """The ``● <unit> - ...`` block of a multi-unit ``systemctl status`` page, as text ("" when absent)."""
+    out = io.StringIO()
     inside = False
     for ln in lines:
         s = ln.lstrip("●*○× ").strip()
@@ -92,118 +95,133 @@ def _unit_block(lines: list[str], unit: str) -> list[str]:
         if head:
             inside = s.startswith(unit)
         if inside:
-            out.append(ln)
-    return out
+            out.write(ln + "\n")
+    return out.getvalue()
 
 
-def _item(key: str, text: str) -> Evidence:
-    return Evidence(key, text.encode("utf-8"), b"", 0, "ok")
+def _item(key: str, text: str, truncated: bool = False) -> Evidence:
+    """An evidence item; ``truncated`` when its section was over stream.MAX_SECTION_CHARS (its
+    checks ERROR "output exceeded the per-item cap", as for a probe item over its cap)."""
+    return Evidence(key, text.encode("utf-8"), b"", 0, "truncated" if truncated else "ok",
+                    why="the bug report's section is over the per-item cap" if truncated else "")
+
+
+def _wanted(kind: str, name: str) -> bool:
+    """Whether ``convert`` reads the body of this section (every other body is dropped unread)."""
+    if kind == "file":
+        return _file_key(name) is not None or _GPU_INFO.match(name) is not None or name == "/proc/version"
+    return (name in _SMI_Q or name in _SMI_QX or name == "dkms status" or name.startswith("systemctl status")
+            or _lspci_rank(name) > 0 or re.fullmatch(r"modinfo nvidia \| grep vermagic", name) is not None)
+
+
+_SMI_Q = ("nvidia-smi --query", "nvidia-smi -q")
+_SMI_QX = ("nvidia-smi -q -x", "nvidia-smi --query --xml-format")
+
+
+def _version_of(line: str) -> str | None:
+    m = _VERSION.match(line)
+    return m.group(1) if m else None
 
 
 def convert(text: str, fallback_name: str, source_file: str = "") -> Bundle:
-    """The Bundle of one bug report ``text``; the node is named after the log's ``uname -a`` host
-    (``fallback_name`` when it has none or it is not usable as a name)."""
-    sections = split_sections(text)
+    """The Bundle of one bug report ``text`` (see ``convert_stream``)."""
+    return convert_stream(text_chunks(text), fallback_name, source_file)
+
+
+def convert_stream(chunks: Iterable[str], fallback_name: str, source_file: str = "") -> Bundle:
+    """The Bundle of one bug report given as pieces of its text (``stream.log_chunks``: read once,
+    in order, keeping only the sections that become evidence); the node is named after the log's
+    ``uname -a`` host (``fallback_name`` when it has none or it is not usable as a name). Time is
+    linear in the text; memory a fixed multiple of the largest kept section (bugreport/stream.py)."""
+    r = SectionReader(_wanted, _version_of).read(chunks)
     items: dict[str, Evidence] = {}
     derived: dict[str, str] = {}
     absent: dict[str, str] = {}
-    uname = (start_value(sections, "uname") or "").split()
+    uname = (r.uname or "").split()
     host = uname[1] if len(uname) > 2 and uname[0] == "Linux" else None
     if len(uname) > 2 and uname[0] == "Linux":
         items["meta.uname_r"] = _item("meta.uname_r", uname[2] + "\n")
         items["meta.hostname"] = _item("meta.hostname", uname[1] + "\n")
     gpu_info: list[str] = []
-    lspci: tuple[int, Section] | None = None
-    dmesg: list[str] | None = None
-    journal: dict[int, list[str]] = {}
-    syslog_files: dict[str, list[str]] = {}
-    fm_traces = False
-    for s in sections:
+    gpu_info_cut = False
+    lspci: tuple[int, Kept] | None = None
+    for s in r.kept:
         if s.kind == "file":
             key = _file_key(s.name)
             if key is not None and key not in items:
-                items[key] = _item(key, s.text)
+                items[key] = _item(key, s.body.text, s.body.truncated)
             elif (m := _GPU_INFO.match(s.name)) is not None:
-                gpu_info.append(f"== /proc/driver/nvidia/gpus/{m.group('bdf')}/information\n{s.text}")
+                gpu_info.append(f"== /proc/driver/nvidia/gpus/{m.group('bdf')}/information\n{s.body.text}")
+                gpu_info_cut |= s.body.truncated
             elif s.name == "/proc/version" and "meta.uname_r" not in items:
-                m = _LINUX_VERSION.match(s.text.strip())
+                m = _LINUX_VERSION.match(s.body.text.strip())
                 if m:
                     items["meta.uname_r"] = _item("meta.uname_r", m.group(1) + "\n")
-            if "fabricmanager" in s.name:
-                fm_traces = True
-        elif s.kind == "command":
+        else:
             _command(s, items, absent)
-            r = _lspci_rank(s.name)
-            if r and (lspci is None or r > lspci[0]):
-                lspci = (r, s)
-            if s.name == "dmesg":
-                dmesg = s.body
+            rank = _lspci_rank(s.name)
+            if rank and (lspci is None or rank > lspci[0]):
+                lspci = (rank, s)
             if s.name.startswith("systemctl status"):
                 block = _unit_block(s.body, "nvidia-persistenced.service")
                 if block:
-                    items["systemd.persistenced_status"] = _item("systemd.persistenced_status", "\n".join(block) + "\n")
+                    items["systemd.persistenced_status"] = _item("systemd.persistenced_status", block, s.body.truncated)
                 fm = _unit_block(s.body, "nvidia-fabricmanager.service")
                 if fm:
-                    fm_traces = True
-                    items["systemd.fabricmanager_status"] = _item("systemd.fabricmanager_status", "\n".join(fm) + "\n")
-        elif s.kind == "scan":
-            for src, lines in scan_parts(s).items():
-                if src.startswith("journalctl -b"):
-                    journal[abs(int(src.split()[-1]))] = lines
-                else:
-                    syslog_files[src] = lines
+                    r.fm_traces = True
+                    items["systemd.fabricmanager_status"] = _item("systemd.fabricmanager_status", fm, s.body.truncated)
     if gpu_info:
-        items["driver.gpus_information"] = _item("driver.gpus_information", "\n".join(gpu_info))
+        items["driver.gpus_information"] = _item("driver.gpus_information", "\n".join(gpu_info), gpu_info_cut)
     if lspci is not None:
-        items["pci.lspci_vvv"] = _item("pci.lspci_vvv", lspci[1].text)
+        items["pci.lspci_vvv"] = _item("pci.lspci_vvv", lspci[1].body.text, lspci[1].body.truncated)
         if lspci[0] < 2:
             derived["pci.lspci_vvv"] = f"'{lspci[1].name}': no -vv, so no LnkCap/LnkSta (link values from nvidia-smi)"
-    _kernel(dmesg, journal, syslog_files, items, derived)
-    every = "\n".join(l for s in sections if s.kind in ("command", "scan") for l in s.body)
-    if fm_traces or re.search(r"nv-fabricmanager|nvidia-fabricmanager", every):
-        fm_traces = True
-    _fabricmanager(items, derived, fm_traces)
+    _kernel(r.dmesg, r.journal, r.syslog_files, items, derived)
+    _fabricmanager(items, derived, r.fm_traces)
     name = _node_name(host, fallback_name)
     meta = {"node": name, "target": f"nvidia-bug-report {source_file or fallback_name}", "status": "ok",
-            "origin": "nvidia-bug-report", "bug_report_version": bug_report_version(sections),
-            "source_file": source_file, "sections": len(sections), "derived": derived, "absent": absent,
+            "origin": "nvidia-bug-report", "bug_report_version": r.version,
+            "source_file": source_file, "sections": r.sections, "derived": derived, "absent": absent,
             "spec": {}}
     return Bundle(name, items, meta)
 
 
-def _command(s: Section, items: dict, absent: dict) -> None:
+def _command(s: Kept, items: dict, absent: dict) -> None:
     name = s.name
-    if name in ("nvidia-smi --query", "nvidia-smi -q") and "smi.q" not in items:
-        items["smi.q"] = _item("smi.q", s.text)
-    elif name in ("nvidia-smi -q -x", "nvidia-smi --query --xml-format") and "smi.qx" not in items:
-        items["smi.qx"] = _item("smi.qx", s.text)
+    if name in _SMI_Q and "smi.q" not in items:
+        items["smi.q"] = _item("smi.q", s.body.text, s.body.truncated)
+    elif name in _SMI_QX and "smi.qx" not in items:
+        items["smi.qx"] = _item("smi.qx", s.body.text, s.body.truncated)
     elif re.fullmatch(r"modinfo nvidia \| grep vermagic", name):
-        if s.text.strip():
-            items["modinfo.nvidia"] = _item("modinfo.nvidia", s.text)
+        if s.body.text.strip():
+            items["modinfo.nvidia"] = _item("modinfo.nvidia", s.body.text, s.body.truncated)
         else:
             absent["modinfo.nvidia"] = f"'{s.header}' printed nothing"
     elif name == "dkms status":
-        items["dkms.status"] = _item("dkms.status", s.text)
+        items["dkms.status"] = _item("dkms.status", s.body.text, s.body.truncated)
 
 
-def _kernel(dmesg, journal, syslog_files, items: dict, derived: dict) -> None:
+def _kernel(dmesg: Lines | None, journal: dict[int, Lines], syslog_files: dict[str, Lines], items: dict,
+            derived: dict) -> None:
     if dmesg is None and 0 not in journal:
         return
+    cut = any(x.truncated for x in [dmesg, *journal.values(), *syslog_files.values()] if x is not None)
     current, history, counts = kernel.split_boots(dmesg, journal, syslog_files)
     srcs = " + ".join(x for x, present in (("dmesg", dmesg is not None), ("journalctl -b -0", 0 in journal))
                       if present)
-    items["kernel.log"] = _item("kernel.log", f"# source: {srcs} (nvidia-bug-report)\n" + "\n".join(current) + "\n")
+    items["kernel.log"] = _item("kernel.log", f"# source: {srcs} (nvidia-bug-report)\n" + "\n".join(current) + "\n",
+                                cut)
     derived["kernel.log"] = (f"current boot: {counts['dmesg']} dmesg line(s) + the journal -b -0 lines dmesg lacks "
                              f"({counts['duplicates']} duplicate line(s) across sources dropped)")
     if history or syslog_files or any(k != 0 for k in journal):
         items["kernel.history"] = _item("kernel.history", "# source: earlier boots (nvidia-bug-report: "
                                         + ", ".join(list(syslog_files) + [f"journalctl -b -{k}" for k in
                                                                            sorted(journal) if k]) + ")\n"
-                                        + "\n".join(history) + "\n")
+                                        + "\n".join(history) + "\n", cut)
     if 0 in journal:
         pids = kernel.persistenced_from_journal(journal[0])
         body = "".join(f"== pid {p}\ncmdline: nvidia-persistenced\n" for p in pids) + f"processes: {len(pids)}\n"
-        items["persistenced.process"] = _item("persistenced.process", body)
+        items["persistenced.process"] = _item("persistenced.process", body, journal[0].truncated)
         derived["persistenced.process"] = ("from the current boot's journal: 'nvidia-persistenced[<pid>]: Started' "
                                            "without a later 'Shutdown' (uid and rundir unknown)")
 

@@ -53,11 +53,12 @@ VERSIONS: dict[str, str] = {
                 "--status' etc. in the nvidia-smi block, 'Skipping: <what>' / 'Error: <what>' blocks",
 }
 
-_FILE = re.compile(r"^\*\*\* (?P<path>/\S.*?)(?P<absent> does not exist| is not readable)?\s*$")
 _LS = re.compile(r"^\*\*\* ls: ")
-_VERSION = re.compile(r"^nvidia-bug-report\.sh Version:\s*(\d+)")
+_VERSION = re.compile(r"^nvidia-bug-report\.sh Version:\s*(\d{1,20})")
 _SMI_CMD = re.compile(r"^(?:/\S*/)?nvidia-smi(?: .*)?$")
-_SCAN_PART = re.compile(r"^  (?P<src>(?:/\S+|journalctl -b -?\d+)):\s*$")
+# the boot number is bounded (a 5,000-digit one made int() raise ValueError: INTERNALERROR)
+_SCAN_PART = re.compile(r"^  (?P<src>(?:/\S+|journalctl -b -?\d{1,6})):\s*$")
+_ABSENT = (" does not exist", " is not readable")
 
 
 @dataclass
@@ -98,9 +99,12 @@ def _classify(header: str) -> tuple[str, str]:
         return "scan", "kernel log scan"
     if h.startswith(("Skipping", "Error: ")):
         return "skip", h
-    m = _FILE.match(h)
-    if m:
-        return ("missing" if m.group("absent") else "file"), m.group("path")
+    if h.startswith("*** /"):   # a file dump, or '*** <path> does not exist' (no pattern: linear)
+        path = h[4:]
+        for suffix in _ABSENT:
+            if path.endswith(suffix) and len(path) > len(suffix):
+                return "missing", path[:-len(suffix)].rstrip()
+        return "file", path
     if _LS.match(h):
         return "listing", h[len("*** ls: "):]
     if re.match(r"^(?:/\S*/)?[A-Za-z][\w.+-]*(?: |:$|$)", h):

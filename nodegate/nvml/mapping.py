@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NodegateError, ParseError
+from ..parsers._limits import check_gpu_count
 from ..facts import (CLOCKS_EVENT_BITS, NA, EccCounters, GpuFacts, PcieLink, RemappedRows,
                      RetiredPages, normalize_bus_id)
 
@@ -31,7 +32,6 @@ SUPPORTED_VERSIONS = (1,)
 
 #: Largest document accepted, characters. One GPU is ~3 KB; 64 GPUs stay far below this.
 MAX_JSON_CHARS = 4 * 1024 * 1024
-_MAX_GPUS = 64
 
 #: nvmlDeviceArchitecture_t -> the name nvidia-smi prints as product_architecture
 #: (nvml.h NVML_DEVICE_ARCH_*; "Ada Lovelace" as nvidia-smi -q prints it).
@@ -172,8 +172,7 @@ def load_nvml_json(text: str | bytes) -> dict:
     gpus = doc.get("gpus")
     if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
         raise ParseError("nvml.json: 'gpus' is not a list of objects")
-    if len(gpus) > _MAX_GPUS:
-        raise ParseError(f"nvml.json: {len(gpus)} GPUs exceeds {_MAX_GPUS}")
+    check_gpu_count(len(gpus), "nvml.json")
     return doc
 
 

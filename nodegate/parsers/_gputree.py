@@ -59,19 +59,33 @@ class TNode:
                 return c
         return None
 
+    def only(self, name: str) -> "TNode | None":
+        """The child named ``name``, None when absent; ParseError when there are two or more: a
+        field named twice is contradictory evidence, never "the first (or last) one wins" (the
+        GpuFacts attribute that reads it ERRORs, ``build_gpu``)."""
+        found = None
+        for c in self.children:
+            if c.name == name:
+                if found is not None:
+                    raise ParseError(f"{self.name}: {name} given more than once (contradictory)")
+                found = c
+        return found
+
     def get(self, *path: str) -> str | None:
-        """Text value at ``path`` (None when any step is absent)."""
+        """Text value at ``path`` (None when any step is absent; ParseError when a step is named
+        twice, see ``only``)."""
         node: TNode | None = self
         for p in path:
-            node = node.child(p) if node else None
+            node = node.only(p) if node else None
         if node is None:
             return None
         return node.value if node.value is not None else ("" if not node.children else None)
 
     def at(self, *path: str) -> "TNode | None":
+        """The node at ``path`` (None when a step is absent; ParseError when one is named twice)."""
         node: TNode | None = self
         for p in path:
-            node = node.child(p) if node else None
+            node = node.only(p) if node else None
         return node
 
 
@@ -273,8 +287,11 @@ def _reasons(g: TNode) -> dict:
         for p in _REASON_PREFIXES:
             if name.startswith(p):
                 name = name[len(p):]
-        if name in CLOCKS_EVENT_BITS and name not in out:
-            out[name] = V.bool_value(c.value, field=c.name)
+        if name in CLOCKS_EVENT_BITS:
+            v = V.bool_value(c.value, field=c.name)
+            if name in out and out[name] != v:   # one reason twice with two values: contradictory
+                raise ParseError(f"{node.name}: {name} given twice ({out[name]} and {v})")
+            out[name] = v
     return out
 
 

@@ -16,6 +16,7 @@ import re
 
 from ..errors import ParseError
 from ..facts import NA, _Unsupported, normalize_bus_id
+from ._limits import MAX_DIGITS, number
 
 #: Lower-cased spellings of "the driver does not support this value".
 _NA_WORDS = frozenset({
@@ -62,14 +63,11 @@ def int_value(raw: str | None, *, field: str = "value"):
     if is_na(s):
         return NA
     if s.lower().startswith("0x"):
-        try:
-            return int(s.split()[0], 16)
-        except ValueError:
-            raise ParseError(f"{field}: not a hex number: {s[:60]!r}") from None
+        return number(s.split()[0], field, 16)
     m = _INT_RE.match(s)
     if not m:
         raise ParseError(f"{field}: not a number: {s[:60]!r}")
-    return int(m.group(0))
+    return number(m.group(0), field)
 
 
 def float_value(raw: str | None, *, field: str = "value"):
@@ -82,6 +80,8 @@ def float_value(raw: str | None, *, field: str = "value"):
     m = _FLOAT_RE.match(s)
     if not m:
         raise ParseError(f"{field}: not a number: {s[:60]!r}")
+    if len(m.group(0)) > 2 * MAX_DIGITS:
+        raise ParseError(f"{field}: a number of {len(m.group(0))} characters: more than any reading has")
     return float(m.group(0))
 
 
@@ -155,7 +155,7 @@ def width_value(raw: str | None) -> int | None:
         return None
     if not s.isdigit():
         raise ParseError(f"not a link width: {raw.strip()[:60]!r}")
-    return int(s)
+    return number(s, "link width")
 
 
 def device_id_from_pci(raw: str | None) -> str | None:

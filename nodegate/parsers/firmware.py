@@ -32,6 +32,7 @@ import re
 from ..errors import ParseError
 from ..facts import FirmwareFacts
 from . import _values as V
+from ._limits import number
 
 # ls -ln: mode links uid gid size month day time|year name  (symlinks: "name -> target")
 _LS = re.compile(r"^[-lbcdps][-rwxsStT.+@]{9}\S*\s+\d+\s+\d+\s+\d+\s+(?P<size>\d+)\s+\S+\s+\S+\s+\S+\s+(?P<name>.+?)(?: -> .*)?$")
@@ -64,7 +65,7 @@ def parse_firmware_gsp(text: str | bytes) -> FirmwareFacts:
             m = _LS.match(ln.strip())
             if m:
                 if files is not None:
-                    files[m.group("name")] = int(m.group("size"))
+                    files[m.group("name")] = number(m.group("size"))
             elif _BARE.match(ln.strip()):
                 # a listing without sizes (find output in hand-built bundles): size unknown
                 if files is not None:

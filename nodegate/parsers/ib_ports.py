@@ -35,6 +35,7 @@ import re
 from ..errors import ParseError
 from ..facts import IbPort
 from . import _values as V
+from ._limits import number
 
 MAX_CHARS = 1024 * 1024
 _DEV = re.compile(r"^== (?P<d>[A-Za-z0-9_.:-]+)$")
@@ -80,7 +81,7 @@ def parse_ib_ports(text: str | bytes) -> list[IbPort]:
         if m:
             cur_dev = m.group("d")
             d = devs.setdefault(cur_dev, {})
-            cur = IbPort(device=cur_dev, port=int(m.group("p")), fw_ver=d.get("fw_ver"),
+            cur = IbPort(device=cur_dev, port=number(m.group("p")), fw_ver=d.get("fw_ver"),
                          hca_type=d.get("hca_type"), source="sysfs")
             out.append(cur)
             continue

@@ -34,12 +34,15 @@ import re
 from ..errors import ParseError
 from ..facts import IbPort
 from . import _values as V
+from ._limits import number
 from .ib_ports import rate_gbps, state_word
 
 MAX_CHARS = 1024 * 1024
 _CA = re.compile(r"^CA '(?P<ca>[^']+)'\s*$")
-_PORT = re.compile(r"^\s+Port (?P<p>\d+):\s*$")
-_KV = re.compile(r"^\s+(?P<k>[A-Za-z][A-Za-z ]*?):\s*(?P<v>.*?)\s*$")
+_PORT = re.compile(r"^\s+Port (?P<p>\d{1,20}):\s*$")
+# linear: the key cannot hold ':' and the value is stripped in code (the former lazy
+# ``:\s*(?P<v>.*?)\s*$`` backtracked quadratically over a run of spaces)
+_KV = re.compile(r"^\s+(?P<k>[A-Za-z][A-Za-z ]*):(?P<v>.*)$")
 
 
 def parse_ibstat(text: str | bytes) -> list[IbPort]:
@@ -49,26 +52,30 @@ def parse_ibstat(text: str | bytes) -> list[IbPort]:
     out: list[IbPort] = []
     ca: dict | None = None
     cur: IbPort | None = None
+    seen: dict[str, str] = {}   # keys of the current block (a CA's header lines, or one port)
     for raw in text.splitlines():
         ln = raw.rstrip().expandtabs(8)
         if not ln.strip():
             continue
         m = _CA.match(ln)
         if m:
-            ca, cur = {"name": m.group("ca")}, None
+            ca, cur, seen = {"name": m.group("ca")}, None, {}
             continue
         if ca is None:
             raise ParseError(f"ibstat: line before any CA header: {ln.strip()[:80]!r}")
         m = _PORT.match(ln)
         if m:
-            cur = IbPort(device=ca["name"], port=int(m.group("p")), fw_ver=ca.get("fw"),
+            cur = IbPort(device=ca["name"], port=number(m.group("p")), fw_ver=ca.get("fw"),
                          hca_type=ca.get("type"), source="ibstat")
             out.append(cur)
+            seen = {}
             continue
         m = _KV.match(ln)
         if not m:
             continue
-        k, v = m.group("k").lower(), m.group("v")
+        k, v = m.group("k").lower(), m.group("v").strip()
+        if seen.setdefault(k, v) != v:   # a key twice in one block, two values: never "last one wins"
+            raise ParseError(f"ibstat: {m.group('k').strip()!r} given twice in one block ({seen[k][:40]!r} and {v[:40]!r})")
         if cur is None:
             if k == "firmware version":
                 ca["fw"] = v or None

@@ -50,6 +50,7 @@ import re
 from ..errors import ParseError
 from ..facts import KernelEvent, KernelLogCut
 from . import _values as V
+from ._limits import number
 from .proc_version import parse_banner_line
 
 MAX_LOG_CHARS = 16 * 1024 * 1024
@@ -125,11 +126,11 @@ def kernel_log_cut(text: str | bytes) -> KernelLogCut | None:
         pass
     if m is None:
         return None
-    seen, kept = int(m.group("seen")), int(m.group("kept"))
+    seen, kept = number(m.group("seen")), number(m.group("kept"))
     if kept > seen:
         raise ParseError(f"kernel log cut record keeps more lines than it saw: {m.group(0)!r}")
     d = m.group("dropped")
-    return KernelLogCut(seen, kept, None if d == "unknown" else int(d))
+    return KernelLogCut(seen, kept, None if d == "unknown" else number(d))
 
 
 def record_lines(text: str | bytes) -> int:
@@ -209,7 +210,7 @@ def _classify(ts: str | None, msg: str) -> KernelEvent:
     ev = KernelEvent(kind="other", text=msg, timestamp=ts)
     m = _XID.search(msg)
     if m:
-        ev.kind, ev.xid = "xid", int(m.group("xid"))
+        ev.kind, ev.xid = "xid", number(m.group("xid"))
         ev.bus_id = _bus(m.group("bus"))
         if r := _RECOVERY.search(msg):
             ev.details["recovery_action"] = r.group("action").strip()
@@ -227,7 +228,7 @@ def _classify(ts: str | None, msg: str) -> KernelEvent:
                       **({"severity": sev.group("n")} if sev else {})}
         return ev
     if m := _BANNER_XID.search(msg):
-        ev.kind, ev.xid, ev.details = "xid", int(m.group("xid")), {"banner": "yes"}
+        ev.kind, ev.xid, ev.details = "xid", number(m.group("xid")), {"banner": "yes"}
         return ev
     ev.bus_id = _first_bus(msg)
     if (m := _RMINIT.search(msg)) or "rm_init_adapter failed" in msg:

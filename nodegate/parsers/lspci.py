@@ -36,6 +36,7 @@ import re
 from ..errors import ParseError
 from ..facts import LspciLink
 from . import _values as V
+from ._limits import check_gpu_count, number
 
 MAX_LSPCI_CHARS = 16 * 1024 * 1024
 
@@ -53,10 +54,13 @@ def parse_lspci_vvv(text: str | bytes) -> list[LspciLink]:
     stanza at all."""
     text = V.check_text(text, cap=MAX_LSPCI_CHARS, what="lspci -vvv")
     out: list[LspciLink] = []
+    gpus = 0
     for ln in text.splitlines():
         m = _STANZA.match(ln)
         if m:
             out.append(_stanza(m.group("bdf"), m.group("desc").strip()))
+            gpus += out[-1].display
+            check_gpu_count(gpus, "lspci -vvv", running=True)   # NVIDIA display functions are the GPUs of altkeys.gpus_from_lspci
             continue
         if not out:
             continue
@@ -90,6 +94,6 @@ def _stanza(bdf: str, desc: str) -> LspciLink:
 def _link(s: str) -> tuple[int | None, int | None, bool]:
     sm, wm = _SPEED.search(s), _WIDTH.search(s)
     gen = V.speed_to_gen(sm.group("speed")) if sm else None
-    width = int(wm.group("w")) if wm else None
+    width = number(wm.group("w"), "link width") if wm else None
     down = bool((sm and sm.group("dg")) or (wm and wm.group("dg")))
     return gen, width, down

@@ -50,7 +50,9 @@ def parse_modinfo(text: str | bytes) -> ModinfoFacts:
         if key not in _KNOWN:
             continue
         seen = True
-        if key in _SINGLE and getattr(out, key) is None:
+        if key in _SINGLE:
+            if getattr(out, key) not in (None, val):   # named twice, two values: never "first one wins"
+                raise ParseError(f"modinfo: {key} given twice ({getattr(out, key)[:40]!r} and {val[:40]!r})")
             setattr(out, key, val)
         elif key == "firmware" and val:
             out.firmware.append(val)

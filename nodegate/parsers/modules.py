@@ -32,6 +32,7 @@ import re
 from ..errors import ParseError
 from ..facts import ModuleEntry, ModuleState
 from . import _values as V
+from ._limits import number
 
 _NAME = r"[A-Za-z0-9_]+"
 _PROC = re.compile(rf"^(?P<name>{_NAME}) (?P<size>\d+) (?P<ref>-|\d+) (?P<users>\S+) "
@@ -57,8 +58,8 @@ def parse_proc_modules(text: str | bytes) -> list[ModuleEntry]:
         if not m:
             raise ParseError(f"/proc/modules: unrecognised line {ln[:100]!r}")
         ref = m.group("ref")
-        out.append(ModuleEntry(name=m.group("name"), size=int(m.group("size")),
-                               refcount=None if ref == "-" else int(ref), used_by=_users(m.group("users")),
+        out.append(ModuleEntry(name=m.group("name"), size=number(m.group("size")),
+                               refcount=None if ref == "-" else number(ref), used_by=_users(m.group("users")),
                                state=m.group("state"), position=len(out)))
     return out
 
@@ -78,8 +79,8 @@ def parse_lsmod(text: str | bytes) -> list[ModuleEntry]:
         if not m:
             continue
         ref = m.group("ref")
-        out.append(ModuleEntry(name=m.group("name"), size=int(m.group("size")),
-                               refcount=None if ref == "-" else int(ref), used_by=_users(m.group("users")),
+        out.append(ModuleEntry(name=m.group("name"), size=number(m.group("size")),
+                               refcount=None if ref == "-" else number(ref), used_by=_users(m.group("users")),
                                position=len(out)))
     if text.strip() and not out and not header:
         raise ParseError(f"lsmod: no module line in {text.strip()[:80]!r}")

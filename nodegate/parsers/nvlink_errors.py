@@ -35,9 +35,12 @@ import re
 from ..errors import ParseError
 from ..facts import GpuNvLinks, NvLink
 from . import _values as V
-from .nvlink_status import _HEADER, _MAX_LINKS, _MIG, _PROMPT, MAX_CHARS
+from ._limits import check_gpu_count, number
+from .nvlink_status import _MAX_LINKS, _MIG, _PROMPT, MAX_CHARS, gpu_header
 
-_COUNTER = re.compile(r"^\s+Link (?P<k>\d+): (?P<name>[A-Za-z][A-Za-z0-9 /()_-]*?):\s*(?P<v>\S.*?)\s*$")
+# linear: the name cannot hold ':' (greedy = lazy here) and the value is stripped in code (the
+# former ``:\s*(?P<v>\S.*?)\s*$`` backtracked quadratically over a run of spaces)
+_COUNTER = re.compile(r"^\s+Link (?P<k>\d{1,20}): (?P<name>[A-Za-z][A-Za-z0-9 /()_-]*):(?P<v>.*\S)")
 
 #: the tool's counter label (lower case, without a trailing "errors") -> canonical name
 _NAMES = {"replay": "replay", "recovery": "recovery", "crc": "crc", "crc flit": "crc_flit",
@@ -47,7 +50,11 @@ _NAMES = {"replay": "replay", "recovery": "recovery", "crc": "crc", "crc flit": 
 def counter_name(label: str) -> str:
     """``Replay Errors`` -> ``replay``, ``CRC Flit Errors`` -> ``crc_flit``, others snake-cased."""
     s = label.strip().lower()
-    s = re.sub(r"\s+errors?$", "", s)
+    for suffix in ("errors", "error"):   # "\s+errors?$" without a regex: a run of spaces stays linear
+        head = s[:-len(suffix)]
+        if s.endswith(suffix) and head[-1:].isspace():
+            s = head.rstrip()
+            break
     return _NAMES.get(s) or re.sub(r"[^a-z0-9]+", "_", s).strip("_")
 
 
@@ -61,28 +68,32 @@ def parse_nvlink_errors(text: str | bytes) -> list[GpuNvLinks]:
         ln = raw.rstrip()
         if not ln.strip() or _PROMPT.match(ln) or ln.startswith("#"):
             continue
-        m = _HEADER.match(ln)
-        if m:
-            out.append(GpuNvLinks(index=int(m.group("i")), name=m.group("name").strip() or None,
-                                  uuid=m.group("uuid"), status="none", source="smi"))
+        h = gpu_header(ln)
+        if h is not None:
+            out.append(GpuNvLinks(index=h[0], name=h[1], uuid=h[2], status="none", source="smi"))
+            check_gpu_count(len(out), "nvidia-smi nvlink -e", running=True)
             continue
         if not out:
             raise ParseError(f"nvidia-smi nvlink -e: line before any GPU header: {ln.strip()[:80]!r}")
         g = out[-1]
         m = _COUNTER.match(ln)
         if m:
-            k = int(m.group("k"))
+            k = number(m.group("k"))
             link = next((x for x in g.links if x.link == k), None)
             if link is None:
                 link = NvLink(link=k)
                 g.links.append(link)
                 if len(g.links) > _MAX_LINKS:
                     raise ParseError(f"nvidia-smi nvlink -e: more than {_MAX_LINKS} links for GPU {g.index}")
-            name, v = counter_name(m.group("name")), m.group("v")
+            name, v = counter_name(m.group("name")), m.group("v").strip()
+            prev = link.errors.get(name)
             if name in _NAMES.values():   # a counter the checks judge: a number or N/A, else ParseError
                 link.errors[name] = V.int_value(v, field=f"link {k} {m.group('name')}")
             elif re.fullmatch(r"\d+", v) or V.is_na(v):
                 link.errors[name] = V.int_value(v, field=name)
+            if prev is not None and prev != link.errors[name]:   # never "last one wins"
+                raise ParseError(f"nvidia-smi nvlink -e: GPU {g.index} link {k} {name} given twice "
+                                 f"({prev} and {link.errors[name]})")
             # other values (newer drivers add rates such as "Effective BER: 15e-255") are not kept
             g.status = "ok"
             continue

@@ -35,12 +35,15 @@ import re
 from ..errors import ParseError
 from ..facts import NA, GpuNvLinks, NvLink
 from . import _values as V
+from ._limits import check_gpu_count, number
 
 MAX_CHARS = 4 * 1024 * 1024
 _MAX_LINKS = 64   # NVML_NVLINK_MAX_LINKS is 18 (R535-R580); anything far above is not this output
 
-_HEADER = re.compile(r"^GPU (?P<i>\d+): (?P<name>.*?)(?: \(UUID: (?P<uuid>[^)]*)\))?\s*$")
-_LINK = re.compile(r"^\s+Link (?P<k>\d+): (?P<v>.*?)\s*$")
+# Patterns are linear: no lazy group before a trailing ``\s*$`` (that form backtracked
+# quadratically over a long run of spaces); values are stripped in code (tests/hostile/test_parse_bounds.py).
+_HEADER = re.compile(r"^GPU (?P<i>\d{1,20}): (?P<rest>.*)$")
+_LINK = re.compile(r"^\s+Link (?P<k>\d{1,20}): (?P<v>.*)$")
 _SPEED = re.compile(r"^(?P<n>\d+(?:\.\d+)?) ?GB/s$")
 _PROMPT = re.compile(r"^\S*[$#] .*nvidia-smi")
 _MIG = re.compile(r"not supported for Devices in MIG mode", re.I)
@@ -55,17 +58,17 @@ def parse_nvlink_status(text: str | bytes) -> list[GpuNvLinks]:
         ln = raw.rstrip()
         if not ln.strip() or _PROMPT.match(ln) or ln.startswith("#"):
             continue
-        m = _HEADER.match(ln)
-        if m:
-            out.append(GpuNvLinks(index=int(m.group("i")), name=m.group("name").strip() or None,
-                                  uuid=m.group("uuid"), status="none", source="smi"))
+        h = gpu_header(ln)
+        if h is not None:
+            out.append(GpuNvLinks(index=h[0], name=h[1], uuid=h[2], status="none", source="smi"))
+            check_gpu_count(len(out), "nvidia-smi nvlink -s", running=True)
             continue
         if not out:
             raise ParseError(f"nvidia-smi nvlink -s: line before any GPU header: {ln.strip()[:80]!r}")
         g = out[-1]
         m = _LINK.match(ln)
         if m:
-            g.links.append(_link(int(m.group("k")), m.group("v")))
+            g.links.append(_link(number(m.group("k")), m.group("v")))
             if len(g.links) > _MAX_LINKS:
                 raise ParseError(f"nvidia-smi nvlink -s: more than {_MAX_LINKS} links for GPU {g.index}")
             g.status = "ok"
@@ -76,6 +79,20 @@ def parse_nvlink_status(text: str | bytes) -> list[GpuNvLinks]:
         # any other line inside a block is the tool's own refusal or error for that GPU
         g.status, g.message = ("unsupported" if not g.links else g.status), ln.strip()[:300]
     return out
+
+
+def gpu_header(ln: str) -> tuple[int, str | None, str | None] | None:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)`` -> (0, name, uuid); the UUID part is
+    optional (``GPU 0: NVIDIA GB300``). None for any other line."""
+    m = _HEADER.match(ln)
+    if m is None:
+        return None
+    rest = m.group("rest").rstrip()
+    uuid = None
+    i = rest.find(" (UUID: ")
+    if i >= 0 and rest.endswith(")") and ")" not in rest[i + 8:-1]:
+        rest, uuid = rest[:i], rest[i + 8:-1]
+    return number(m.group("i")), rest.strip() or None, uuid
 
 
 def _link(k: int, value: str) -> NvLink:

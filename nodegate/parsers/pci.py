@@ -30,6 +30,7 @@ import re
 from ..errors import ParseError
 from ..facts import SysfsLink
 from . import _values as V
+from ._limits import check_gpu_count
 
 # lspci -vvv moved to its own module (one parser per file); kept importable from here
 from .lspci import parse_lspci_vvv  # noqa: E402,F401
@@ -42,6 +43,7 @@ def parse_pci_sysfs(text: str | bytes) -> list[SysfsLink]:
     """The probe's pci.sysfs item. Empty -> []. ParseError on lines outside the format."""
     text = V.check_text(text, cap=4 * 1024 * 1024, what="pci.sysfs")
     out: list[SysfsLink] = []
+    gpus = 0
     for ln in text.splitlines():
         if not ln.strip():
             continue
@@ -49,6 +51,8 @@ def parse_pci_sysfs(text: str | bytes) -> list[SysfsLink]:
         if m:
             out.append(SysfsLink(bdf=V.bus_id(m.group("bdf")), role="gpu" if m.group("gpu") else "upstream",
                                  upstream_of=V.bus_id(m.group("of")) if m.group("of") else None))
+            gpus += out[-1].role == "gpu"
+            check_gpu_count(gpus, "pci.sysfs", running=True)
             continue
         a = _ATTR.match(ln)
         if a and a.group("k") == "gpus":

@@ -33,6 +33,7 @@ import re
 from ..errors import ParseError
 from ..facts import AerCounters
 from . import _values as V
+from ._limits import MAX_GPUS, number
 
 MAX_CHARS = 4 * 1024 * 1024
 _HDR = re.compile(r"^== (?P<bdf>\S+) (?:gpu|upstream-of (?P<gpu>\S+)) aer=(?P<n>\d+)$")
@@ -55,8 +56,10 @@ def parse_pci_aer(text: str | bytes) -> list[AerCounters]:
             bdf = V.bus_id(m.group("bdf"))
             r = AerCounters(bdf=bdf, role="upstream" if m.group("gpu") else "gpu",
                             upstream_of=V.bus_id(m.group("gpu")) if m.group("gpu") else None,
-                            files=int(m.group("n")))
+                            files=number(m.group("n")))
             recs.append(r)
+            if len(recs) > 8 * MAX_GPUS:   # a GPU and its upstream ports: a bounded list per counter line
+                raise ParseError(f"pci.aer: more than {8 * MAX_GPUS} device records (at most {MAX_GPUS} GPUs)")
             by_bdf.setdefault(bdf, []).append(r)
             continue
         m = _LINE.match(ln)
@@ -65,10 +68,14 @@ def parse_pci_aer(text: str | bytes) -> list[AerCounters]:
         bdf = V.bus_id(m.group("dir").rsplit("/", 1)[1])
         if bdf not in by_bdf:
             raise ParseError(f"pci.aer: counters of {bdf}, which no header names")
-        kind, name, n = m.group("kind"), m.group("name"), int(m.group("n"))
+        kind, name, n = m.group("kind"), m.group("name"), number(m.group("n"))
         for r in by_bdf[bdf]:
             if name == _TOTAL[kind]:
+                prev = getattr(r, f"{kind}_total")
                 setattr(r, f"{kind}_total", n)
             else:
+                prev = getattr(r, kind).get(name)
                 getattr(r, kind)[name] = n
+            if prev not in (None, n):   # a counter twice with two counts: contradictory, never "last one wins"
+                raise ParseError(f"pci.aer: {bdf} {kind} {name} given twice ({prev} and {n})")
     return recs

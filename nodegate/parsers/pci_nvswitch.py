@@ -26,6 +26,7 @@ import re
 from ..errors import ParseError
 from ..facts import PciFunction
 from . import _values as V
+from ._limits import number
 
 _LINE = re.compile(r"^== (?P<bdf>\S+) device (?P<dev>0x[0-9a-fA-F]{4}) class (?P<cls>0x[0-9a-fA-F]{6})$")
 _COUNT = re.compile(r"^nvswitches: (?P<n>\d+)$")
@@ -47,7 +48,7 @@ def parse_pci_nvswitch(text: str | bytes) -> list[PciFunction]:
             continue
         m = _COUNT.match(ln)
         if m:
-            count = int(m.group("n"))
+            count = number(m.group("n"))
             continue
         raise ParseError(f"pci.nvswitch: unexpected line: {ln[:100]!r}")
     if count is not None and count != len(out):

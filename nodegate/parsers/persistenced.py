@@ -35,6 +35,7 @@ import re
 from ..errors import ParseError
 from ..facts import DaemonProcess, PasswdEntry, PersistencedFacts
 from . import _values as V
+from ._limits import number
 
 _PID = re.compile(r"^== pid (\d+)\s*$")
 _UID = re.compile(r"^Uid:\s+(\d+)\s+(\d+)")
@@ -51,21 +52,21 @@ def parse_persistenced_process(text: str | bytes) -> PersistencedFacts:
         if not ln.strip():
             continue
         if m := _PID.match(ln):
-            pf.processes.append(DaemonProcess(pid=int(m.group(1))))
+            pf.processes.append(DaemonProcess(pid=number(m.group(1))))
         elif m := _UID.match(ln):
             if pf.processes:
-                pf.processes[-1].uid = int(m.group(2))
+                pf.processes[-1].uid = number(m.group(2))
         elif ln.startswith("Gid:"):
             continue
         elif ln.startswith("cmdline:"):
             if pf.processes:
                 pf.processes[-1].argv = ln[len("cmdline:"):].split()
         elif m := _COUNT.match(ln):
-            count = int(m.group(1))
+            count = number(m.group(1))
         elif ln.startswith("rundir:"):
             pf.rundir_present = True
             if m := _RUNDIR.match(ln):
-                pf.rundir_owner_uid = int(m.group(1))
+                pf.rundir_owner_uid = number(m.group(1))
         else:
             raise ParseError(f"persistenced.process: unrecognised line {ln[:80]!r}")
     if count is not None and count != len(pf.processes):
@@ -83,7 +84,7 @@ def parse_passwd(text: str | bytes) -> list[PasswdEntry]:
         parts = ln.strip().split(":")
         if len(parts) != 7 or not parts[2].isdigit() or not parts[3].isdigit():
             raise ParseError(f"passwd: not a passwd line: {ln[:80]!r}")
-        out.append(PasswdEntry(name=parts[0], uid=int(parts[2]), gid=int(parts[3]), home=parts[5],
+        out.append(PasswdEntry(name=parts[0], uid=number(parts[2]), gid=number(parts[3]), home=parts[5],
                                shell=parts[6]))
     return out
 

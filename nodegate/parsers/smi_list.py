@@ -29,6 +29,7 @@ import re
 from ..errors import ParseError
 from ..facts import GpuFacts
 from . import _values as V
+from ._limits import check_gpu_count, number
 
 _GPU = re.compile(r"^GPU (?P<i>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[^)]+)\)\s*$")
 _MIG = re.compile(r"^\s+MIG (?P<profile>\S+)\s+Device\s+(?P<d>\d+): \(UUID: (?P<uuid>[^)]+)\)\s*$")
@@ -48,7 +49,8 @@ def parse_smi_list(text: str | bytes) -> list[GpuFacts]:
     for ln in _lines(text):
         m = _GPU.match(ln)
         if m:
-            out.append(GpuFacts(index=int(m.group("i")), name=m.group("name"), uuid=m.group("uuid"), source="smi_list"))
+            out.append(GpuFacts(index=number(m.group("i")), name=m.group("name"), uuid=m.group("uuid"), source="smi_list"))
+            check_gpu_count(len(out), "nvidia-smi -L", running=True)
             continue
         if _MIG.match(ln) and out:
             out[-1].mig_mode_current = True
@@ -65,10 +67,10 @@ def mig_devices(text: str | bytes) -> dict[int, list[tuple[str, int, str]]]:
     for ln in _lines(text):
         m = _GPU.match(ln)
         if m:
-            gpu = int(m.group("i"))
+            gpu = number(m.group("i"))
             out[gpu] = []
             continue
         m = _MIG.match(ln)
         if m and gpu is not None:
-            out[gpu].append((m.group("profile"), int(m.group("d")), m.group("uuid")))
+            out[gpu].append((m.group("profile"), number(m.group("d")), m.group("uuid")))
     return out

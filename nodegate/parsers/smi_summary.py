@@ -35,13 +35,43 @@ import re
 from ..errors import ParseError
 from ..facts import NA, GpuFacts, SmiReport
 from . import _values as V
+from ._limits import check_gpu_count, number
 
 MAX_CHARS = 4 * 1024 * 1024
 _HEAD = re.compile(r"Driver Version:\s*(?P<drv>\S+)\s+CUDA Version:\s*(?P<cuda>\S+)")
-_ROW1 = re.compile(r"^\|\s*(?P<i>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off)\s*\|\s*(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
-                   r"[0-9A-Fa-f]{2}\.[0-7])\s+(?P<disp>On|Off)\s*\|\s*(?P<ecc>.*?)\s*\|$")
-_ROW2 = re.compile(r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>P\d+|N/A|ERR!)\s+(?P<pw>.*?)\s*\|\s*(?P<mem>.*?)\s*\|"
-                   r"\s*(?P<util>\S+)\s+(?P<cm>\S+)\s*\|$")
+_BUS = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
+_PERF = re.compile(r"P\d{1,2}|N/A|ERR!")
+
+
+def _cells(ln: str) -> list[list[str]] | None:
+    r"""The whitespace-split words of the three cells of a ``| a | b | c |`` table row, else None.
+    Rows are split in code, not matched by one pattern: the former lazy ``(?P<name>.+?)\s+`` and
+    ``(?P<ecc>.*?)\s*\|$`` groups backtracked quadratically over a long run of spaces."""
+    parts = ln.split("|")
+    if len(parts) != 5 or parts[0] or parts[4]:
+        return None
+    return [p.split() for p in parts[1:4]]
+
+
+def _row1(ln: str) -> dict | None:
+    """``|   0  NVIDIA H100 80GB HBM3   Off |   00000000:53:00.0 Off |   0 |`` -> its fields."""
+    c = _cells(ln)
+    if c is None or len(c[0]) < 3 or not c[0][0].isdigit() or c[0][-1] not in ("On", "Off") or len(c[1]) != 2 \
+            or not _BUS.fullmatch(c[1][0]) or c[1][1] not in ("On", "Off"):
+        return None
+    return {"i": c[0][0], "name": " ".join(c[0][1:-1]), "pm": c[0][-1], "bus": c[1][0], "disp": c[1][1],
+            "ecc": " ".join(c[2])}
+
+
+def _row2(ln: str) -> dict | None:
+    """``| N/A   34C    P0   69W / 700W |   4MiB / 81559MiB |   0%   Default |`` -> its fields."""
+    c = _cells(ln)
+    if c is None or len(c[0]) < 3 or not _PERF.fullmatch(c[0][2]) or len(c[2]) != 2:
+        return None
+    return {"fan": c[0][0], "temp": c[0][1], "perf": c[0][2], "pw": " ".join(c[0][3:]), "mem": " ".join(c[1]),
+            "util": c[2][0], "cm": c[2][1]}
+
+
 _ROW3 = re.compile(r"^\|\s+\|\s+\|\s*(?P<mig>\S+)\s*\|$")
 _POWER = re.compile(r"^(?P<use>\S+?)\s*/\s*(?P<cap>\S+)$")
 
@@ -70,24 +100,25 @@ def parse_smi_summary(text: str | bytes) -> SmiReport:
         if m:
             rep.driver_version, rep.cuda_version = m.group("drv"), m.group("cuda")
             continue
-        m = _ROW1.match(ln)
+        m = _row1(ln)
         if m:
-            cur = GpuFacts(index=int(m.group("i")), name=m.group("name").strip(), pci_bus_id=V.bus_id(m.group("bus")),
-                           persistence_mode=m.group("pm") == "On", source="smi_summary")
+            cur = GpuFacts(index=number(m["i"]), name=m["name"], pci_bus_id=V.bus_id(m["bus"]),
+                           persistence_mode=m["pm"] == "On", source="smi_summary")
             rep.gpus.append(cur)
+            check_gpu_count(len(rep.gpus), "nvidia-smi (summary)", running=True)
             row = 1
             continue
         if cur is None:
             continue
-        m = _ROW2.match(ln) if row == 1 else None
+        m = _row2(ln) if row == 1 else None
         if m:
-            cur.pstate = None if m.group("perf") in ("N/A", "ERR!") else m.group("perf")
-            t = m.group("temp").rstrip("C")
+            cur.pstate = None if m["perf"] in ("N/A", "ERR!") else m["perf"]
+            t = m["temp"].rstrip("C")
             cur.temperature_c = V.int_value(t, field="temp") if t not in ("ERR!",) else None
-            pm = _POWER.match(m.group("pw").strip())
+            pm = _POWER.match(m["pw"])
             if pm:
                 cur.power_draw_w, cur.power_limit_w = _watts(pm.group("use")), _watts(pm.group("cap"))
-            cur.compute_mode = m.group("cm")
+            cur.compute_mode = m["cm"]
             row = 2
             continue
         m = _ROW3.match(ln) if row == 2 else None

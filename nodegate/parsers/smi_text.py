@@ -38,6 +38,7 @@ from ..errors import ParseError
 from ..facts import SmiReport
 from . import _values as V
 from ._gputree import TNode, build_gpu
+from ._limits import check_gpu_count
 
 MAX_TEXT_CHARS = 32 * 1024 * 1024
 
@@ -126,6 +127,7 @@ def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list
         if m:
             cur = []
             blocks.append((m.group(1), cur))
+            check_gpu_count(len(blocks), "nvidia-smi -q", running=True)   # refused before any GPU is built
             continue
         if cur is not None and (ln[:1] == " " or not ln.strip()):
             cur.append(ln)

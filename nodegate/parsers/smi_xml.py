@@ -42,6 +42,7 @@ from ..errors import ParseError
 from ..facts import SmiReport
 from . import _values as V
 from ._gputree import TNode, build_gpu
+from ._limits import MAX_GPUS, check_gpu_count  # noqa: F401  (MAX_GPUS: re-exported, one cap for every source)
 
 #: Largest XML accepted, characters (an 8-GPU -q -x is ~250 KB; the probe caps items at 8 MiB).
 MAX_XML_CHARS = 32 * 1024 * 1024
@@ -69,17 +70,11 @@ def parse_smi_xml(text: str | bytes) -> SmiReport:
         n = V.int_value(ag, field="attached_gpus")
         rep.attached_gpus = n if isinstance(n, int) else None
     gpus = [c for c in tree.children if c.name == "gpu"]
-    if len(gpus) > MAX_GPUS:
-        # every GPU becomes items of its own: thousands from one hostile node would stall the
-        # run (the XML cap alone allows ~300,000 tiny <gpu> elements)
-        raise ParseError(f"nvidia-smi -q -x lists {len(gpus)} GPUs: more than any node has ({MAX_GPUS})")
+    # every GPU becomes items of its own: thousands from one hostile node would stall the run
+    # (the XML cap alone allows ~300,000 tiny <gpu> elements); the cap of every GPU source
+    check_gpu_count(len(gpus), "nvidia-smi -q -x")
     rep.gpus = [build_gpu(g, i, "smi_xml") for i, g in enumerate(gpus)]
     return rep
-
-
-#: GPUs one node may report: the largest nodes have 16 (HGX-2/DGX-2); 64 leaves room for what
-#: comes, far below what would stall a run (tests/parsers/test_gpu_count_cap.py)
-MAX_GPUS = 64
 
 
 def _parse_tree(text: str) -> TNode:

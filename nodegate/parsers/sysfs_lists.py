@@ -33,6 +33,7 @@ import re
 
 from ..errors import ParseError
 from . import _values as V
+from ._limits import check_gpu_count
 
 _KVER = re.compile(r"^(?P<k>\S+) build=(?P<b>yes|no)\s*$")
 _PEER = re.compile(r"^/sys/kernel/mm/memory_peers/(?P<name>[^/]+)/version:\s*(?P<v>.*)$")
@@ -106,10 +107,12 @@ def parse_gpus_information(text: str | bytes) -> list[dict[str, str]]:
         for ln in body:
             if ":" in ln:
                 k, v = ln.split(":", 1)
-                info[k.strip()] = v.strip()
+                if info.setdefault(k.strip(), v.strip()) != v.strip():   # never "last one wins"
+                    raise ParseError(f"driver.gpus_information: {k.strip()!r} given twice in {path}")
         if "Bus Location" in info:
             info["Bus Location"] = V.bus_id(info["Bus Location"]) or ""
         out.append(info)
+        check_gpu_count(len(out), "driver.gpus_information", running=True)
     return out
 
 

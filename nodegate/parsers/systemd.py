@@ -38,9 +38,13 @@ import shlex
 from ..errors import ParseError
 from ..facts import SystemdUnit, UnitFile
 from . import _values as V
+from ._limits import number
 
 _KV = re.compile(r"^([A-Za-z][A-Za-z0-9]*)=(.*)$")
-_ARGV = re.compile(r"argv\[\]=(.*?)\s*(?:;\s*\w+=|\}|$)")
+#: a ``; name=`` field start inside an ExecStart block (the end of the argv[] value); matched at the
+#: start of each ``;``-separated segment, so the scan is linear (the former single pattern
+#: ``argv\[\]=(.*?)\s*(?:;\s*\w+=|\}|$)`` backtracked quadratically over a long run of spaces)
+_FIELD_START = re.compile(r"\s*\w+=")
 _SIMPLE = {"LoadState": "load_state", "ActiveState": "active_state", "SubState": "sub_state",
            "UnitFileState": "unit_file_state", "FragmentPath": "fragment_path", "Result": "result",
            "User": "user"}
@@ -63,6 +67,8 @@ def parse_systemctl_show(text: str | bytes) -> SystemdUnit:
             raise ParseError(f"systemctl show: not a Key=value line: {ln[:100]!r}")
         key, val = m.group(1), m.group(2)
         last = key
+        if key != "ExecStart" and u.raw.get(key, val) != val:   # systemctl prints each property once
+            raise ParseError(f"systemctl show: {key} given twice ({u.raw[key][:40]!r} and {val[:40]!r})")
         u.raw[key] = (u.raw[key] + "\n" + val) if key in u.raw and key == "ExecStart" else val
         if key in _SIMPLE:
             setattr(u, _SIMPLE[key], val or None)
@@ -82,16 +88,29 @@ def _int(val: str, key: str) -> int | None:
         return None
     if not val.strip().isdigit():
         raise ParseError(f"systemctl show: {key} is not a number: {val[:40]!r}")
-    return int(val)
+    return number(val)
 
 
 def _exec_blocks(val: str) -> list[list[str]]:
     out = []
     for blk in re.findall(r"\{([^{}]*)\}?", val):
-        m = _ARGV.search(blk)
-        if m:
-            out.append(_split_argv(m.group(1)))
+        argv = _argv_value(blk)
+        if argv is not None:
+            out.append(_split_argv(argv))
     return out
+
+
+def _argv_value(blk: str) -> str | None:
+    """The ``argv[]=`` value of one ``{ path=... ; argv[]=... ; ignore_errors=... }`` block: up to
+    the next ``; <name>=`` field, right-stripped; None when the block has no argv[]."""
+    i = blk.find("argv[]=")
+    if i < 0:
+        return None
+    segs = blk[i + len("argv[]="):].split(";")
+    n = 1
+    while n < len(segs) and not _FIELD_START.match(segs[n]):
+        n += 1
+    return ";".join(segs[:n]).rstrip()
 
 
 def _split_argv(s: str) -> list[str]:
@@ -128,7 +147,7 @@ def parse_systemctl_status(text: str | bytes) -> SystemdUnit:
             continue
         m = _MAINPID.match(ln)
         if m and u.main_pid is None:
-            u.main_pid = int(m.group(1))
+            u.main_pid = number(m.group(1))
     if text.strip() and u.load_state is None and u.active_state is None:
         raise ParseError(f"systemctl status: no Loaded:/Active: line in {text.strip()[:80]!r}")
     return u
@@ -154,15 +173,15 @@ def parse_unit_text(path: str, text: str) -> UnitFile:
 
 def _logical_lines(text: str) -> list[str]:
     out: list[str] = []
-    buf = ""
+    buf: list[str] = []   # a list, not str +=: a long run of continuations stays linear
     for ln in text.splitlines():
         if ln.rstrip().endswith("\\"):
-            buf += ln.rstrip()[:-1] + " "
+            buf.append(ln.rstrip()[:-1] + " ")
             continue
-        out.append(buf + ln)
-        buf = ""
+        out.append("".join(buf) + ln)
+        buf = []
     if buf:
-        out.append(buf)
+        out.append("".join(buf))
     return out
 
 

@@ -38,16 +38,25 @@ def list_hosts(config) -> None:
 
 
 def render_hosts(hosts: list[dict]) -> str:
-    """A table, one host a line: name, connection, address, port, user, key file, password."""
+    """A table, one host a line: name, connection (nodegate's transport; ``paramiko (password;
+    Ansible: ssh)`` for a password login Ansible does with ssh + sshpass), address, port, user,
+    key file, password set, become."""
     from ..reports.text import one_line
     cols = ("name", "connection", "address", "port", "user", "key_file", "password_set", "become")
     heads = ("host", "connection", "address", "port", "user", "key file", "password", "become")
-    rows = [[one_line("-" if h[c] is None else ("yes" if h[c] is True else "no" if h[c] is False else str(h[c])), 200)
-             for c in cols] for h in hosts]
+    rows = [[one_line(_cell(h, c), 200) for c in cols] for h in hosts]
     w = [max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(len(cols))]
     lines = ["  ".join(heads[i].ljust(w[i]) for i in range(len(cols))).rstrip()]
     lines += ["  ".join(r[i].ljust(w[i]) for i in range(len(cols))).rstrip() for r in rows]
     return f"  hosts ({len(hosts)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
+
+
+def _cell(h: dict, c: str) -> str:
+    v = h.get(c)
+    if c == "connection" and h.get("ansible_connection") == "ssh" and v == "paramiko":
+        # Ansible would run ssh through sshpass: nodegate logs in with its paramiko transport
+        return "paramiko (password; Ansible: ssh)"
+    return "-" if v is None else ("yes" if v is True else "no" if v is False else str(v))
 
 
 def shows_only(config) -> bool:

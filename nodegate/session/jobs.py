@@ -99,12 +99,12 @@ def build_jobs(config) -> list[NodeJob]:
     for h in hosts:
         raw = h.spec_raw
         spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
-        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec))
+        jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
 
 
-def _job(name: str, url: str, shown: str, raw: dict, spec) -> NodeJob:
-    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw,
+def _job(name: str, url: str, shown: str, raw: dict, spec, groups: tuple[str, ...] = ()) -> NodeJob:
+    return NodeJob(name=name, url=url, shown_url=shown, spec_raw=raw, groups=tuple(groups),
                    persistence_user=str(spec_get(spec, "persistence.user", "") or ""),
                    clocks_samples=int(spec_get(spec, "clocks.samples", 3) or 3))
 

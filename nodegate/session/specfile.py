@@ -87,7 +87,8 @@ def live_source(config) -> str:
     if got is not None:
         return got[1]
     inv = getattr(config.option, "inventory", None)
-    return f"inventory {inv}" if inv else TARGET
+    from ..inventory import sources_label
+    return f"inventory {sources_label(inv)}" if inv else TARGET
 
 
 def summary(sources: dict[str, str], nodes: list[str] | None = None, max_names: int = 5) -> list[str]:

@@ -19,6 +19,7 @@ from ..run import ID_KEYS, RUN_KEY, FleetRun, GatherOptions, bundle_ids
 from ..textsafe import shown
 from ..transport import HostKeyPolicy
 from . import gcsched, shards, signals, specfile
+from ..inventory import sources_label
 from .jobs import load_spec
 from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
 from .terminal import terminal_writer
@@ -60,7 +61,7 @@ def start_session(session) -> None:
     config = session.config
     o = config.option
     reports = Path(o.reports_dir)
-    run = FleetRun(reports_dir=reports, inventory_path=Path(o.inventory) if o.inventory else None)
+    run = FleetRun(reports_dir=reports, inventory_path=sources_label(o.inventory) or None)
     run.streaming = streaming(config)
     wi = getattr(config, "workerinput", None)
     if wi is not None:
@@ -310,7 +311,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
-    inv_src = f"inventory {config.option.inventory}" if by_job is not None else None
+    inv_src = f"inventory {sources_label(config.option.inventory)}" if by_job is not None else None
     seen: dict[str, object] = {}
     specs = SpecCache()
     for _, load, d in sources:
@@ -363,6 +364,10 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
                 run.spec[name] = specs.get(j.spec_raw, inv_src)
         have = set(run.all_nodes) | set(run.bundles)
         run.order = [n for n in by_job if n in have]   # inventory order
+    if by_job is None and run.order and len(run.order) != len(seen):
+        # bundle directories (read lazily, listed in run.order) and converted bug reports (in
+        # memory) in one --replay: every one of them, in the order found (the reports were left out)
+        run.order = list(seen)
     run.targets = run.all_nodes   # lazily loaded nodes too (streaming)
     _say_replay(config, run, links)
 

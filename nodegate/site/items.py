@@ -6,11 +6,17 @@ items (nodegate.session.items.NODE_FIXTURES). Like a suite item's verdict, it is
 setup: once its fixtures are set up, ``run_in_setup`` calls the test function there and
 
 - returns normally                      -> PASS (call passes);
-- ``assert`` / ``pytest.fail`` / xfail  -> FAIL: the exception is raised again in call;
+- ``assert`` / ``pytest.fail`` / xfail, or any other exception its body raises (a KeyError, a
+  ValueError from a testinfra module)   -> FAIL: the exception is raised again in call, as pytest
+  and testinfra report an exception in a test's body;
 - ``pytest.skip``                       -> SKIP;
-- a command that could not be evaluated (deadline, cap, connection lost, not recorded),
-  declared evidence missing, a nodegate EvidenceError, or any other exception -> ERROR: the
-  setup fails (JUnit ``<error>``, pytest's ERROR), as nodegate's own checks do.
+- what nodegate could not do: a command that could not be evaluated (deadline, cap, connection
+  lost, not recorded on --replay), declared evidence missing, a nodegate EvidenceError, the node
+  not gathered -> ERROR: the setup fails (JUnit ``<error>``, pytest's ERROR), as nodegate's own
+  checks do. A site fixture of the test's own that raises is pytest's ERROR too (setup).
+
+A module's ``testinfra_hosts`` restricts its tests to the run's nodes it names
+(nodegate.site.hosts); a test it restricts to no node of the run is deselected.
 
 So every report of the item (setup, call, teardown) carries the final verdict in
 ``report.nodegate`` (docs/contributing.md contract) from setup on.
@@ -32,6 +38,8 @@ CHECK_KEY = pytest.StashKey[SiteCheck]()
 #: the stored exception of a FAIL, re-raised in call; None: nothing to raise
 OUTCOME_KEY = pytest.StashKey[tuple]()
 INFO_KEY = pytest.StashKey[dict]()
+#: (node, result key) -> the site file that recorded it first (result_key)
+KEY_FILES_KEY = pytest.StashKey[dict]()
 _REGRESSION = "test_regression_site"
 
 
@@ -50,7 +58,7 @@ def check_of(item) -> SiteCheck:
 
 
 def _where(item) -> str:
-    return f"{item.path.name}::{item.originalname}" if hasattr(item, "originalname") else item.nodeid
+    return f"{item.nodeid.split('::', 1)[0]}::{item.originalname}" if hasattr(item, "originalname") else item.nodeid
 
 
 def parametrize(metafunc) -> None:
@@ -65,15 +73,21 @@ def parametrize(metafunc) -> None:
         return
     if "verdict" in metafunc.fixturenames:
         return
-    if getattr(metafunc.module, "testinfra_hosts", None) is not None:
-        raise pytest.UsageError(
-            f"{metafunc.module.__name__}: testinfra_hosts is testinfra's host list; in a nodegate run site tests "
-            "run on the inventory's nodes (--inventory, --limit): remove it")
+    where = metafunc.definition.nodeid.split("::", 1)[0]
     m = metafunc.definition.get_closest_marker("nodegate_check")
-    site_check(metafunc.function, f"{metafunc.definition.path.name}::{metafunc.function.__name__}",
+    site_check(metafunc.function, f"{where}::{metafunc.function.__name__}",
                m.kwargs if m is not None else None)   # ValueError: a collection error naming the marker
     st = metafunc.config.stash.get(SITE_KEY, None)
     nodes = list(st.run.nodes) if st is not None else _preselect_nodes(metafunc.config)
+    th = getattr(metafunc.module, "testinfra_hosts", None)
+    if th is not None:
+        from .hosts import TestinfraHostsError, node_groups, restrict
+        from ..run import RUN_KEY
+        run = st.run if st is not None else metafunc.config.stash.get(RUN_KEY, None)
+        try:
+            nodes = restrict(th, where, nodes, node_groups(metafunc.config, run, nodes))
+        except TestinfraHostsError as e:
+            raise pytest.UsageError(str(e)) from None
     metafunc.parametrize(PARAM, [("site", n) for n in nodes], ids=nodes, indirect=True, scope="session")
 
 
@@ -92,6 +106,11 @@ def order(config, items) -> None:
     released after it), the nodes whose site items use ``host`` in the order they come, and the
     ``test_regression_site[<node>]`` items moved right after their node's last site item
     (deselected for nodes without site items: nothing to compare)."""
+    # a test testinfra_hosts restricts to no node of the run: pytest's "empty parameter set" item
+    none = [i for i in items if _no_node(i)]
+    if none:
+        config.hook.pytest_deselected(items=none)
+        items[:] = [i for i in items if not _no_node(i)]
     st = config.stash.get(SITE_KEY, None)
     if st is None:
         return
@@ -129,6 +148,11 @@ def order(config, items) -> None:
         if i.nodeid in by_last:
             out.append(by_last[i.nodeid])
     items[:] = out
+
+
+def _no_node(item) -> bool:
+    cs = getattr(item, "callspec", None)
+    return cs is not None and PARAM in cs.params and site_node(item) is None
 
 
 def begin(item, st) -> None:
@@ -184,13 +208,13 @@ def run_in_setup(item, st) -> None:
         item.stash[OUTCOME_KEY] = ("done", None)
         _record(item, st, node, chk, "pass", "")
         return
-    if isinstance(exc, (AssertionError, pytest.fail.Exception)):
-        item.stash[OUTCOME_KEY] = ("done", exc)
-        _record(item, st, node, chk, "fail", _exc_line(exc))
-        return
-    item.stash[OUTCOME_KEY] = ("done", None)
-    _record(item, st, node, chk, "error", f"{type(exc).__name__}: {_exc_line(exc)}")
-    raise exc
+    # the test's own failure, as pytest and testinfra report it: an assertion, pytest.fail, or
+    # any other exception raised in its body (KeyError, a testinfra module's ValueError)
+    item.stash[OUTCOME_KEY] = ("done", exc)
+    why = _exc_line(exc)
+    if not isinstance(exc, (AssertionError, pytest.fail.Exception)):
+        why = f"{type(exc).__name__}: {why}"
+    _record(item, st, node, chk, "fail", why)
 
 
 def pyfunc_call(item) -> bool | None:
@@ -252,7 +276,18 @@ def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> 
 
 
 def result_key(item, node: str, chk: SiteCheck) -> str:
-    """The check id, plus the item's own parameters when it has any (``SITE-X[a]``)."""
+    """The check id, plus the item's own parameters when it has any (``SITE-X[a]``); when another
+    site file of the run recorded a check of the same id on the node first (two files with one
+    test name), the file too (``site/test_b.py::SITE-X``), so neither outcome hides the other."""
+    key = _key(item, node, chk)
+    path = item.nodeid.split("::", 1)[0]
+    owners = item.config.stash.setdefault(KEY_FILES_KEY, {})
+    if owners.setdefault((node, key), path) != path:
+        return f"{path}::{key}"
+    return key
+
+
+def _key(item, node: str, chk: SiteCheck) -> str:
     cs = getattr(item, "callspec", None)
     pid = getattr(cs, "id", "") or ""
     if pid == node:

@@ -45,13 +45,22 @@ TRANSPORT = {"ssh": "ssh", "paramiko_ssh": "paramiko", "local": "local"}
 
 @dataclass(frozen=True)
 class Case:
-    inventory: str            # path under data/
+    inventory: str            # path under data/; several sources joined by "+" (ansible -i A -i B)
     pattern: str              # --limit
     refused: tuple[str, ...] = ()   # hosts nodegate refuses on purpose (exit 2, documented)
 
     @property
     def id(self) -> str:
-        return f"{self.inventory.split('/')[0]}:{self.pattern}"
+        return f"{'+'.join(p.split('/')[0] for p in self.inventory.split('+'))}:{self.pattern}"
+
+
+def paths(inventory: str) -> list[str]:
+    """The sources of a case's inventory, in order ("a+b": ``ansible -i a -i b``)."""
+    return [str(DATA / p) for p in inventory.split("+")]
+
+
+def _i(inventory: str) -> list[str]:
+    return [a for p in paths(inventory) for a in ("-i", p)]
 
 
 P = "precedence/hosts.yml"
@@ -60,6 +69,10 @@ D = "directory"
 R = "ranges/hosts.yml"
 A = "aliases/hosts.yml"
 V = "ipv6/hosts.yml"
+#: two sources merged (a DeepOps-like shared layout with a password for every host, and the
+#: site's own), in both orders: ansible-core's merge decides hosts, variables and spec
+M = "multi/common/hosts.ini+multi/site/hosts.yml"
+MR = "multi/site/hosts.yml+multi/common/hosts.ini"
 LIMIT_FILE = f"@{DATA / 'precedence' / 'limit.txt'}"
 
 CASES = [
@@ -74,8 +87,11 @@ CASES = [
     Case(R, "h200"), Case(R, "gpu01*"), Case(R, "h200[15:]"), Case(R, "~^gpu0(0[5-9]|1)"),
     Case(R, "cpu,bmc2"), Case(R, "login.example.org"), Case(R, "h100-0*:&h100"),
     Case(A, "ssh_aliases"), Case(A, "paramiko_aliases"), Case(A, "jinja"), Case(A, "fqcn"),
-    Case(A, "a0*:!a05", refused=("a04",)), Case(A, "ssh_password", refused=("a04",)),
+    Case(A, "a0*:!a05"), Case(A, "ssh_password"),
     Case(V, "all", refused=("fd00:10::3",)), Case(V, "v6"), Case(V, "v6a,v6e"), Case(V, "v6:!v6b"),
+    Case(M, "all"), Case(M, "slurm-node"), Case(M, "slurm-cluster:!h200"), Case(M, "h200:&slurm-node"),
+    Case(M, "kube-master,gpu04"), Case(MR, "all"), Case(MR, "slurm-node"),
+    Case("multi/common/hosts.ini", "slurm-node"),
 ]
 
 
@@ -105,7 +121,7 @@ def ansible_hosts(inventory: str, pattern: str, as_limit: bool = True) -> tuple[
     ``ansible all --limit PATTERN``, else ``ansible PATTERN``."""
     argv = ["all", "--limit", pattern] if as_limit else [pattern]
     with tempfile.TemporaryDirectory() as tree:
-        r = _run([str(BIN / "ansible"), "-i", str(DATA / inventory), *argv, "--list-hosts"], _env(tree))
+        r = _run([str(BIN / "ansible"), *_i(inventory), *argv, "--list-hosts"], _env(tree))
     if r.returncode != 0:
         return None, (r.stderr or r.stdout).strip()
     lines = r.stdout.splitlines()
@@ -127,7 +143,7 @@ def _tree(argv: list[str], **extra) -> dict[str, dict]:
 @lru_cache(maxsize=None)
 def ansible_connections(inventory: str) -> dict[str, dict]:
     """Host -> the connection options Ansible resolved (FIELDS), or {"error": msg}."""
-    res = _tree([str(BIN / "ansible"), "-i", str(DATA / inventory), "all", "-m", "raw", "-a", "true"])
+    res = _tree([str(BIN / "ansible"), *_i(inventory), "all", "-m", "raw", "-a", "true"])
     out = {}
     for host, r in res.items():
         if r.get("rc") != 0 or not r.get("stdout"):
@@ -144,7 +160,7 @@ def ansible_connections(inventory: str) -> dict[str, dict]:
 @lru_cache(maxsize=None)
 def ansible_specs(inventory: str) -> dict[str, object]:
     """Host -> the templated ``nodegate`` variable under Ansible's hash_behaviour=merge."""
-    res = _tree([str(BIN / "ansible"), "-i", str(DATA / inventory), "all", "-m", "debug",
+    res = _tree([str(BIN / "ansible"), *_i(inventory), "all", "-m", "debug",
                  "-a", "msg={{ nodegate | default({}) }}"], ANSIBLE_HASH_BEHAVIOUR="merge")
     return {h: r.get("msg") for h, r in res.items()}
 
@@ -159,7 +175,7 @@ def order_is_reproducible(inventory: str) -> bool:
     level, ``ansible all --list-hosts`` itself prints different orders from run to run (seen with
     data/ini/hosts.ini: gpus -> rack1, rack2). There only the set of hosts can be compared."""
     from nodegate.inventory import load_inventory
-    im = load_inventory(str(DATA / inventory))._im
+    im = load_inventory(paths(inventory))._im
     level = list(im.groups["all"].child_groups)
     seen = set()
     while level:
@@ -193,13 +209,17 @@ def new_resolver(inventory: str, pattern: str) -> Resolved:
     from nodegate.errors import SpecError
     from nodegate.inventory import load_inventory
     try:
-        inv = load_inventory(str(DATA / inventory))
+        inv = load_inventory(paths(inventory))
         hosts = inv.select(pattern)
     except SpecError as e:
         return Resolved(None, str(e))
+    # connection: the ansible-core plugin nodegate resolved (compared with Ansible's); transport:
+    # what nodegate connects with (checked against the documented mapping in compare)
     return Resolved([h.name for h in hosts],
                     conn={h.name: {"address": h.address, "port": h.port, "user": h.user, "key_file": h.key_file,
-                                   "password_set": h.password is not None, "connection": h.connection}
+                                   "password_set": h.password is not None,
+                                   "connection": TRANSPORT.get(h.ansible_connection, h.ansible_connection),
+                                   "transport": h.connection}
                           for h in hosts},
                     spec={h.name: h.spec_raw for h in hosts})
 
@@ -215,7 +235,7 @@ def old_resolver(module_path: str):
 
     def resolve(inventory: str, pattern: str) -> Resolved:
         try:
-            inv = mod.load_inventory(str(DATA / inventory))
+            inv = mod.load_inventory(paths(inventory)[0])
             hosts = inv.select(pattern)
         except Exception as e:  # noqa: BLE001 - SpecError, or a crash: both a refusal here
             return Resolved(None, f"{type(e).__name__}: {e}")
@@ -311,6 +331,11 @@ def compare(case: Case, resolve) -> list[str]:
             if f == "connection" or a.get("connection") != "local":
                 if a.get(f) != n.get(f):
                     out.append(f"{h}.{f}: ansible {a.get(f)!r} nodegate {n.get(f)!r}")
+        # nodegate's transport: Ansible's plugin mapped, a password login with ssh (Ansible: sshpass)
+        # through nodegate's paramiko transport
+        want_t = "paramiko" if a.get("connection") == "ssh" and a.get("password_set") else a.get("connection")
+        if "error" not in a and n.get("transport", n.get("connection")) != want_t:
+            out.append(f"{h}.transport: expected {want_t!r} nodegate {n.get('transport')!r}")
         if specs.get(h) != got.spec.get(h):
             out.append(f"{h}.nodegate: ansible {specs.get(h)!r} nodegate {got.spec.get(h)!r}")
     return out

@@ -71,8 +71,8 @@ def test_nodegate_list_hosts_from_any_directory_contacts_nobody(elsewhere):
     assert [(h["name"], h["address"], h["port"], h["user"], h["connection"], h["password_set"]) for h in rows] == [
         ("gpu004", "gpu004", 2403, "all_ssh_user", "ssh", False),
         ("gpu002", "gpu002", 2403, "all_ssh_user", "ssh", False)]
-    assert set(rows[0]) == {"name", "address", "port", "user", "key_file", "connection", "password_set",
-                            "become", "groups"}
+    assert set(rows[0]) == {"name", "address", "port", "user", "key_file", "connection", "ansible_connection",
+                            "password_set", "become", "groups"}
     assert not (elsewhere / "reports").exists()
     t = run([str(NODEGATE), "--inventory", str(inv), "--limit", "gpu001", "--list-hosts"], elsewhere)
     assert t.returncode == 0 and "gpu001  paramiko    10.1.0.1  2201  all_ssh_user" in t.stdout
@@ -304,3 +304,17 @@ def test_real_addresses_are_accepted(tmp_path, elsewhere, addr):
     r = run([str(NODEGATE), "--inventory", str(inv), "--list-hosts=json"], elsewhere)
     assert r.returncode == 0, r.stderr[-1000:]
     assert json.loads(r.stdout)[0]["address"] == addr
+
+
+def test_nodegate_i_repeated_merges_sources_and_shows_password_logins(elsewhere):
+    """``nodegate -i A -i B`` is ``ansible -i A -i B``; a password with Ansible's ssh is shown as
+    nodegate's paramiko transport, the password never."""
+    data = ROOT / "tests" / "inventory" / "data" / "multi"
+    r = run([str(NODEGATE), "-i", str(data / "common" / "hosts.ini"), f"-i{data / 'site' / 'hosts.yml'}",
+             "--limit", "slurm-node", "--list-hosts"], elsewhere)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines()[2:] if ln.strip()]
+    assert [x[0] for x in rows] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert "gpu02  paramiko (password; Ansible: ssh)  10.1.0.12  2202" in r.stdout
+    assert "gpu04  paramiko                           10.1.0.14  22" in r.stdout
+    assert "vagrant\n" not in r.stdout and "gpu03-pass" not in r.stdout + r.stderr

@@ -1,10 +1,12 @@
 """nodegate resolves every inventory and --limit pattern exactly as ansible-core's own CLIs do.
 
 Six inventories under data/ (precedence conflicts, INI, a directory with nested group_vars
-folders, ranges and host:port, every connection alias and Jinja, IPv6) and 49 patterns; the
-reference is ``ansible``/``ansible all --limit`` run as subprocesses (compat.py). A host nodegate
-refuses on purpose (documented: nodegate/inventory.py) must be refused, never resolved
-differently. Before this resolver, the hand-written one matched 2 of these 49 cases
+folders, ranges and host:port, every connection alias and Jinja, IPv6), one of two sources
+(data/multi/: ``ansible -i common -i site``, both orders, with DeepOps-like password logins over
+Ansible's default ssh) and 57 patterns; the reference is ``ansible``/``ansible all --limit`` run as
+subprocesses (compat.py). A host nodegate refuses on purpose (documented: nodegate/inventory.py)
+must be refused, never resolved differently; a password login with ssh must get nodegate's
+paramiko transport. Before this resolver, the hand-written one matched 2 of these 49 cases
 (docs/inventory.md, "Compatibility").
 """
 

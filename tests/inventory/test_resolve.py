@@ -148,7 +148,6 @@ def test_connection_types_without_a_transport_are_refused(tmp_path, conn):
     ("ansible_ssh_common_args", "-o ProxyJump=bastion", "ansible_ssh_common_args"),
     ("ansible_ssh_extra_args", "-vvv", "ansible_ssh_extra_args"),
     ("ansible_ssh_private_key", "inline", "ansible_ssh_private_key"),
-    ("ansible_password", "pw", "password is set .* connection is ssh"),
     ("ansible_become_method", "su", "ansible_become_method 'su'"),
     ("ansible_become_user", "nvidia", "ansible_become_user 'nvidia'"),
 ])
@@ -226,3 +225,47 @@ def test_example_inventory_validates_and_merges():
     assert specs["gpu002"].pcie.gen == 4 and specs["gpu001"].pcie.gen is None
     assert (specs["gpu101"].driver.version, specs["gpu101"].driver.flavor) == ("550", "proprietary")
     assert specs["gpu001"].gpu.count == 8 and specs["gpu001"].driver.install == "dkms"
+
+
+def test_a_password_with_the_ssh_connection_logs_in_through_paramiko(tmp_path):
+    """Ansible logs in with ssh + sshpass here; nodegate's OpenSSH runs in batch mode (no
+    password prompt), so the host gets the paramiko transport, the password never shown."""
+    p = _write(tmp_path, "hosts.ini", "[gpu]\ng1 ansible_host=10.0.0.1\ng2 ansible_host=10.0.0.2 "
+               "ansible_connection=local\n[all:vars]\nansible_user=vagrant\nansible_password=vagrant\n")
+    h = load_inventory(p).host("g1")
+    assert (h.connection, h.ansible_connection, h.password_login, h.user) == ("paramiko", "ssh", True, "vagrant")
+    assert h.url() == "paramiko://vagrant:vagrant@10.0.0.1"
+    assert h.redacted_url() == "paramiko://vagrant:***@10.0.0.1"
+    assert "vagrant@" not in repr(h) and h.listing()["password_set"] is True
+    assert h.listing()["connection"] == "paramiko" and h.listing()["ansible_connection"] == "ssh"
+    assert load_inventory(p).host("g2").connection == "local"
+
+
+def test_a_password_without_a_user_logs_in_as_the_local_user_as_openssh_does(tmp_path):
+    import getpass
+    p = _write(tmp_path, "hosts.yaml", "all: {hosts: {n1: {ansible_ssh_pass: pw}}}\n")
+    assert load_inventory(p).host("n1").url() == f"paramiko://{getpass.getuser()}:pw@n1"
+
+
+def test_several_sources_are_merged_by_ansible_core_in_the_order_given(tmp_path):
+    a = _write(tmp_path, "common.ini", "[gpu]\ng1 ansible_host=10.0.0.1\ng2 ansible_host=10.0.0.2\n"
+               "[gpu:vars]\nansible_port=2200\n")
+    b = _write(tmp_path, "site/hosts.yml", "all: {children: {gpu: {hosts: {g2: {ansible_port: 2202}, g3: {}}}}}\n")
+    inv = load_inventory([str(a), str(b)])
+    assert inv.names == ["g1", "g2", "g3"] and inv.sources == (str(a), str(b))
+    assert inv.source == f"{a} + {b}"
+    assert [inv.host(n).port for n in inv.names] == [2200, 2202, 2200]
+    assert inv.host("g3").sources == (str(a), str(b))
+    assert [h.name for h in inv.select("gpu:!g1")] == ["g2", "g3"]
+    with pytest.raises(SpecError, match="missing.yml: no such file or directory"):
+        load_inventory([str(a), str(tmp_path / "missing.yml")])
+
+
+def test_match_groups_is_ansible_cores_pattern_matching_on_names_and_groups():
+    from nodegate.inventory import match_groups
+    g = {"a": ["all", "slurm-cluster", "slurm-node"], "b": ["all", "slurm-node", "h200"], "c": ["all", "kube"]}
+    assert match_groups(["slurm-node"], "abc", g) == ["a", "b"]
+    assert match_groups(["slurm-cluster"], "abc", g) == ["a"]
+    assert match_groups(["slurm-node:!h200", "c"], "abc", g) == ["a", "c"]
+    assert match_groups(["all"], "cab", g) == ["c", "a", "b"]          # the run's order
+    assert match_groups(["nope"], "abc", g) == []

@@ -1,7 +1,9 @@
 """Site tests against the simulated fleet behind a real sshd (tools/fleet): host on every node,
 one connection per node for all its site commands (counted from sshd's log), host-key refusals
 as the probe's, command deadlines, OpenSSH, declared evidence in the probe's exec, --replay with
-the network unavailable, and examples/site end to end."""
+the network unavailable, examples/site end to end, and a DeepOps-like inventory of two sources
+with password logins (Ansible's default ssh connection) running site files of the real shapes
+(testinfra_hosts as testinfra and molecule write it, one test name in two files)."""
 
 from __future__ import annotations
 
@@ -257,3 +259,116 @@ def test_examples_live_then_replayed(examples_fleet, tmp_path):
     replay = run_pytest([str(ROOT / "examples" / "site"), "--replay", str(tmp_path / "live" / "bundles")],
                         tmp_path / "replay", nonet=True)
     assert replay.outcomes() == live.outcomes(), replay.output[-3000:]
+
+
+# ---------------------------------------------------------------------- password logins, site files as sites have them
+@pytest.fixture(scope="module")
+def login_user():
+    """A user of this machine with a password (sshd checks it before entering the node's chroot),
+    removed afterwards: DeepOps-like inventories log in with ansible_user + ansible_password."""
+    import os
+    import pwd
+    import secrets
+    import shutil
+    import subprocess
+    if shutil.which("useradd") is None or shutil.which("chpasswd") is None:
+        pytest.skip("useradd/chpasswd not installed (passwd package)")
+    name = f"ngpw{os.getpid() % 100000}"
+    password = "pw-" + secrets.token_hex(8)
+    subprocess.run(["useradd", "-M", "-d", "/", "-s", pwd.getpwnam("root").pw_shell, name], check=True,
+                   capture_output=True)
+    try:
+        subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True, capture_output=True)
+        yield name, password
+    finally:
+        subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pwfleet(login_user):
+    f = Fleet(passwords=True)
+    for n in ("pw-a", "pw-b", "pw-c"):
+        f.add(PROFILE, n)
+    with f:
+        yield f
+
+
+def _password_inventory(fleet, user, password, d: Path) -> list[str]:
+    """Two sources, as `ansible -i common.ini -i site.yml`: the shared layout with a password for
+    every host and Ansible's default connection (ssh), and the site's own group."""
+    a = {n: fleet.nodes[n].address for n in ("pw-a", "pw-b", "pw-c")}
+    (d / "common.ini").write_text(
+        f"[slurm-node]\npw-a ansible_host={a['pw-a']}\npw-b ansible_host={a['pw-b']}\n\n[login]\n"
+        f"pw-c ansible_host={a['pw-c']}\n\n[all:vars]\nansible_user={user}\nansible_password={password}\n")
+    (d / "site.yml").write_text("all:\n  children:\n    h200:\n      hosts:\n        pw-b:\n")
+    return ["--inventory", str(d / "common.ini"), "--inventory", str(d / "site.yml")]
+
+
+PW_SITE = {
+    "slurm/test_slurm.py": textwrap.dedent('''
+        testinfra_hosts = ['ansible://slurm-node:!h200']
+
+        def test_service(host, nodegate_node):
+            assert host.check_output("uname -n") == nodegate_node.name
+    '''),
+    "molecule/tests/test_default.py": textwrap.dedent('''
+        import os
+
+        import testinfra.utils.ansible_runner
+
+        testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(
+            os.environ['MOLECULE_INVENTORY_FILE']).get_hosts('all')
+
+
+        def test_hosts_file(host):
+            assert host.file('/etc/hostname').exists
+    '''),
+    "checks/test_every.py": textwrap.dedent('''
+        def test_service(host):
+            """same test name as slurm/test_slurm.py's: logged in with the inventory's password"""
+            assert host.check_output("id -u") != "0"
+
+        def test_lookup(host):
+            {}["no-such-key"]
+    '''),
+}
+PW_WANT = {"slurm/test_slurm.py::test_service[pw-a]": "pass",
+           **{f"molecule/tests/test_default.py::test_hosts_file[{n}]": "pass" for n in ("pw-a", "pw-b", "pw-c")},
+           **{f"checks/test_every.py::test_service[{n}]": "pass" for n in ("pw-a", "pw-b", "pw-c")},
+           **{f"checks/test_every.py::test_lookup[{n}]": "fail" for n in ("pw-a", "pw-b", "pw-c")}}
+
+
+def _site_outcomes(out: Path) -> dict[str, str]:
+    import json
+    return {d["nodeid"]: d["outcome"] for d in map(json.loads, (out / "results.jsonl").read_text().splitlines())
+            if d.get("check_id", "").startswith("SITE-")}
+
+
+def test_password_logins_testinfra_hosts_and_paths_over_ssh_then_replayed(pwfleet, login_user, tmp_path):
+    import subprocess
+    import sys
+    user, password = login_user
+    for rel, text in PW_SITE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    inv = _password_inventory(pwfleet, user, password, tmp_path)
+    nodegate = str(Path(sys.executable).parent / "nodegate")
+    listed = subprocess.run([nodegate, *inv, "--list-hosts"], cwd=tmp_path, capture_output=True, text=True)
+    assert listed.stdout.count("paramiko (password; Ansible: ssh)") == 3, listed.stdout + listed.stderr
+    args = ["slurm/", "molecule/tests", "checks", "-p", "no:cacheprovider", "-rA"]
+    import os
+    live = subprocess.run([nodegate, *args, *inv, "--known-hosts", str(pwfleet.known_hosts_path),
+                           "--reports-dir", "live"], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, COLUMNS="200"))
+    assert _site_outcomes(tmp_path / "live") == PW_WANT, live.stdout[-4000:] + live.stderr[-2000:]
+    assert "FAILED checks/test_every.py::test_lookup[pw-a] - [SITE-LOOKUP] KeyError: 'no-such-key'" in live.stdout
+    # the password is in no output and no file the run wrote
+    assert password not in live.stdout + live.stderr + listed.stdout + listed.stderr
+    for p in (tmp_path / "live").rglob("*"):
+        if p.is_file() and not p.name.endswith(".gz"):
+            assert password.encode() not in p.read_bytes(), p
+    replay = run_pytest([str(tmp_path / "slurm"), str(tmp_path / "molecule" / "tests"), str(tmp_path / "checks"),
+                         "--replay", str(tmp_path / "live" / "bundles")], tmp_path / "replay", nonet=True)
+    # (ids named by the absolute paths given here)
+    got = {k.split(str(tmp_path) + "/", 1)[-1]: v for k, v in _site_outcomes(tmp_path / "replay").items()}
+    assert got == PW_WANT, replay.output[-4000:]

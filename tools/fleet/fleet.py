@@ -84,11 +84,14 @@ class Fleet:
     inventory (host ``nodegate`` vars from each profile's ``spec:`` override it per key)."""
 
     def __init__(self, profiles: Iterable[Profile | str] = (), workdir: Path | str | None = None, *,
-                 run_id: str | None = None, spec: dict | None = None, user: str = "root", tmpfs: bool = True):
+                 run_id: str | None = None, spec: dict | None = None, user: str = "root", tmpfs: bool = True,
+                 passwords: bool = False):
         self.run_id = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         self.workdir = Path(workdir) if workdir else DEFAULT_BASE / self.run_id
         self.spec = spec or {}
         self.user = user
+        #: sshd takes password logins too (a password of a user of this machine: tools/fleet/sshd.py)
+        self.passwords = passwords
         self.nodes: dict[str, FleetNode] = {}
         self.groups: list[SshdGroup] = []
         self.started = False
@@ -194,7 +197,7 @@ class Fleet:
             reach = [n for n in self.nodes.values() if n.reachable]
             self._pick_free_net(reach)
             for g in range(0, len(reach), MAX_LISTEN):
-                grp = SshdGroup(len(self.groups), self.workdir / "sshd")
+                grp = SshdGroup(len(self.groups), self.workdir / "sshd", passwords=self.passwords)
                 grp.nodes = {n.name: (n.address, n.root) for n in reach[g:g + MAX_LISTEN]}
                 self.groups.append(grp)
             for grp in self.groups:

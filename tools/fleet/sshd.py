@@ -49,6 +49,9 @@ class SshdGroup:
     nodes: dict[str, tuple[str, Path]] = field(default_factory=dict)
     hostkey_pub: str = ""
     pid: int | None = None
+    #: sshd also takes password logins (Ansible's ansible_password hosts; the user and its password
+    #: are the host's own: sshd checks them before it enters the node's chroot)
+    passwords: bool = False
 
     @property
     def conf(self) -> Path:
@@ -75,7 +78,8 @@ class SshdGroup:
             f"PidFile {self.pidfile}",
             f"AuthorizedKeysFile {authorized_keys}",
             "StrictModes no", "UsePAM no", "PermitRootLogin prohibit-password",
-            "PubkeyAuthentication yes", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "PubkeyAuthentication yes", f"PasswordAuthentication {'yes' if self.passwords else 'no'}",
+            "KbdInteractiveAuthentication no",
             "UseDNS no", "X11Forwarding no", "AllowTcpForwarding no", "AllowAgentForwarding no",
             "PermitTunnel no", "PrintMotd no", "PermitUserEnvironment no",
             # one line per session in the log: exec channels per node are counted from it
