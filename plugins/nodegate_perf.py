@@ -157,7 +157,10 @@ def _judged(config) -> dict:
         ctx = J.node_context(run.facts.get(node))
         th_by_node[node] = J.thresholds(ps)
         if br is not None and node in br.bundles:
-            baselines[node] = J.baseline_figures(br.bundles[node], J.node_context(br.facts.get(node)), ps)
+            # read now and dropped after (BaselineRun holds no bundle: bounded memory)
+            from nodegate.collect import NodeFacts
+            bb = br.bundle(node)
+            baselines[node] = J.baseline_figures(bb, J.node_context(NodeFacts(bb)), ps)
         for lab in _labels(b):
             by_label.setdefault(lab, []).append(J.node_input(b, ctx, ps, lab))
     for lab, inputs in by_label.items():

@@ -54,7 +54,8 @@ def localise(items: list[Item]) -> list[Item]:
     p2p_ok = [s for s in out if s.outcome is Outcome.PASS]
     p2p_bad = [s for s in out if s.outcome is Outcome.FAIL]
     for it in items:
-        if it.tool == "nccl" and it.subject == "node" and it.metric.endswith("busbw") and it.outcome is Outcome.FAIL:
+        if (it.tool == "nccl" and it.subject == "node" and it.metric.endswith("busbw") and it.outcome is Outcome.FAIL
+                and "data_corruption" not in it.rules):
             if p2p_bad:
                 it.message += "; P2P is low too (see the localisation item)"
             elif p2p_ok:

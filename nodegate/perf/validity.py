@@ -13,7 +13,8 @@ The phase samples every GPU while each tool runs (bundle key ``perf.<tool>.state
 
 ``gpu_states(text)`` -> {gpu index: GpuState}; ``GpuState.invalid_reason(link_matters)`` -> str or None.
 Throttling = a clocks event reason of ``THROTTLE_MASK`` in two consecutive samples (a single
-sample may catch a P-state change: checks.md "Clocks event reasons"); SW power cap (0x4) is
+sample may catch a P-state change: checks.md "Clocks event reasons"), or in the only sample of a
+test too short for two; SW power cap (0x4) is
 healthy at full load and idle (0x1) is not throttling.
 """
 
@@ -44,7 +45,9 @@ class GpuState:
     apps: list[str] = field(default_factory=list)
 
     def throttled(self) -> str | None:
-        for a, b in zip(self.masks, self.masks[1:]):
+        # a test short enough for one sample: that sample decides (for validity, the safe side)
+        pairs = list(zip(self.masks, self.masks[1:])) or [(m, m) for m in self.masks]
+        for a, b in pairs:
             both = a & b & THROTTLE_MASK
             if both:
                 return ", ".join(_NAMES[bit] for bit in sorted(_NAMES) if both & bit)

@@ -149,6 +149,8 @@ def render_perf(r) -> None:
                     f"{pc['max_width']}, {1410 if mask else 1980}, 650.10, 700.00, {88 if mask else 62}, 100\n")
         if k in (cfg.get("apps") or {}):
             apps.append(f"{bus}, {cfg['apps'][k]}\n")
+    # a GPU node's userland has util-linux setsid: the perf script stops a tool's whole session with it
+    r.t.link("/usr/bin/setsid", "busybox")
     smi = r.tools["nvidia-smi"]
     smi.cases[f"--query-gpu={STATE_FIELDS} --format=csv,noheader,nounits"] = Invocation(out="".join(rows))
     smi.cases[APPS_QUERY] = Invocation(out="".join(apps))
