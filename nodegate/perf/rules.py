@@ -269,10 +269,21 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
     if fired:
         it.outcome = Outcome.FAIL
         it.message = "; ".join(f"rule {r}: {t}" for r, t in fired)
-    elif not thresholds:
+    elif not thresholds and not ni.sku:
+        # the GPU model is unknown: no floor can even be looked up ("UNKNOWN without the SKU" in the
+        # shared samples' verdicts, e.g. nvbandwidth's README matrix of unnamed GPUs)
         it.outcome = Outcome.ERROR
-        it.message = (f"{_fmt(m.value)} {m.unit}: nothing to judge it against (no SKU floor, no in-node peer, "
+        it.message = (f"{_fmt(m.value)} {m.unit}: nothing to judge it against (unknown SKU, no in-node peer, "
                       f"fleet under {th.fleet_min_nodes} nodes, no baseline; set perf.floors)"
+                      + "".join(f"; {p}" for p in passed))
+    elif not thresholds:
+        # a known SKU with no published floor for this figure (all_gather, a multi-node run, a sweep
+        # that stopped below the floor's size): a valid, uncorrupted measurement PASSes, marked
+        # uncertain, as the published samples' verdicts have it ("PASS (uncertain; no floor)",
+        # shared/perf/README.md 302, 303, 305, 307); perf.floors or --baseline make it relative
+        it.message = (f"{_fmt(m.value)} {m.unit}: uncertain: no published {ni.sku_label or ni.sku} floor for "
+                      f"this figure, no in-node peer, fleet under {th.fleet_min_nodes} nodes, no baseline; "
+                      f"valid and uncorrupted (set perf.floors to judge it)"
                       + "".join(f"; {p}" for p in passed))
     else:
         it.message = f"{_fmt(m.value)} {m.unit}: " + ", ".join(passed)
