@@ -7,6 +7,7 @@ or spec raises ``SpecError`` (the plugin exits 2 naming file, host, key and reas
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..errors import SpecError
@@ -99,9 +100,28 @@ def build_jobs(config) -> list[NodeJob]:
         config.issue_config_time_warning(UserWarning(f"nodegate: {w}"), stacklevel=2)
     for h in hosts:
         raw = h.spec_raw
-        spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
+        try:
+            spec = load_spec(raw, f"host {h.name}'s nodegate variable, merged from " + ", ".join(h.sources))
+        except SpecError as e:
+            raise SpecError(f"{e}{spec_origin_note(config, h.name, str(e))}") from None
         jobs.append(_job(h.name, h.url(), h.redacted_url(), raw, spec, h.groups))
     return jobs
+
+
+def spec_origin_note(config, name: str, message: str) -> str:
+    """``" (nodegate.gpu.count is set in /site/group_vars/h100.yml)"``: the files of the inventory
+    that set each failing key of a spec error (README: the error names the file), the last being
+    the value the merge kept; "" when none is found (e.g. a key made by Jinja)."""
+    from .state import INVENTORY_KEY
+    inv = config.stash.get(INVENTORY_KEY, None)
+    if inv is None:
+        return ""
+    notes = []
+    for key in dict.fromkeys(re.findall(r"nodegate\.([^:;\s]+):", message)):
+        files = inv.spec_origins(name, key)
+        if files:
+            notes.append(f"nodegate.{key} is set in " + ", ".join(files))
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def refuse_reports_in_inventory(config) -> None:
