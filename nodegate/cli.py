@@ -38,7 +38,7 @@ import os
 import sys
 from pathlib import Path
 
-#: the package whose ``pytest_plugins`` lists nodegate's five plugins (plugins/__init__.py)
+#: the package whose ``pytest_plugins`` lists nodegate's six plugins (plugins/__init__.py)
 PLUGINS = "nodegate.plugins"
 #: set for the pytest run of this command: the plugin names the program "nodegate" in usage lines
 #: and makes ``--target`` default to local:// (nodegate.plugins.nodegate_plugin)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import safeio
-from . import archive, html, junit, nodepage, rma
+from . import archive, html, junit, nodepage, perf_fleet, rma
 from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
 from .records import NodeInfo, Record
@@ -138,6 +138,7 @@ def render_all(ctx: RenderContext) -> Rendered:
     per_check: dict[str, list] = {}
     hrefs: dict[str, str] = {}
     other: list[Record] = []
+    perf = perf_fleet.PerfFleet()   # report.html's per-SKU perf distributions (issue 29)
     written_pages: list[Path] = []
 
     def drop_pages() -> None:
@@ -236,6 +237,7 @@ def render_all(ctx: RenderContext) -> Rendered:
                 pc[2][r.outcome] += 1
             rows.append(html.MatrixRow(node, info.status, info.worst_severity, info.action, href, cells,
                                        why=info.not_evaluated))
+            perf.add(node, info.gpu_model, href, recs)
             back = _rel(html_path, pages_dir) + f"#n-{node}"
             arch_href = _rel(out.archives[node], pages_dir) if node in out.archives else None
             tmp = page.with_name(f".{page.name}.tmp")
@@ -276,7 +278,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
                          rows=rows, checks=list(checks.items()), infos=out.infos, per_check=per_check,
                          hrefs=hrefs, env=ctx.environment, files=_files(ctx, html_dir, out), other=other_html,
-                         sections=ctx.sections)
+                         sections=ctx.sections, perf=perf.html())
         tmp = html_path.with_name(f".{html_path.name}.tmp")
         try:
             html_path.parent.mkdir(parents=True, exist_ok=True)

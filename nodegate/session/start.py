@@ -131,10 +131,10 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
             tw.line("nodegate: the selection could not be learned before gathering: every node is gathered",
                     yellow=True)
     elif not nodes:
-        if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None)):
+        if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None) or getattr(o, "perf", False)):
             from .selection import exit_nothing, why_nothing
             exit_nothing(config, why_nothing(config, None))
-        nodes = run.targets   # baseline/burn-in items are collected from gathered nodes only
+        nodes = run.targets   # baseline/burn-in/perf items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])
 
@@ -209,7 +209,7 @@ def streaming(config) -> bool:
     o = config.option
     return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
                 or getattr(o, "dist", "no") not in ("no", None) or getattr(o, "baseline", None)
-                or getattr(o, "burn_in", None))
+                or getattr(o, "burn_in", None) or getattr(o, "perf", False))
 
 
 def why_gather_first(config) -> str | None:
@@ -226,6 +226,8 @@ def why_gather_first(config) -> str | None:
         return "--baseline (regression items follow the gathered GPUs)"
     if getattr(o, "burn_in", None):
         return "--burn-in (runs on the gathered nodes)"
+    if getattr(o, "perf", False):
+        return "--perf (runs on the gathered nodes; the fleet rule needs every node)"
     return None
 
 
