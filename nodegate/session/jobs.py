@@ -7,6 +7,7 @@ or spec raises ``SpecError`` (the plugin exits 2 naming file, host, key and reas
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..errors import SpecError
@@ -117,7 +118,27 @@ def _in_its_file(config, name: str, merged: SpecError, merged_from: str) -> Spec
     if inv is None:
         return merged
     mine = locate_spec_error(inv, name, load_spec, str(merged).removeprefix(merged_from + ": "))
-    return type(merged)(mine) if mine else merged
+    if mine:
+        return type(merged)(mine)
+    # no single file's fragment is invalid on its own (the merge made the bad value): name every
+    # file that sets each failing key instead
+    return type(merged)(f"{merged}{spec_origin_note(config, name, str(merged))}")
+
+
+def spec_origin_note(config, name: str, message: str) -> str:
+    """``" (nodegate.gpu.count is set in /site/group_vars/h100.yml)"``: the files of the inventory
+    that set each failing key of a spec error (README: the error names the file), the last being
+    the value the merge kept; "" when none is found (e.g. a key made by Jinja)."""
+    from .state import INVENTORY_KEY
+    inv = config.stash.get(INVENTORY_KEY, None)
+    if inv is None:
+        return ""
+    notes = []
+    for key in dict.fromkeys(re.findall(r"nodegate\.([^:;\s]+):", message)):
+        files = inv.spec_origins(name, key)
+        if files:
+            notes.append(f"nodegate.{key} is set in " + ", ".join(files))
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def refuse_reports_in_inventory(config) -> None:
