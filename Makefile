@@ -3,11 +3,14 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PYTEST_XDIST ?=
+# two xdist workers (the machine's two cores; most tests wait on subprocesses, SSH and deadlines);
+# --dist loadgroup is scheduled by tests/conftest.py: one unit per test file (or xdist_group),
+# the heaviest first. PYTEST_XDIST= runs the tests in one process.
+PYTEST_XDIST ?= -n 2 --dist loadgroup
 # the demo's own folder: a live run's evidence (reports/bundles/) is never touched by make
 DEMO := reports/demo
 
-.PHONY: venv demo test test-fast bench samples clean
+.PHONY: venv demo test test-fast bench samples fleet fleet-stop clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,10 +30,11 @@ demo: $(STAMP)
 	test $$rc -le 1 && test -s $(DEMO)/report.html && test -s $(DEMO)/junit.xml && test -s $(DEMO)/rma.csv \
 	  && echo "demo: reports written to $(DEMO)/ (report.html, junit.xml, rma.csv, rma.json, bundles/)"
 
-## test: the project's own tests; -rs prints every skip reason (the SSH fleet tests need root,
-## openssh-server and busybox-static)
+## test: the project's own tests (docs/contributing.md, "The test suite"); -rs prints every skip
+## reason (the SSH fleet tests need root, openssh-server and busybox-static); --durations=25 the
+## slowest (a new slow test shows there). Any pytest exit but 0 fails, 5 (no test ran) included.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs
+	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs --durations=25
 
 ## bench: simulated SSH fleets of 16, 64, 256 nodes (needs root, openssh-server, busybox-static, dash);
 ## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv);
@@ -46,11 +50,24 @@ bench: $(STAMP)
 	  echo "or run the replay-only scale bench: make bench BENCH_ARGS=--scale"; exit 2; fi;; esac
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
+## fleet: a simulated fleet of N nodes (default 4: a healthy H100 node, then one fault each) served by
+## real OpenSSH sshd on 127.x loopback addresses, left running; writes fleet/inventory.yml and
+## fleet/known_hosts and prints the nodegate command that checks it over SSH. Needs root,
+## openssh-server, busybox-static, dash. `make fleet-stop` or `make clean` stops it.
+N ?= 4
+fleet: $(STAMP)
+	$(BIN)/python -m tools.fleet.cli start --nodes $(N) --out fleet
+
+fleet-stop:
+	@if [ -f fleet/fleet.json ] && [ -x $(BIN)/python ]; then $(BIN)/python -m tools.fleet.cli stop --out fleet; fi
+
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py
 	$(BIN)/python tools/build_samples.py
 
-## clean: the venv, caches and every report file make itself writes (the demo, bench*.json);
-## a live run's reports and evidence stay
-clean:
-	rm -rf $(VENV) $(DEMO) reports/bench.json reports/bench-scale.json reports/bench-paired.json reports/bench-install.json .pytest_cache .hypothesis *.egg-info
+## clean: a running `make fleet` (stopped), the venv, caches (__pycache__ included) and every report file
+## make itself writes (the demo, bench*.json); a live run's reports and evidence stay
+clean: fleet-stop
+	rm -rf $(VENV) $(DEMO) fleet reports/bench.json reports/bench-scale.json reports/bench-paired.json \
+	  reports/bench-install.json .pytest_cache .hypothesis *.egg-info
+	find . -name __pycache__ -type d -not -path './.git/*' -prune -exec rm -rf {} +

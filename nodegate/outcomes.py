@@ -25,8 +25,9 @@ class Result:
     outcome: the verdict.
     expected: the spec value, human readable (the "Expected" column).
     observed: what the node showed, human readable (the "Observed" column).
-    message: one line explaining the verdict; for FAIL it names the GPU and the remediation
-        is appended by the framework from the check's declaration.
+    message: one line explaining the verdict; for FAIL it names the GPU. The remediation is
+        never part of it: it is the check's declaration (``CheckDef.remediation``), a field of
+        its own in every report; pytest's failure text shows it on a line of its own.
     evidence: the lines of raw output that decided the verdict (an excerpt, not the dump).
     evidence_keys: bundle keys the verdict was drawn from.
     """
@@ -59,3 +60,14 @@ class Result:
     @classmethod
     def errored(cls, message: str, expected: str = "", observed: str = "", **kw) -> "Result":
         return cls(Outcome.ERROR, expected, observed, message, **kw)
+
+
+def asserted(res: Result, remediation: str) -> Result:
+    """The Result a suite test asserts on (``assert verdict.ok, verdict.message``): a FAIL's
+    message with the remediation on a line of its own, ``Remediation: ...``, so pytest's failure
+    text shows both, clearly apart; the reports take the message and the remediation as
+    separate fields before this (issue 32). Other outcomes are returned unchanged."""
+    from dataclasses import replace
+    if res.outcome is not Outcome.FAIL or not remediation:
+        return res
+    return replace(res, message=f"{res.message}\nRemediation: {remediation}")

@@ -26,7 +26,8 @@ from nodegate.burnin.runner import BurninJob, burnin_fleet
 from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import burnin_spec, parse_duration
 from nodegate.errors import EvidenceError, SpecError
-from nodegate.outcomes import Outcome, Result
+from nodegate.outcomes import Outcome, Result, asserted
+from nodegate.session.terminal import progress_line
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY, GatherOptions
 from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
@@ -113,14 +114,16 @@ def pytest_sessionstart(session):
     t0 = time.monotonic()
     stop = threading.Event()
 
+    line = progress_line(tw)   # \r on a terminal only (a CI log gets whole lines)
+
     def progress(done, total):
         if tw is not None:
-            tw.write(f"\rnodegate: burn-in {done}/{total} nodes done, {time.monotonic() - t0:.0f}s ")
+            line(f"nodegate: burn-in {done}/{total} nodes done, {time.monotonic() - t0:.0f}s ")
 
     if tw is not None:
         tw.line(f"nodegate: burn-in of {len(jobs)} node(s) for {dur}s (Ctrl-C stops every load)")
     burnin_fleet(jobs, _gather_options(config), dur, run.bundles, run.bundles_dir, stop, progress)
-    if tw is not None:
+    if tw is not None and line.tty:
         tw.line("")
 
 
@@ -272,8 +275,6 @@ def burnin_verdict(request) -> Result:
     config = request.config
     rd = R.RULES[name]
     res = _evaluate(config, name, node, gpu, dres)
-    if res.outcome is Outcome.FAIL and "Remediation:" not in res.message:
-        res.message = f"{res.message} Remediation: {rd.remediation}"
     run = config.stash[RUN_KEY]
     ident = {"gpu_index": "" if gpu is None else str(gpu), "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
              "board_part_number": "", "vbios_version": ""}
@@ -302,7 +303,7 @@ def burnin_verdict(request) -> Result:
         pytest.fail(shown(f"[{rd.check_id}] could not evaluate: {res.message}"), pytrace=False)
     if res.outcome is Outcome.SKIP:
         pytest.skip(shown(f"[{rd.check_id}] {res.message}"))
-    return res
+    return asserted(res, rd.remediation)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -29,6 +29,7 @@ from nodegate.reports.text import one_line
 
 try:
     from nodegate.run import RUN_KEY
+    from nodegate.session.exitcodes import writes_no_report
     from nodegate.session.state import ACTIVE_KEY, COLLECTED_KEY, NO_RUN_KEY, REPORT_PATHS_KEY
 except Exception:  # pragma: no cover - the reports still work from report.nodegate alone
     RUN_KEY = ACTIVE_KEY = COLLECTED_KEY = NO_RUN_KEY = REPORT_PATHS_KEY = None
@@ -64,6 +65,33 @@ def pytest_addoption(parser):
 def pytest_metadata(metadata, config):  # noqa: ARG001 - pytest-metadata's hook signature
     """pytest-metadata copies CI variables: drop secrets before anything shows them."""
     ng_metadata.redact(metadata)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """``nodegate --help``: nodegate's option groups first, and testinfra's options that a
+    nodegate run refuses marked so (nodegate.reports.terminal.help_first). Returns None: pytest
+    prints the help as usual."""
+    import os
+    if getattr(config.option, "help", False) and os.environ.get("NODEGATE_CLI"):
+        try:
+            from .nodegate_site import _REFUSED
+        except Exception:  # noqa: BLE001 - the site plugin not loaded: nothing to mark
+            _REFUSED = ()
+        terminal.help_first(config._parser, [flag for _, flag in _REFUSED])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Local mode (no --inventory, --replay or remote --target) on a machine without an NVIDIA
+    driver: said in the run's first line, before pytest's header (the checks would all fail)."""
+    config = session.config
+    if _is_worker(config) or ACTIVE_KEY is None or not config.stash.get(ACTIVE_KEY, False):
+        return
+    line = terminal.local_mode_line(config.option)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if line and tr is not None:
+        tr.write_line(line, yellow=True, bold=True)
 
 
 def pytest_configure(config):
@@ -181,8 +209,10 @@ class NodegateReports:
     def pytest_sessionfinish(self, session, exitstatus):  # noqa: ARG002
         if _is_worker(self.config) or not self.active() or self.config.option.collectonly:
             return
-        if NO_RUN_KEY is not None and self.config.stash.get(NO_RUN_KEY, None):
-            return   # exit 2 before any check: nothing to report (nodegate.session.selection.exit_nothing)
+        if NO_RUN_KEY is not None and writes_no_report(self.config, exitstatus):
+            # exit 2 (usage error, collection error, nothing selected): nothing to report, and the
+            # previous run's reports stay as they were (nodegate.session.exitcodes)
+            return
         run = _fleet(self.config)
         expected = dict(self.config.stash.get(COLLECTED_KEY, {}) or {}) if COLLECTED_KEY is not None else {}
         env = {}
@@ -220,15 +250,28 @@ class NodegateReports:
         return one_line(f"nodegate acceptance: {inv or 'no inventory'}"
                         + (f", run started {started}" if started else ""), 500)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
-        if _is_worker(config) or not self.active() or self.state.rendered is None:
-            return
-        terminalreporter.write_sep("=", "nodegate summary")
-        r = self.state.rendered
-        for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
-            terminalreporter.write_line(line)
-        run = _fleet(config)
-        if run is not None:
-            for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),
-                                           _shared_gpus(run)):
-                terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)
+        """The nodegate summary first (verdict, nodes, one line per node problem with its fix),
+        then pytest's own sections, without the items of nodes that were never gathered (every
+        item of such a node is the same ERROR: its one line above says it and how to fix it;
+        they stay counted in pytest's last line)."""
+        folded: dict = {}
+        if not (_is_worker(config) or not self.active() or self.state.rendered is None):
+            terminalreporter.write_sep("=", "nodegate summary")
+            r = self.state.rendered
+            for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
+                terminalreporter.write_line(line)
+            if r.stale_removed:
+                terminalreporter.write_line(terminal.stale_line(r.stale_removed), yellow=True)
+            run = _fleet(config)
+            if run is not None:
+                for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),
+                                               _shared_gpus(run)):
+                    terminalreporter.write_line(line, yellow=not line.startswith("spec: ") or "trusted" in line)
+            folded = terminal.fold_unreached(terminalreporter.stats, r.infos)
+        try:
+            return (yield)
+        finally:
+            for key, reports in folded.items():
+                terminalreporter.stats.setdefault(key, []).extend(reports)

@@ -118,8 +118,8 @@ def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
                              evidence="".join(traceback.format_exception(e))[-2000:])
     if not isinstance(res, Result):
         res = Result.errored(f"check {check_id} returned {type(res).__name__}, not a Result")
-    if res.outcome is Outcome.FAIL and c.remediation and "Remediation:" not in res.message:
-        res.message = f"{res.message} Remediation: {c.remediation}".strip()
+    # the remediation is its own field (CheckDef.remediation, the records' ``remediation``): never
+    # appended to the message (issue 32: "...above 0 Remediation: Reseat..." in one field)
     return res
 
 

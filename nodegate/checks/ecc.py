@@ -294,7 +294,11 @@ def retired_pages(facts, spec, gpu) -> Result:
     ex = expectations(spec, g)
     m = spec.memory
     expected = f"not pending, total < {m.retired_pages_max_total}, dbe <= {m.retired_pages_max_dbe}"
-    obs = (f"sbe {fmt(rp.sbe)}, dbe {fmt(rp.dbe)}, pending {fmt(rp.pending)}" if isinstance(rp, RetiredPages)
+    # the total is the figure DCGM's limit is about (and what an RMA desk checks): shown when both
+    # counts are numbers (issue 32: "sbe 60, dbe 3" left the desk to add them up)
+    total = (f", total {rp.sbe + rp.dbe}" if isinstance(rp, RetiredPages) and isinstance(rp.sbe, int)
+             and isinstance(rp.dbe, int) and not isinstance(rp.sbe, bool) else "")
+    obs = (f"sbe {fmt(rp.sbe)}, dbe {fmt(rp.dbe)}{total}, pending {fmt(rp.pending)}" if isinstance(rp, RetiredPages)
            else f"retired pages {fmt(rp)}")
     if _spec_excludes(spec, "page_retirement"):
         return Result.skipped(f"memory.repair={m.repair}: {name} {_without(ex, 'page_retirement')}",

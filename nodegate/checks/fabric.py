@@ -46,6 +46,8 @@ def _nvswitch_context(facts, spec):
 
 @check(id="NG-FAB-001", name="fabric_state", title="GPU registered with the NVLink fabric (Completed/Success)",
        scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json", "pci.nvswitch"),
+       # the first step is software (start the fabric manager); the reset at the end is the escalation
+       action="fix configuration",
        remediation="Start nvidia-fabricmanager at the driver version (NG-DRV-001/002) and wait for state "
                    "Completed; if it stays In Progress or Not Started, check the fabric manager log and the "
                    "NVSwitch count (NG-NVSW-001), then reset the GPUs and NVSwitches (reboot).",

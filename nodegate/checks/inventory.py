@@ -175,6 +175,7 @@ def gpu_model(facts, spec, gpu) -> Result:
 
 @check(id="NG-INV-003", name="node_identity", title="One machine per node of the run",
        scope="node", severity="critical", evidence=("meta.boot_id", "meta.machine_id"),
+       action="fix configuration",   # correct the inventory (the reboot is for cloned machine ids)
        remediation="Correct the inventory: two names that reach one machine (the same ansible_host and port, "
                    "a DNS alias, a jump host) gather that machine twice and leave the other untested. Distinct "
                    "machines with one machine id are clones of one image: remove /etc/machine-id, run "

@@ -5,16 +5,23 @@ A check may name its action explicitly (``report.nodegate['action']``, one of ``
 else the observed state may name one ("(RMA candidate)", an Xid's "action: drain and
 reboot"); else the remediation text decides: its earliest action phrase wins, because
 remediations lead with what to do first ("Drain the node and reset the GPU; if it recurs,
-RMA" -> reset). No phrase -> "fix configuration" (driver stack, unit, module settings).
+RMA" -> reset; "Flash the specified VBIOS ..., then reset" -> update firmware). No phrase ->
+"fix configuration" (driver stack, unit, module settings).
+
+Only ``RMA`` is the vendor's work (rma.csv). A reseat is the site's own hands-on work, done
+first: the vendor's desk asks for it before it takes a part back, so it goes to actions.csv
+with the RMA to open if the fault persists (issue 32; nodegate.reports.parts names the part).
 """
 
 from __future__ import annotations
 
 import re
 
-FIX_CONFIG, RESET, REBOOT, RESEAT, RMA = ("fix configuration", "reset", "reboot",
-                                          "reseat/replace riser", "RMA")
-ACTIONS = (FIX_CONFIG, RESET, REBOOT, RESEAT, RMA)
+FIX_CONFIG, UPDATE_FIRMWARE, RESET, REBOOT, RESEAT, RMA = ("fix configuration", "update firmware", "reset",
+                                                           "reboot", "reseat", "RMA")
+ACTIONS = (FIX_CONFIG, UPDATE_FIRMWARE, RESET, REBOOT, RESEAT, RMA)
+#: labels of earlier versions (results.jsonl written before issue 32), read as today's
+LEGACY = {"reseat/replace riser": RESEAT}
 
 #: The action of an ERROR (nothing proven wrong yet): obtain the missing evidence
 #: (remedy.error_remediation says how), then re-run.
@@ -22,10 +29,10 @@ OBTAIN_EVIDENCE = "obtain evidence"
 
 #: Actions that need the vendor (rma.csv / rma.json); the others are the site's own work
 #: (actions.csv).
-VENDOR_ACTIONS = (RESEAT, RMA)
+VENDOR_ACTIONS = (RMA,)
 
 #: Sorting rank of every action, least disruptive first (0: none).
-ACTION_RANK = {OBTAIN_EVIDENCE: 1, **{a: i + 2 for i, a in enumerate(ACTIONS)}}
+ACTION_RANK = {OBTAIN_EVIDENCE: 1, **{a: i + 2 for i, a in enumerate(ACTIONS)}, "reseat/replace riser": 6}
 
 SEVERITY_RANK = {"minor": 1, "major": 2, "critical": 3}
 
@@ -33,6 +40,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
     (RMA, re.compile(r"\brma\b|\breplace (?:the )?(?:gpu|board|card|module)\b"
                      r"|\breturn (?:the )?(?:gpu|board) to\b", re.I)),
     (RESEAT, re.compile(r"\bre-?seat|\briser\b", re.I)),
+    # flashing a VBIOS/InfoROM or updating HCA firmware: a site task with the vendor's bundle
+    (UPDATE_FIRMWARE, re.compile(r"\bflash\b|\bupdate the (?:\w+ )?firmware\b|\bfirmware update\b", re.I)),
     # "missing after reboot", "a reboot into it", "the next reboot has no GPU" describe a
     # consequence, not the action
     (REBOOT, re.compile(r"(?<!after )(?<!next )(?<!a )(?<!the )\breboot\b"
@@ -71,8 +80,9 @@ def action_for(remediation: str, explicit: str = "", observed: str = "", message
     3. else the earliest action phrase of the remediation text; none -> fix configuration.
     """
     if explicit:
+        e = LEGACY.get(explicit.strip(), explicit).strip().lower()
         for a in ACTIONS:
-            if explicit.strip().lower() == a.lower():
+            if e == a.lower():
                 return a
     state = f"{observed or ''} {(message or '').split('Remediation:')[0]}"
     named = _named(_ESCALATION_RE.sub("", state))
@@ -82,8 +92,10 @@ def action_for(remediation: str, explicit: str = "", observed: str = "", message
 
 
 def strongest(actions) -> str:
-    """The most disruptive of ``actions`` (FIX_CONFIG when empty)."""
-    return max(actions, key=ACTIONS.index, default=FIX_CONFIG)
+    """The most disruptive of ``actions`` (FIX_CONFIG when empty; an earlier version's label is
+    read as today's, an unknown one ranks lowest)."""
+    acts = [LEGACY.get(a, a) for a in actions]
+    return max(acts, key=lambda a: ACTIONS.index(a) if a in ACTIONS else -1, default=FIX_CONFIG)
 
 
 def highest_severity(severities) -> str:

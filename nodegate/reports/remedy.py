@@ -16,8 +16,10 @@ RERUN = "then re-run nodegate on the node (--limit <node>)"
 _RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.I), r) for p, r in (
     (r"^spec error:",
      "Fix the node's spec (the message names the file and key; make it pass start-up validation), " + RERUN + "."),
-    (r"node not gathered:? \(?(?:unreachable|timeout|connect)",
+    (r"node not gathered:? \(?(?:unreachable|timeout|connect|refused)",
      "Make the node reachable over SSH (ansible_host/port, routing, sshd running, --connect-timeout), " + RERUN + "."),
+    (r"node not gathered:? \(?dns",
+     "The node's name does not resolve: fix ansible_host (or DNS / /etc/hosts), " + RERUN + "."),
     (r"node not gathered:? \(?hostkey",
      "Verify the node's SSH host key out of band and record it in known_hosts (or --accept-new-host-keys "
      "for a newly installed node; a changed key is refused on purpose), " + RERUN + "."),

@@ -1,26 +1,31 @@
 """What to send to the vendor and what the site fixes itself (docs/reports.md "RMA and actions").
 
-- ``rma.csv`` / ``rma.json``: only what needs the vendor: rows whose action is RMA or
-  reseat/replace (``actions.VENDOR_ACTIONS``), one row per GPU (all its failed checks together)
-  and one per node for node-level failures.
-- ``actions.csv``: the site's own work, same columns: rows whose action is fix configuration,
-  reset or reboot, and, per GPU (or node), the items that could not be evaluated (action
-  ``obtain evidence``, with how to obtain it).
+- ``rma.csv`` / ``rma.json``: only what needs the vendor, as its desk takes it: one row per part
+  to replace (nodegate.reports.parts: a GPU, the baseboard/NVSwitch tray, a riser, an HCA) with
+  its location and serial where the evidence has one, the failed checks whose action is RMA
+  (``actions.VENDOR_ACTIONS``), their observed figures and the Xids.
+- ``actions.csv``: the site's own work, same columns: reseats (done before any RMA: the row's
+  ``if_it_persists`` names the RMA to open when the fault survives it), resets, reboots,
+  firmware updates, software and configuration fixes (one row per GPU, node-level ones in one
+  row, never merged with a part's row), and, per GPU (or node), the items that could not be
+  evaluated (action ``obtain evidence``, with how to obtain it).
 
 Each row: the system's vendor, model and serial from DMI (``dmi.id``; the serial needs root, so
-without --sudo the cell says it is unreadable, never a guess), node, GPU index, PCI bus id,
-serial, UUID, board part number, VBIOS, driver, failed checks, the Xids the kernel log shows for
-that GPU (all of the node's for a node row), severity, action, observed and expected per check,
-remediation, the evidence archive's file name (relative to the reports directory) and the run's
-start time. A GPU missing from nvidia-smi is named by the bus id, UUID and index its other
-evidence gives (/proc/driver/nvidia/gpus, the kernel log: nodegate.session.identity).
+without --sudo the cell says it is unreadable, never a guess), node, part, part location, part
+serial, GPU index, PCI bus id, and the GPU's serial, UUID, board part number and VBIOS (blank on
+a row about another part), driver, failed checks, the Xids the kernel log shows for that GPU
+(all of the node's for a node row), severity, action, observed and expected per check,
+remediation, if it persists, the evidence archive's file name (relative to the reports
+directory) and the run's start time. A GPU missing from nvidia-smi is named by the bus id, UUID
+and index its other evidence gives (/proc/driver/nvidia/gpus, the kernel log:
+nodegate.session.identity).
 
-JSON: ``{"format": "nodegate-rma/2", "generated_at", "inventory", "rows": [...],
+JSON: ``{"format": "nodegate-rma/3", "generated_at", "inventory", "rows": [...],
 "not_evaluated": [{"node", "reason"}, ...]}``; a row has the CSV fields (``gpu_index`` an
 integer or null, ``failed_checks`` and ``xids`` lists) plus ``checks``: per check id, title,
-severity, expected, observed, message, remediation, action. ``not_evaluated`` lists the nodes
-that were not judged (deselected, not run, interrupted: nodegate.reports.status): no row, and
-never counted as healthy.
+severity, expected, observed, message, remediation, action (the message never holds the
+remediation). ``not_evaluated`` lists the nodes that were not judged (deselected, not run,
+interrupted: nodegate.reports.status): no row, and never counted as healthy.
 """
 
 from __future__ import annotations
@@ -33,16 +38,20 @@ from pathlib import Path
 
 from ..safeio import open_new
 
-from .actions import OBTAIN_EVIDENCE, VENDOR_ACTIONS, highest_severity
+from .actions import OBTAIN_EVIDENCE, RESEAT, UPDATE_FIRMWARE, VENDOR_ACTIONS, highest_severity
 from .findings import strongest_action
+from .parts import GPU, part_of, part_serial
 from .records import NodeInfo, Record
 from .text import one_line
 
-CSV_COLUMNS = ("system_vendor", "system_model", "system_serial", "node", "gpu_index", "pci_bus_id", "gpu_serial",
-               "gpu_uuid", "board_part_number", "vbios_version", "driver_version", "failed_checks", "xids",
-               "severity", "action", "observed", "expected", "remediation", "evidence_archive", "run_started_at")
-FORMAT = "nodegate-rma/2"
+CSV_COLUMNS = ("system_vendor", "system_model", "system_serial", "node", "part", "part_location", "part_serial",
+               "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number", "vbios_version",
+               "driver_version", "failed_checks", "xids", "severity", "action", "observed", "expected", "remediation",
+               "if_it_persists", "evidence_archive", "run_started_at")
+FORMAT = "nodegate-rma/3"
 _GPU_FIELDS = ("pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number", "vbios_version")
+#: what names the GPU itself: blank on a row about another part (a riser's row names no GPU serial)
+_GPU_IDENTITY = ("gpu_serial", "gpu_uuid", "board_part_number", "vbios_version")
 
 
 def _gpu_sort(idx: str) -> tuple[int, int | str]:
@@ -61,33 +70,61 @@ def _uniq(values) -> list[str]:
     return seen
 
 
+def _action(r: Record, outcome: str) -> str:
+    return r.action or (OBTAIN_EVIDENCE if outcome == "error" else "")
+
+
 def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started: str = "") -> list[dict]:
-    """The rows of one node: its FAIL records grouped per GPU (bus id, else index; node-level
-    checks in one row), then its ERROR records grouped the same way; node row first, GPUs in
-    index order."""
+    """The rows of one node. FAIL records are grouped by the part they are about
+    (nodegate.reports.parts: a GPU, a riser's upstream port, the NVSwitch tray, an HCA): one row a
+    part, the vendor's when any of its checks' action is RMA (its other checks, the kernel log's
+    Xids of that GPU say, go with it as evidence), else the site's. Software and configuration
+    checks are the site's, per GPU (bus id, else index; node-level checks in one row), never
+    merged with a part's row. ERROR records are grouped per GPU. Node rows first, GPUs in index order, a GPU's vendor
+    row before its site rows."""
     out = []
     for outcome in ("fail", "error"):
-        groups: dict[str, list[Record]] = {}
+        groups: dict[tuple, list[Record]] = {}
         for r in recs:
-            if r.outcome == outcome:
-                groups.setdefault(r.pci_bus_id or (f"#{r.gpu_index}" if r.gpu_index != "" else ""), []).append(r)
-        keys = sorted(groups, key=lambda k: (k != "", _gpu_sort(groups[k][0].gpu_index), k))
-        for k in keys:
-            out.append(_row(info, k != "", sorted(groups[k], key=lambda r: r.check_id), outcome, archive, started))
+            if r.outcome != outcome:
+                continue
+            gpu_key = r.pci_bus_id or (f"#{r.gpu_index}" if r.gpu_index != "" else "")
+            part, where = part_of(r) if outcome == "fail" else ("", "")
+            vendor = outcome == "fail" and strongest_action([_action(r, outcome)]) in VENDOR_ACTIONS
+            if not part and r.gpu_index != "" and (vendor or strongest_action([_action(r, outcome)]) == RESEAT):
+                # a GPU check no part is mapped for, whose action is hardware work: that GPU
+                part, where = GPU, r.pci_bus_id or f"GPU {r.gpu_index}"
+            # a part's checks stay together (the RMA row carries the kernel log's Xid check of the GPU
+            # it sends back); software and configuration checks apart from the vendor's
+            groups.setdefault((part, where, False) if part else ("", gpu_key, vendor), []).append(r)
+
+        def order(k):
+            g = groups[k]
+            gpu_idx = next((x.gpu_index for x in g if x.gpu_index != ""), "")
+            vendor = strongest_action(_action(x, outcome) for x in g) in VENDOR_ACTIONS
+            return (gpu_idx != "", _gpu_sort(gpu_idx), not vendor, k[0], k[1])
+        for k in sorted(groups, key=order):
+            out.append(_row(info, k[0], k[1], sorted(groups[k], key=lambda r: r.check_id), outcome, archive,
+                            started))
     return out
 
 
-def _row(info: NodeInfo, is_gpu: bool, recs: list[Record], outcome: str, archive: str, started: str) -> dict:
+def _row(info: NodeInfo, part: str, where: str, recs: list[Record], outcome: str, archive: str,
+         started: str) -> dict:
     checks = [{"check_id": r.check_id, "check_name": r.check_name, "title": r.title, "severity": r.severity,
                "expected": r.expected, "observed": r.observed, "message": r.message,
-               "remediation": r.remediation, "action": r.action or (OBTAIN_EVIDENCE if outcome == "error" else "")}
+               "remediation": r.remediation, "action": _action(r, outcome)}
               for r in recs]
-    gpu = recs[0].gpu_index if is_gpu else ""
+    gpu = next((r.gpu_index for r in recs if r.gpu_index != ""), "")
     row = {"system_vendor": info.system_vendor or "", "system_model": info.system_model or "",
            "system_serial": info.system_serial or "", "node": info.node,
+           "part": part, "part_location": where if part else "", "part_serial": part_serial(part, recs),
            "gpu_index": int(gpu) if gpu.isdigit() else None}
+    gpu_recs = [r for r in recs if r.gpu_index != ""]
     for f in _GPU_FIELDS:
-        row[f] = _first(recs, f) if is_gpu else ""
+        row[f] = _first(gpu_recs, f)
+        if part and part != GPU and f in _GPU_IDENTITY:
+            row[f] = ""
     row["driver_version"] = _first(recs, "driver_version") or info.driver_version or ""
     row["failed_checks"] = [c["check_id"] or c["check_name"] for c in checks]
     xids = sorted({int(x) for r in recs for x in r.xids.split(",") if x.strip().isdigit()})
@@ -102,10 +139,26 @@ def _row(info: NodeInfo, is_gpu: bool, recs: list[Record], outcome: str, archive
         row["observed"] = "; ".join(f"{c['check_id']}: {one_line(c['observed'], 500)}" for c in checks)
         row["expected"] = "; ".join(f"{c['check_id']}: {one_line(c['expected'], 500)}" for c in checks)
     row["remediation"] = " | ".join(_uniq(one_line(c["remediation"], 1000) for c in checks))
+    if row["action"] in VENDOR_ACTIONS:
+        # the vendor's desk reads what to replace and why, not the site's drain/reset steps (each
+        # check's own remediation stays in rma.json's ``checks``)
+        serial = f", serial {row['part_serial']}" if row["part_serial"] else ""
+        why = _uniq(one_line(c["message"], 500) for c in checks if c["action"] in VENDOR_ACTIONS)
+        row["remediation"] = f"Replace the {part or 'part'} ({where}{serial}): " + "; ".join(why)
+    row["if_it_persists"] = _escalation(row, part, where)
     row["evidence_archive"] = archive
     row["run_started_at"] = started
     row["checks"] = checks
     return row
+
+
+def _escalation(row: dict, part: str, where: str) -> str:
+    """A site row about a part (reseat, reset, reboot, cabling): the RMA to open when the fault is
+    still there after that work and a re-run (the vendor's desk asks for the reseat first)."""
+    if not part or row["action"] in VENDOR_ACTIONS or row["action"] in (OBTAIN_EVIDENCE, UPDATE_FIRMWARE):
+        return ""
+    serial = f", serial {row['part_serial']}" if row["part_serial"] else ""
+    return f"re-run nodegate on the node; still failing: RMA the {part} ({where}{serial})"
 
 
 def is_vendor(row: dict) -> bool:

@@ -1,7 +1,10 @@
-"""The end-of-run terminal summary: the verdict line (N accepted, N need action, N not
-evaluated), one line per node (worst first: not gathered, critical FAILs, FAILs, ERRORs; at most
-``MAX_NODES`` lines so it fits one screen at any fleet size), fleet totals, and output paths.
-Node strings are cleaned (no terminal escape sequences from a hostile node name)."""
+"""The end-of-run terminal summary, printed before pytest's own sections: the verdict line (N
+accepted, N need action, N not evaluated), one line per node (worst first: not gathered,
+critical FAILs, FAILs, ERRORs; at most ``MAX_NODES`` lines so it fits one screen at any fleet
+size), fleet totals, one line per node problem with its fix (``NodeInfo.problem``, at most
+``MAX_NODES``), and output paths. Node strings are cleaned (no terminal escape sequences from a
+hostile node name). ``fold_unreached`` takes the items of nodes that were never gathered out of
+pytest's sections (their one problem line says it all)."""
 
 from __future__ import annotations
 
@@ -58,9 +61,36 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         hidden_bad = len(bad) - sum(1 for i in shown if not _accepted(i))
         out.append(f"... {len(infos) - len(shown)} more node(s) not listed "
                    f"({hidden_bad} with problems): see the HTML report")
+    probs = [i for i in sorted(infos, key=_worst_first) if not _accepted(i) and i.problem][:max_nodes]
+    if probs:
+        out.append("problems (one line a node, worst first; the fix after '->'; every finding in the HTML report):")
+        for i in probs:
+            out.append(f"  {_short(i.node, 40)}: {_short(i.problem, 400)}")
     for what, path in outputs:
         out.append(f"{what}: {one_line(path, 500)}")
     return out
+
+
+def fold_unreached(stats: dict, infos: list[NodeInfo]) -> dict[str, list]:
+    """Take the reports of nodes never gathered (``gather_status`` not ok) out of pytest's
+    terminal ``stats`` ("error", "failed"): one node is ~200 identical ERRORs, ~600 lines of
+    pytest's ERRORS section and short summary. Returns what was taken, to be put back before
+    pytest's last line counts them. A report's node is its test id's parameter (``[node]`` or
+    ``[node-gpuN]``, nodegate.reports.records)."""
+    from .records import _PARAM_RE
+    gone = {i.node for i in infos if i.gather_status != "ok"}
+    taken: dict[str, list] = {}
+    if not gone:
+        return taken
+    for key in ("error", "failed"):
+        keep, out = [], []
+        for rep in stats.get(key, []) or []:
+            m = _PARAM_RE.search(str(getattr(rep, "nodeid", "")))
+            (out if m and m.group("node") in gone else keep).append(rep)
+        if out:
+            stats[key] = keep
+            taken[key] = out
+    return taken
 
 
 def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) -> list[str]:
@@ -77,3 +107,52 @@ def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) ->
     if len(shared_gpus) > 20:
         out.append(f"... {len(shared_gpus) - 20} more GPU serials/UUIDs reported by more than one node")
     return out
+
+
+def stale_line(removed) -> str:
+    """``nodegate: removed 2 file(s) an earlier run left in the reports: bundles/gpu001.tar.gz, ...``
+    (nodegate.reports.stale)."""
+    from pathlib import Path
+    names = [f"{Path(p).parent.name}/{Path(p).name}" for p in removed]
+    shown_ = ", ".join(one_line(n, 200) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"nodegate: removed {len(names)} file(s) an earlier run left in the reports (not of this run): {shown_}"
+
+
+def help_first(parser, refused: list[str]) -> None:
+    """Reorder pytest's ``--help``: nodegate's option groups (titles starting "nodegate") right
+    after the positional arguments, pytest's own and other plugins' after them; each of
+    ``refused`` (testinfra's host and connection options, which a nodegate run stops on) gets
+    "[refused by nodegate]" in front of its help. Works on the argparse parser pytest builds
+    (``Parser.optparser``, pytest 9; pytest 8 builds it later and keeps its own order): anything
+    else leaves the help as it is."""
+    ap = getattr(parser, "optparser", None)
+    groups = getattr(ap, "_action_groups", None)
+    if not isinstance(groups, list):
+        return
+    ours = [g for g in groups if str(getattr(g, "title", "") or "").lower().startswith("nodegate")]
+    rest = [g for g in groups if g not in ours]
+    lead = [g for g in rest if getattr(g, "title", "") in ("positional arguments", "positionals")]
+    groups[:] = lead + ours + [g for g in rest if g not in lead]
+    for act in getattr(ap, "_actions", []):
+        if set(getattr(act, "option_strings", ())) & set(refused) and act.help and "[refused" not in act.help:
+            act.help = "[refused by nodegate: hosts and connections come from --inventory] " + act.help
+
+
+#: the loaded NVIDIA kernel module writes its version here (the driver's own procfs entry)
+NVIDIA_PROC = "/proc/driver/nvidia/version"
+
+
+def local_mode_line(option, proc: str = NVIDIA_PROC) -> str:
+    """"" unless the run checks this machine (no --inventory, no --replay, --target unset or
+    local://) and it has no NVIDIA driver loaded (``/proc/driver/nvidia/version`` absent): then
+    the line saying so, printed first (issue 32)."""
+    import os
+    if getattr(option, "inventory", None) or getattr(option, "replay", None):
+        return ""
+    target = getattr(option, "target", None) or "local://"
+    if not str(target).startswith("local"):
+        return ""
+    if os.path.exists(proc):
+        return ""
+    return (f"nodegate: local mode (no --inventory): this machine has no NVIDIA driver loaded ({proc} is absent), "
+            "so its checks fail or cannot be evaluated; to check GPU nodes give --inventory FILE (or --replay DIR)")

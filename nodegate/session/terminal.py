@@ -16,6 +16,42 @@ def terminal_writer(config):
     return tr._tw if tr is not None else None
 
 
+def is_tty(tw) -> bool:
+    """Whether pytest's terminal writer writes to a terminal (markup on, or its file is a tty)."""
+    if tw is None:
+        return False
+    f = getattr(tw, "_file", None)
+    try:
+        return bool(getattr(tw, "hasmarkup", False)) or bool(f is not None and f.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_line(tw, every_s: float = 10.0):
+    """A ``write(text, final=False)`` for a progress line: on a terminal the line is rewritten in
+    place (``\r``); to a file or pipe (a CI log) it is a whole line, written when the text's
+    figures other than the elapsed time change and at most every ``every_s`` seconds, and at
+    the end (``final``): no ``\r`` in a log (issue 32)."""
+    import re
+    import time as _time
+    tty = is_tty(tw)
+    state = {"key": None, "t": 0.0}
+
+    def write(text: str, final: bool = False) -> None:
+        if tw is None:
+            return
+        if tty:
+            tw.write("\r" + text, flush=True)
+            return
+        key = re.sub(r"[\d.]+s\b", "", text)
+        now = _time.monotonic()
+        if final or (key != state["key"] and now - state["t"] >= every_s) or state["key"] is None:
+            state["key"], state["t"] = key, now
+            tw.line(text.rstrip())
+    write.tty = tty
+    return write
+
+
 def group_by_node(config) -> None:
     """In pytest's default and -q output, one progress line per node (``node07 ....F... [ 12%]``)
     instead of a new line whenever the test file changes (items run node by node, so the file

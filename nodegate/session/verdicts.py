@@ -14,7 +14,7 @@ import pytest
 
 from .. import checks as ng_checks
 from ..bundle import REFUSED
-from ..outcomes import Outcome, Result
+from ..outcomes import Outcome, Result, asserted
 from ..run import RUN_KEY, FleetRun
 from ..reports.remedy import error_remediation
 from ..textsafe import shown
@@ -226,7 +226,7 @@ def evaluate(item, p: VerdictParam) -> None:
     if res.outcome in (Outcome.PASS, Outcome.SKIP):
         props[PROP_KEYS.index("remediation")] = ("remediation", "")
     item.user_properties.extend(props)
-    p.result = res
+    p.result = asserted(res, remediation)
     if res.outcome is Outcome.ERROR:
         pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)   # printable()
     if res.outcome is Outcome.SKIP:

@@ -138,7 +138,7 @@ def test_008_tesla_t4_busy_width_x8_fails():
     assert run("NG-ECC-002", f).outcome is Outcome.PASS
     r = run("NG-MEM-002", f)
     assert r.outcome is Outcome.PASS
-    assert r.observed == "sbe 0, dbe 0, pending No"
+    assert r.observed == "sbe 0, dbe 0, total 0, pending No"
 
 
 @covers("NG-PCIE-001", "NG-PCIE-002", "NG-CLK-001")
@@ -448,7 +448,7 @@ def test_040_v100_pcie_470_throttle_naming_retired_page_sbe_passes():
     assert "aggregate correctable 3" in r.observed
     r = run("NG-MEM-002", f)
     assert r.outcome is Outcome.PASS
-    assert r.observed == "sbe 1, dbe 0, pending No"
+    assert r.observed == "sbe 1, dbe 0, total 1, pending No"
     assert run("NG-PCIE-002", f).outcome is Outcome.PASS
     assert run("NG-CLK-001", f).outcome is Outcome.PASS
 

@@ -254,7 +254,7 @@ def test_row_remapping_not_applicable_on_volta_skips():
 def test_retired_pages_below_limits_passes():
     r = run("NG-MEM-002", healthy(gpus=[gpu(**V100, retired_pages=RetiredPages(1, 0, False))]))
     assert r.outcome is Outcome.PASS
-    assert r.observed == "sbe 1, dbe 0, pending No"
+    assert r.observed == "sbe 1, dbe 0, total 1, pending No"
 
 
 @covers("NG-MEM-002")

@@ -206,7 +206,7 @@ def test_listed_gpu_without_its_pci_function_fails():
     r = run("NG-INV-001", _two(pci_links=pci_gpus(TWO[:1])))
     assert r.outcome is Outcome.FAIL
     assert r.message == ("2 GPU(s), but the node's GPU lists disagree: listed but without an NVIDIA PCI function "
-                         "in sysfs: 0000:3b:00.0 Remediation: " + r.message.split("Remediation: ", 1)[1])
+                         "in sysfs: 0000:3b:00.0")
 
 
 @covers("NG-INV-001")

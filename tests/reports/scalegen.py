@@ -42,7 +42,7 @@ def node_records(node: str, *, gpus: int = 8, fail: set[str] = frozenset(), erro
                     "initialize NVML: Driver/library version mismatch", "obtain evidence"
                 r.remediation = "nvidia-smi cannot talk to the loaded driver"
             elif c.id in fail and (g is None or g == 3):
-                r.outcome, r.message, r.observed, r.action = "fail", f"{c.id} failed", "bad", "reseat/replace riser"
+                r.outcome, r.message, r.observed, r.action = "fail", f"{c.id} failed", "bad", "reseat"
                 r.remediation = c.remediation
             elif c.id == skip_check and g is not None:
                 r.outcome, r.message = "skip", "memory.repair=auto: retired pages do not apply"

@@ -69,10 +69,24 @@ def test_observed_state_names_the_action(observed, message, expected):
 
 
 @pytest.mark.parametrize("check_id, expected", [("NG-IB-001", "fix configuration"), ("NG-PCIE-001", "fix configuration"),
-                                               ("NG-PCIE-002", "reseat/replace riser")])
+                                               ("NG-PCIE-002", "reseat"), ("NG-CFG-001", "update firmware"),
+                                               ("NG-IB-003", "update firmware"), ("NG-NVSW-001", "reseat"),
+                                               ("NG-FAB-001", "fix configuration"),
+                                               ("NG-INV-003", "fix configuration")])
 def test_site_work_is_not_sent_to_the_vendor(check_id, expected):
-    """An IB cable/switch port or a GPU in the wrong slot is the site's work (actions.csv); a
-    link trained below what its slot can do is the riser (the vendor's rma.csv)."""
+    """An IB cable/switch port or a GPU in the wrong slot is the site's work (actions.csv); so is a
+    reseat of the GPU, riser or NVSwitch tray, done before any RMA, and flashing a VBIOS (issue 32:
+    the VBIOS mismatch said "reset" where the fix is the flash)."""
     from nodegate.checks import load_all
+    from nodegate.reports.actions import VENDOR_ACTIONS
     c = next(c for c in load_all().values() if c.id == check_id)
-    assert action_for(c.remediation, explicit=c.action) == expected
+    got = action_for(c.remediation, explicit=c.action)
+    assert got == expected
+    assert got not in VENDOR_ACTIONS
+
+
+def test_earlier_label_is_read_as_today():
+    """results.jsonl written before issue 32 says "reseat/replace riser"."""
+    assert action_for("", explicit="reseat/replace riser") == RESEAT
+    assert strongest(["reseat/replace riser", RESET]) == RESEAT
+    assert strongest(["something else", FIX_CONFIG]) == FIX_CONFIG

@@ -94,7 +94,7 @@ def test_first_screen_at_4096_nodes(report4096, tmp_path):
     assert f'data-cells="{want}"' in ok
     # findings: one row per root cause, its remediation once
     assert dom.count("nvidia-smi cannot talk to the loaded driver") == 1
-    assert re.search(r"<b>NG-PCIE-002</b>[^<]*: FAIL</td><td>major</td><td>reseat/replace riser</td><td>64: ", dom)
+    assert re.search(r"<b>NG-PCIE-002</b>[^<]*: FAIL</td><td>major</td><td>reseat</td><td>64: ", dom)
     node_dom = chromium(tmp_path, (d / rows[0][2]).as_uri(), "--dump-dom")
     assert '<b class="st st-bad" id="ng-status">need action</b>' in node_dom
     shot = tmp_path / "report4096.png"

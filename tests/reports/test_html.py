@@ -28,7 +28,7 @@ def _recs(node):
 def test_node_findings_one_per_root_cause_worst_first():
     got = findings.node_findings("n1", _recs("n1"))
     assert [(f.outcome, f.key, f.action, f.gpus, len(f.items)) for f in got] == [
-        ("fail", "NG-PCIE-002", "reseat/replace riser", ["gpu3"], 1),
+        ("fail", "NG-PCIE-002", "reseat", ["gpu3"], 1),
         ("error", "nvidia-smi failed (driver_library_mismatch): Failed to initialize NVML", "obtain evidence",
          ["gpu1", "gpu2"], 2)]
     assert got[1].remediation.startswith("nvidia-smi cannot talk to the loaded driver")

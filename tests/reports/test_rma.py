@@ -1,5 +1,6 @@
-"""rma.py: vendor rows (RMA, reseat/replace) apart from the site's work (actions.csv), one row per
-GPU (bus id) and one per node, DMI identity, Xids, archive and run time, CSV injection quoted."""
+"""rma.py: vendor rows (RMA) apart from the site's work (actions.csv), one row per part (a GPU by its
+bus id) and, for the site, per GPU and one per node, DMI identity, Xids, archive and run time, CSV
+injection quoted."""
 
 import csv
 import json
@@ -23,7 +24,7 @@ def test_healthy_run_writes_headers_and_no_rows(tmp_path):
                       generated_at="2026-01-01T00:00:00Z")
     assert paths["rma.csv"].read_text() == rma.csv_header()
     assert paths["actions.csv"].read_text() == rma.csv_header()
-    assert json.loads(paths["rma.json"].read_text()) == {"format": "nodegate-rma/2",
+    assert json.loads(paths["rma.json"].read_text()) == {"format": "nodegate-rma/3",
                                                          "generated_at": "2026-01-01T00:00:00Z",
                                                          "inventory": "inv.yml", "rows": [],
                                                          "not_evaluated": []}
@@ -39,7 +40,8 @@ def test_rows_per_gpu_vendor_and_site_apart(tmp_path):
     rows = rma.node_rows(INFO, recs, archive="bundles/n1.tar.gz", started="2026-01-01T00:00:00Z")
     assert [(r["gpu_index"], r["failed_checks"], r["severity"], r["action"], rma.is_vendor(r)) for r in rows] == [
         (None, ["NG-N"], "minor", "fix configuration", False),
-        (1, ["NG-A", "NG-B"], "critical", "RMA", True),
+        (1, ["NG-A"], "critical", "RMA", True),
+        (1, ["NG-B"], "major", "reboot", False),
         (0, ["NG-E"], "major", "obtain evidence", False)]
     gpu = rows[1]
     assert (gpu["system_vendor"], gpu["system_model"], gpu["system_serial"], gpu["pci_bus_id"], gpu["gpu_serial"],
@@ -47,19 +49,21 @@ def test_rows_per_gpu_vendor_and_site_apart(tmp_path):
             gpu["run_started_at"]) == (
         "Supermicro", "SYS-821GE-TNHR", "unreadable without root (re-run with --sudo)", "0000:13:00.0", "SER1",
         "GPU-1", "692-2G520-0200-000", "96.00.99.00.01", [48, 79], "bundles/n1.tar.gz", "2026-01-01T00:00:00Z")
-    assert (gpu["observed"], gpu["expected"]) == ("NG-A: bad; NG-B: bad", "NG-A: good; NG-B: good")
+    assert (gpu["observed"], gpu["expected"]) == ("NG-A: bad", "NG-A: good")
+    assert (gpu["part"], gpu["part_location"], gpu["part_serial"], gpu["if_it_persists"]) == (
+        "GPU", "0000:13:00.0", "SER1", "")
     assert rows[0]["pci_bus_id"] == "" and rows[0]["driver_version"] == "580.159.04"
-    err = rows[2]
+    err = rows[3]
     assert err["observed"] == "could not evaluate: tool missing (nvidia-smi)"
     assert err["remediation"].startswith("Install the missing tool on the node")
     w = rma.RmaWriter(tmp_path)
     w.add(rows)
     paths = w.finish()
-    assert [r["failed_checks"] for r in csv.DictReader(paths["rma.csv"].open())] == ["NG-A;NG-B"]
-    assert [r["failed_checks"] for r in csv.DictReader(paths["actions.csv"].open())] == ["NG-N", "NG-E"]
+    assert [r["failed_checks"] for r in csv.DictReader(paths["rma.csv"].open())] == ["NG-A"]
+    assert [r["failed_checks"] for r in csv.DictReader(paths["actions.csv"].open())] == ["NG-N", "NG-B", "NG-E"]
     doc = json.loads(paths["rma.json"].read_text())
     assert [(r["gpu_index"], r["xids"], [c["check_id"] for c in r["checks"]]) for r in doc["rows"]] == [
-        (1, [48, 79], ["NG-A", "NG-B"])]
+        (1, [48, 79], ["NG-A"])]
 
 
 def test_gpus_sorted_numerically():

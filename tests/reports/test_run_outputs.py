@@ -69,9 +69,9 @@ def test_results_jsonl_one_line_per_item(fleet_run):
     assert got == {
         ("a1", "SYN-DRV-001", None): ("pass", ""), ("a1", "SYN-GPU-001", 0): ("pass", ""),
         ("a1", "SYN-GPU-001", 1): ("pass", ""), ("b2", "SYN-DRV-001", None): ("fail", "reboot"),
-        ("b2", "SYN-GPU-001", 0): ("pass", ""), ("b2", "SYN-GPU-001", 1): ("fail", "reseat/replace riser"),
+        ("b2", "SYN-GPU-001", 0): ("pass", ""), ("b2", "SYN-GPU-001", 1): ("fail", "reseat"),
         (HOSTILE_NODE, "SYN-DRV-001", None): ("pass", ""),
-        (HOSTILE_NODE, "SYN-GPU-001", 0): ("fail", "reseat/replace riser"),
+        (HOSTILE_NODE, "SYN-GPU-001", 0): ("fail", "reseat"),
         (HOSTILE_NODE, "SYN-GPU-001", 1): ("error", "obtain evidence"),
         ("down", "SYN-DRV-001", None): ("error", "obtain evidence"),
         ("down", "SYN-GPU-001", 0): ("error", "obtain evidence")}
@@ -124,28 +124,30 @@ def test_junit_hostile_values_are_text(fleet_run):
 
 
 def test_rma_has_vendor_rows_and_actions_the_site_work(fleet_run):
-    rows = list(csv.DictReader((fleet_run.out / "rma.csv").open()))
-    assert [(r["node"], r["gpu_index"], r["pci_bus_id"], r["gpu_serial"], r["failed_checks"], r["severity"],
-             r["action"]) for r in rows] == [
-        ("b2", "1", "0000:19:00.0", "1652420000001", "SYN-GPU-001", "critical", "reseat/replace riser"),
-        (HOSTILE_NODE, "0", "0000:18:00.0", IMG_SERIAL, "SYN-GPU-001", "critical", "reseat/replace riser")]
-    r = rows[0]
-    assert (r["gpu_uuid"], r["board_part_number"], r["vbios_version"], r["driver_version"], r["observed"],
-            r["expected"], r["xids"], r["evidence_archive"]) == (
-        "GPU-00000001-aaaa", "692-2G520-0200-000", "96.00.99.00.01", "570.124.06",
-        "SYN-GPU-001: xid79 on NVIDIA H200", "SYN-GPU-001: healthy", "", "bundles/b2.tar.gz")
-    assert r["run_started_at"] and r["system_serial"].startswith("unknown: ")   # no dmi.id in these bundles
-    assert rows[1]["vbios_version"] == "96.00\\x1b[31mred\\x1b[0m\\x07bell\\x00nul\\x0bvt"
+    """A reseat is the site's work, done before any RMA (issue 32): its row is in actions.csv with the
+    GPU it is about and the RMA to open if the fault persists; rma.csv has no row."""
+    assert list(csv.DictReader((fleet_run.out / "rma.csv").open())) == []
     doc = json.loads((fleet_run.out / "rma.json").read_text())
-    assert doc["format"] == "nodegate-rma/2"
-    assert [(d["node"], d["gpu_index"], d["action"]) for d in doc["rows"]] == [
-        ("b2", 1, "reseat/replace riser"), (HOSTILE_NODE, 0, "reseat/replace riser")]
+    assert doc["format"] == "nodegate-rma/3" and doc["rows"] == []
     acts = list(csv.DictReader((fleet_run.out / "actions.csv").open()))
     assert [(a["node"], a["gpu_index"], a["failed_checks"], a["action"]) for a in acts] == [
-        ("b2", "", "SYN-DRV-001", "reboot"), ("down", "", "SYN-DRV-001", "obtain evidence"),
-        ("down", "0", "SYN-GPU-001", "obtain evidence"), (HOSTILE_NODE, "1", "SYN-GPU-001", "obtain evidence")]
-    assert acts[1]["observed"] == "could not evaluate: node not gathered: unreachable: connect timeout after 10s"
-    assert acts[1]["remediation"].startswith("Make the node reachable over SSH")
+        ("b2", "", "SYN-DRV-001", "reboot"), ("b2", "1", "SYN-GPU-001", "reseat"),
+        ("down", "", "SYN-DRV-001", "obtain evidence"), ("down", "0", "SYN-GPU-001", "obtain evidence"),
+        (HOSTILE_NODE, "0", "SYN-GPU-001", "reseat"), (HOSTILE_NODE, "1", "SYN-GPU-001", "obtain evidence")]
+    r = acts[1]
+    assert (r["part"], r["part_location"], r["part_serial"], r["pci_bus_id"], r["gpu_serial"], r["gpu_uuid"],
+            r["board_part_number"], r["vbios_version"], r["driver_version"], r["observed"], r["expected"], r["xids"],
+            r["evidence_archive"]) == (
+        "GPU", "0000:19:00.0", "1652420000001", "0000:19:00.0", "1652420000001", "GPU-00000001-aaaa",
+        "692-2G520-0200-000", "96.00.99.00.01", "570.124.06", "SYN-GPU-001: xid79 on NVIDIA H200",
+        "SYN-GPU-001: healthy", "", "bundles/b2.tar.gz")
+    assert r["if_it_persists"] == ("re-run nodegate on the node; still failing: RMA the GPU (0000:19:00.0, "
+                                   "serial 1652420000001)")
+    assert r["run_started_at"] and r["system_serial"].startswith("unknown: ")   # no dmi.id in these bundles
+    assert acts[4]["vbios_version"] == "96.00\\x1b[31mred\\x1b[0m\\x07bell\\x00nul\\x0bvt"
+    acts = [a for a in acts if a["action"] == "obtain evidence"]
+    assert acts[0]["observed"] == "could not evaluate: node not gathered: unreachable: connect timeout after 10s"
+    assert acts[0]["remediation"].startswith("Make the node reachable over SSH")
 
 
 def test_archives_for_nodes_with_problems(fleet_run):
