@@ -13,7 +13,6 @@ before it streamed: tests/baseline/test_gate.py holds the same verdicts on the s
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -96,13 +95,6 @@ def _pages(reports: Path) -> dict[str, str]:
     return {n: _WHEN.sub("", (reports / n).read_text()) for n in names}
 
 
-#: issue 30 item 1 (a shard's selection unrecorded after an earlier shard's FAIL: its nodes "not
-#: evaluated") is fixed with nodegate.session.shardplan; before it the sharded outputs differ
-_SHARD_SELECTION_FIXED = importlib.util.find_spec("nodegate.session.shardplan") is not None
-
-
-@pytest.mark.xfail(not _SHARD_SELECTION_FIXED, strict=True,
-                   reason="issue 30 item 1: later shards' nodes reported not evaluated (fixed on wt/verdict)")
 def test_sharded_and_unsharded_baseline_runs_agree(runs):
     ref_r, ref = runs["0"]
     assert ref_r.returncode == 1, ref_r.stdout[-3000:] + ref_r.stderr[-2000:]
