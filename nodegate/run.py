@@ -378,15 +378,8 @@ class FleetRun:
         --collect-only). Empty until collection has selected the items; inventory order."""
         if self.selected is None:
             return {}
-        out = {}
-        for n in self.targets or self.all_nodes:
-            want, ran = self.items_selected.get(n, 0), self.items_ran.get(n, 0)
-            if want == 0:
-                out[n] = "NOT EVALUATED: no selected item (deselected by -k/-m/--lf/--deselect)"
-            elif ran < want:
-                out[n] = (f"NOT EVALUATED: {want - ran} of {want} selected items did not run "
-                          "(-x/--maxfail, interrupted, or --collect-only)")
-        return out
+        from .reports.status import selection_reasons   # the one module deciding verdicts
+        return selection_reasons(self.targets or self.all_nodes, self.items_selected, self.items_ran)
 
     def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by

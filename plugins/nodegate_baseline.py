@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from nodegate.baseline import render
-from nodegate.baseline.exitcodes import EXIT_SPEC_ERROR, final_exit_status
+from nodegate.baseline.exitcodes import EXIT_REGRESSIONS_ONLY, EXIT_SPEC_ERROR, final_exit_status
 from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
+from nodegate.errors import SpecError
 from nodegate.outcomes import Outcome
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
@@ -57,6 +58,19 @@ def pytest_configure(config):
             pytest.exit(f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)",
                         returncode=EXIT_SPEC_ERROR)
     config.pluginmanager.register(BaselineSession(config), _PLUGIN_NAME)
+    if d and not hasattr(config, "workerinput") and _active(config):
+        # read now, before any node is contacted: an unusable baseline is exit 2 with no
+        # evidence gathered and no report written (README "Exit codes", issue 30)
+        try:
+            keep, inventory = _scope(config)
+            config.stash[BASELINE_KEY] = BaselineRun.load(d, keep=keep, inventory=inventory)
+        except (BaselineError, SpecError) as e:
+            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+
+
+def _active(config) -> bool:
+    from nodegate.session.state import ACTIVE_KEY
+    return bool(config.stash.get(ACTIVE_KEY, False))
 
 
 def pytest_unconfigure(config):
@@ -109,7 +123,8 @@ class BaselineSession:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
         o = self.config.option
-        if not getattr(o, "baseline", None) or self.fleet(self.config) is None:
+        if not getattr(o, "baseline", None) or self.fleet(self.config) is None \
+                or self.config.stash.get(BASELINE_KEY, None) is not None:
             return
         try:
             keep, inventory = _scope(self.config)
@@ -196,6 +211,9 @@ class BaselineSession:
             except OSError as e:
                 self.summary["not_written"] = str(e)
         session.exitstatus = final_exit_status(session.exitstatus, self.regression_failures, self.other_failures)
+        if session.exitstatus == EXIT_REGRESSIONS_ONLY:
+            from nodegate.session.exitcodes import REGRESSIONS_ONLY_KEY
+            self.config.stash[REGRESSIONS_ONLY_KEY] = True   # 3 is not pytest's INTERNAL_ERROR here
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
         if _is_worker(config) or self.summary is None:

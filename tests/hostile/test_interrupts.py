@@ -173,7 +173,7 @@ def sigint(fleet):
     return _interrupted_run(fleet, signal.SIGINT, "int")
 
 
-CASES = [("sigterm", 143, "SIGTERM"), ("sighup", 129, "SIGHUP"), ("sigint", 2, "Ctrl-C")]
+CASES = [("sigterm", 143, "SIGTERM"), ("sighup", 129, "SIGHUP"), ("sigint", 130, "Ctrl-C")]   # README "Exit codes"
 
 
 @pytest.mark.parametrize("case,rc,reason", CASES)
