@@ -120,6 +120,24 @@ Beside the probe's items, a bundle holds what the site's own tests asked of the 
 A command a site test runs on `--replay` is answered from `site.commands` (the k-th run of a command gets
 its k-th recording); one that is not there is ERROR "not recorded in the bundle: <command>".
 
+## Performance (`--perf`, docs/perf.md)
+
+| key | what it is |
+|---|---|
+| `perf.run` | JSON: tests asked for, status (`ok`, `interrupted`, `timeout`, `incomplete`, or the connection error), start/end, per-key timing (the tool's own run time from the node's uptime at its start and exit), heartbeats, events (`tool-start`, `stop` at a deadline, `tool-exit` with rc) |
+| `perf.tools` | GPU count, the sampled nvidia-smi fields, the command prefix, where each tool was found |
+| `perf.nvbandwidth` | nvbandwidth's output exactly as printed (text or `-j` JSON); rc its exit status, 127 = not found |
+| `perf.nccl` | all_reduce_perf's output |
+| `perf.dcgmi` | `dcgmi diag -r <level> -j` output |
+| `perf.gpu_burn` | gpu_burn's output (`\\r`-joined progress kept byte-exact) |
+| `perf.ib_write_bw.<hca>` | the loopback pair's output for one HCA (`perf.ib_write_bw` alone: no HCA found) |
+| `perf.builtin` | the built-in measurement's JSON (docs/perf.md) |
+| `perf.command` | the site command's output (perf JSON) |
+| `perf.<tool>[.<hca>].state` | GPU state during that test: `# fields: ...`, per sample `# sample <n> uptime=<s> epoch=<s> rc=<n>` and CSV rows, then `# apps` and the compute processes on the GPUs when it started |
+
+With `--burn-in` the run before the soak is `perf.before.*`, the run after it `perf.after.*`. A bundle given a
+saved tool output (`perf.run.out` with `{"tests": ["nccl"]}` and `perf.nccl.out`) replays and is judged.
+
 ## Building a bundle by hand
 
 ```sh
