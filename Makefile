@@ -3,7 +3,10 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PYTEST_XDIST ?=
+# two xdist workers (the machine's two cores; most tests wait on subprocesses, SSH and deadlines);
+# --dist loadgroup is scheduled by tests/conftest.py: one unit per test file (or xdist_group),
+# the heaviest first. PYTEST_XDIST= runs the tests in one process.
+PYTEST_XDIST ?= -n 2 --dist loadgroup
 # the demo's own folder: a live run's evidence (reports/bundles/) is never touched by make
 DEMO := reports/demo
 
@@ -27,10 +30,11 @@ demo: $(STAMP)
 	test $$rc -le 1 && test -s $(DEMO)/report.html && test -s $(DEMO)/junit.xml && test -s $(DEMO)/rma.csv \
 	  && echo "demo: reports written to $(DEMO)/ (report.html, junit.xml, rma.csv, rma.json, bundles/)"
 
-## test: the project's own tests; -rs prints every skip reason (the SSH fleet tests need root,
-## openssh-server and busybox-static)
+## test: the project's own tests (docs/contributing.md, "The test suite"); -rs prints every skip
+## reason (the SSH fleet tests need root, openssh-server and busybox-static); --durations=25 the
+## slowest (a new slow test shows there). Any pytest exit but 0 fails, 5 (no test ran) included.
 test: $(STAMP)
-	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs
+	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs --durations=25
 
 ## bench: simulated SSH fleets of 16, 64, 256 nodes (needs root, openssh-server, busybox-static, dash);
 ## BENCH_ARGS=--scale: --replay at 256, 1,024, 4,096 nodes (needs nothing but the venv);

@@ -11,4 +11,9 @@ from setuptools import find_packages, setup
 
 MAPPED = {"nodegate.plugins": "plugins", "nodegate.suites": "suites"}
 
-setup(packages=[*find_packages(include=["nodegate", "nodegate.*"]), *MAPPED], package_dir=MAPPED)
+# nodegate/data holds no module (the package data of pyproject.toml: pytest.ini, the YAML tables),
+# so find_packages skips it; named here, setuptools does not warn on every install that
+# "Package 'nodegate.data' is absent from the `packages` configuration" (a new user's `make demo`)
+DATA = ["nodegate.data"]
+
+setup(packages=[*find_packages(include=["nodegate", "nodegate.*"]), *DATA, *MAPPED], package_dir=MAPPED)

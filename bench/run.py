@@ -21,6 +21,9 @@ For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real ss
 5. at 64 nodes: the site-checks row (bench/site.py): a site file of 10 ``host`` commands per node
    run by nodegate alone and next to its suites, and by testinfra's own ``--hosts`` run; wall time,
    SSH connections and exec channels per node (``--site-only``: this row alone).
+6. at 64 nodes (``--perf-at``): the ``--perf`` row (bench/perf_row.py): a fleet of ``perf-healthy``
+   nodes run with and without ``--perf``; the overhead beyond the tools' own run time (target
+   under 10 %) (``--perf-only``: this row alone; ``--no-perf``: without it).
 
 Prints a table and writes reports/bench.json (a list, one object per fleet size). Needs root,
 openssh-server, busybox-static and dash (tools/fleet). The benchmark reports; it does not gate.
@@ -43,7 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import floors, naive, scale, site  # noqa: E402
+from bench import floors, naive, perf_row, scale, site  # noqa: E402
 from bench.execs import sessions_per_node  # noqa: E402
 from bench.measure import proc_cpu_s, run_measured  # noqa: E402
 from tools.fleet import Fleet, sshd_available  # noqa: E402
@@ -228,7 +231,20 @@ def site_row(fleet: Fleet, work: Path, forks: int) -> dict:
                              root=ROOT, plugin_args=_plugin_args)
 
 
+def perf_size(n: int, args, base: Path) -> dict:
+    """The --perf row (bench/perf_row.py) on its own fleet of ``n`` perf-healthy nodes."""
+    work = base / f"perf{n}"
+    work.mkdir(parents=True)
+    t0 = time.monotonic()
+    with perf_row.perf_fleet(n, f"bench-perf-{os.getpid()}-{n}") as fleet:
+        print(f"[{n:>3} nodes] perf fleet up in {time.monotonic() - t0:.1f}s; with and without --perf ...",
+              flush=True)
+        return perf_row.run_perf_row(fleet, n, work, args.forks, run_nodegate)
+
+
 def bench_size(n: int, args, base: Path) -> dict:
+    if args.perf_only:
+        return {"nodes": n, **perf_size(n, args, base)}
     work = base / f"n{n}"
     work.mkdir(parents=True)
     t0 = time.monotonic()
@@ -293,6 +309,8 @@ def bench_size(n: int, args, base: Path) -> dict:
             row.update(xdist_workers=args.xdist, xdist_wall_s=xd["wall_s"], xdist_cpu_s=xd["cpu_s"],
                        xdist_exec_channels_per_node=xd["exec_channels_per_node"],
                        xdist_outcomes_equal=xd["outcomes"] == o)
+    if n == args.perf_at and not args.no_perf:
+        row.update(perf_size(n, args, base))
     return row
 
 
@@ -370,6 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
     ap.add_argument("--no-site", action="store_true", help="skip the site-checks row at --naive-at")
     ap.add_argument("--site-only", action="store_true", help="only the site-checks row, at each --sizes")
+    ap.add_argument("--perf-at", type=int, default=perf_row.PERF_AT,
+                    help="size at which the --perf row runs (bench/perf_row.py)")
+    ap.add_argument("--no-perf", action="store_true", help="skip the --perf row")
+    ap.add_argument("--perf-only", action="store_true", help="only the --perf row, at each --sizes")
     ap.add_argument("--out", default=None, help="JSON written (default reports/bench.json, with --scale "
                                                 "reports/bench-scale.json)")
     ap.add_argument("--scale", nargs="?", const=",".join(str(n) for n in scale.SIZES), default=None,
@@ -415,16 +437,18 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print()
-    if not args.site_only:
+    if not args.site_only and not args.perf_only:
         print(table(rows))
     for r in rows:
         extra = {k: r[k] for k in ("phases", "html_load_s", "html_rows_rendered", "html_load", "speedup_vs_naive",
                                    "gather_first_wall_s", "gather_first_outcomes_equal",
                                    "xdist_wall_s", "xdist_exec_channels_per_node", "xdist_outcomes_equal") if k in r}
-        if not args.site_only:
+        if not args.site_only and not args.perf_only:
             print(f"{r['nodes']:>4}: {extra}")
         if "site_wall_s" in r:
             print(site_table(r))
+        if "perf_wall_s" in r:
+            print(perf_row.perf_table(r))
     print(f"\nwrote {out} in {time.monotonic() - t0:.0f}s total "
           f"({info['nproc']} CPUs, {info['cpu_model']}, load {info['loadavg_at_start'][0]:.1f} at start)")
     return 0

@@ -27,9 +27,10 @@ Arguments pytest would read otherwise than the operator means:
 - ``suites`` (and ``suites/...``) names the installed suites when the current directory has no
   ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a site's own.
 
-Exit codes: pytest's, as documented in README.md (0 pass, 1 findings, 2 usage/inventory/spec
-error or nothing selected, 3 regressions only); pytest's own usage error (4: an unknown option,
-a bad option value) is 2 here, as README's table says.
+Exit codes: README.md's table (nodegate.session.exitcodes: 0 pass, 1 findings, 2 usage/
+inventory/spec error or nothing selected, 3 regressions only, 4 internal error, 130/129/143
+interrupted); pytest's own usage error (4: an unknown option, a bad option value) and "no tests
+collected" (5) are 2 here.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import os
 import sys
 from pathlib import Path
 
-#: the package whose ``pytest_plugins`` lists nodegate's five plugins (plugins/__init__.py)
+#: the package whose ``pytest_plugins`` lists nodegate's six plugins (plugins/__init__.py)
 PLUGINS = "nodegate.plugins"
 #: set for the pytest run of this command: the plugin names the program "nodegate" in usage lines
 #: and makes ``--target`` default to local:// (nodegate.plugins.nodegate_plugin)
@@ -125,7 +126,12 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.pop(ENV_FLAG, None)
         else:
             os.environ[ENV_FLAG] = before
-    return 2 if rc == int(pytest.ExitCode.USAGE_ERROR) else rc
+    # pytest's usage error (4: an unknown option, before nodegate's plugin is active) and "no
+    # tests collected" (5) are nodegate's usage error; an active run already returns README's
+    # codes (nodegate.session.exitcodes)
+    if rc == int(pytest.ExitCode.NO_TESTS_COLLECTED):
+        sys.stderr.write("nodegate: no test collected in the paths given; no node was contacted (exit 2)\n")
+    return 2 if rc in (int(pytest.ExitCode.USAGE_ERROR), int(pytest.ExitCode.NO_TESTS_COLLECTED)) else rc
 
 
 if __name__ == "__main__":

@@ -393,6 +393,56 @@ class Inventory:
         return plain(v) if isinstance(v, dict) else {"__invalid__": plain(v)}
 
 
+    def spec_origins(self, name: str, dotted: str) -> list[str]:
+        """Where host ``name``'s ``nodegate`` variable sets the key ``dotted`` (``gpu.count``,
+        ``gpu.bus_ids[0]``: a spec error's key without ``nodegate.``), in Ansible's order (the last
+        one is the value the merge kept): ``group_vars/``/``host_vars/`` files beside each source,
+        found as ansible-core's ``host_group_vars`` plugin finds them (``DataLoader.find_vars_files``),
+        and the inline vars of a group or host (named by the inventory sources). Raw values, not
+        templated: this only names files for a message; the spec itself is ``Host.spec_raw``."""
+        path = [int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", dotted)]
+        if not path:
+            return []
+        a = ansible()
+        ah = self._im.get_host(name)
+        if ah is None:
+            return []
+        entities = [("group", g) for g in a["sort_groups"](ah.get_groups())] + [("host", ah)]
+        bases = []
+        for src in self.sources:
+            if "," in src:
+                continue
+            p = Path(src).expanduser().resolve()
+            bases.append(p if p.is_dir() else p.parent)
+        out: list[str] = []
+        for kind, e in entities:
+            if _sets(e.vars.get(SPEC_VAR), path):
+                out.append(f"{self.source} ({kind} {e.name}'s vars)")
+            for base in bases:
+                sub = base / ("group_vars" if kind == "group" else "host_vars")
+                try:
+                    files = self._loader.find_vars_files(str(sub), e.name) if sub.is_dir() else []
+                    for f in files:
+                        data = self._loader.load_from_file(str(f), unsafe=True)
+                        if isinstance(data, dict) and _sets(data.get(SPEC_VAR), path):
+                            out.append(str(f))
+                except a["AnsibleError"]:
+                    continue
+        return out
+
+
+def _sets(value, path: list) -> bool:
+    """Whether the nested mapping/list ``value`` holds the key path ``path``."""
+    for part in path:
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+            value = value[part]
+        else:
+            return False
+    return True
+
+
 def load_inventory(source: str | Path | list | tuple) -> Inventory:
     """Parse inventory sources with ansible-core (each a file, a directory, or ``h1,h2,``; several
     are merged in order as ``ansible -i A -i B`` merges them). Raises SpecError with Ansible's

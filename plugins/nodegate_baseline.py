@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from nodegate.baseline import render
-from nodegate.baseline.exitcodes import EXIT_SPEC_ERROR, final_exit_status
+from nodegate.baseline.exitcodes import EXIT_REGRESSIONS_ONLY, EXIT_SPEC_ERROR, final_exit_status
 from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
+from nodegate.errors import SpecError
 from nodegate.outcomes import Outcome
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
@@ -57,6 +58,19 @@ def pytest_configure(config):
             pytest.exit(f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)",
                         returncode=EXIT_SPEC_ERROR)
     config.pluginmanager.register(BaselineSession(config), _PLUGIN_NAME)
+    if d and not hasattr(config, "workerinput") and _active(config):
+        # read now, before any node is contacted: an unusable baseline is exit 2 with no
+        # evidence gathered and no report written (README "Exit codes", issue 30)
+        try:
+            keep, inventory = _scope(config)
+            config.stash[BASELINE_KEY] = BaselineRun.load(d, keep=keep, inventory=inventory)
+        except (BaselineError, SpecError) as e:
+            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+
+
+def _active(config) -> bool:
+    from nodegate.session.state import ACTIVE_KEY
+    return bool(config.stash.get(ACTIVE_KEY, False))
 
 
 def pytest_unconfigure(config):
@@ -109,7 +123,8 @@ class BaselineSession:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
         o = self.config.option
-        if not getattr(o, "baseline", None) or self.fleet(self.config) is None:
+        if not getattr(o, "baseline", None) or self.fleet(self.config) is None \
+                or self.config.stash.get(BASELINE_KEY, None) is not None:
             return
         try:
             keep, inventory = _scope(self.config)
@@ -133,7 +148,7 @@ class BaselineSession:
         br, fleet = self.run(), self.fleet(metafunc.config)
         params, ids = [], []
         if br is not None and fleet is not None:
-            for node, label in br.items(kind, fleet):
+            for node, label in br.items(kind, fleet, _standin_slots(metafunc.config, fleet)):
                 params.append((kind, node, label))
                 ids.append(f"{node}-{label}" if label else node)
         metafunc.parametrize(_FIXTURE, params, ids=ids, indirect=True)
@@ -147,9 +162,15 @@ class BaselineSession:
             config.hook.pytest_deselected(items=mine)
             items[:] = keep
             return
+        # a kind none of these nodes has (a shard of new nodes only: nodegate.session.shards)
+        # makes no item, not pytest's "got empty parameter set" skip: the items of a sharded run
+        # are those of the unsharded one
+        empty = {id(i) for i in mine if not isinstance(_param(i), tuple)}
+        if empty:
+            items[:] = [i for i in items if id(i) not in empty]
         for item in mine:
             cs = getattr(item, "callspec", None)
-            if cs is not None and _FIXTURE in cs.params:
+            if id(item) not in empty and cs is not None and _FIXTURE in cs.params:
                 item.add_marker(pytest.mark.nodegate_regression)
                 item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
 
@@ -196,6 +217,9 @@ class BaselineSession:
             except OSError as e:
                 self.summary["not_written"] = str(e)
         session.exitstatus = final_exit_status(session.exitstatus, self.regression_failures, self.other_failures)
+        if session.exitstatus == EXIT_REGRESSIONS_ONLY:
+            from nodegate.session.exitcodes import REGRESSIONS_ONLY_KEY
+            self.config.stash[REGRESSIONS_ONLY_KEY] = True   # 3 is not pytest's INTERNAL_ERROR here
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config):  # noqa: ARG002
         if _is_worker(config) or self.summary is None:
@@ -210,6 +234,23 @@ class BaselineSession:
         terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
         if self.regression_failures and not self.other_failures:
             terminalreporter.write_line("only regression items failed: exit code 3")
+
+
+def _standin_slots(config, fleet):
+    """While the run's selection is learned before gathering (preselect's child) or on a live
+    --collect-only, nothing is gathered to compare: a node's stand-in GPU items, as the suite's
+    (nodegate.session.items.parametrize): gpu.count or PRESELECT_GPU_SLOTS. Else None."""
+    from nodegate.session.items import PRESELECT_GPU_SLOTS
+    from nodegate.session.state import PRESELECT_KEY, spec_get
+    if not (config.stash.get(PRESELECT_KEY, False)
+            or (config.option.collectonly and getattr(fleet, "mode", "") in ("ssh", "local"))):
+        return None
+    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or PRESELECT_GPU_SLOTS)
+
+
+def _param(item):
+    cs = getattr(item, "callspec", None)
+    return cs.params.get(_FIXTURE) if cs is not None else None
 
 
 def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
@@ -244,6 +285,9 @@ def regression(request):
     fleet = config.stash[RUN_KEY]
     res = br.verdict(kind, node, label, fleet)
     title, severity, remediation = KIND_INFO[kind]
+    if node not in fleet.bundles and hasattr(fleet, "has") and fleet.has(node):
+        # a streaming run (docs/performance.md): the node read now, released with its items
+        fleet.bundle_for(node)
     b = fleet.bundles.get(node)
     info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
             "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),

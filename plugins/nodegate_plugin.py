@@ -17,8 +17,8 @@ import pytest
 from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, currenttest, finish, gcsched, markers, outputs, release, scheduling, selection,
-                              shards, signals, specfile, start, terminal, verdicts)
+from nodegate.session import (cliopts, currenttest, exitcodes, finish, gcsched, markers, outputs, release, scheduling, selection,
+                              shardplan, shards, signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
@@ -46,8 +46,9 @@ def pytest_addoption(parser):
                      "(the nodegate command also takes -i)")
     g.addoption("--limit", help="limit to hosts/groups (an Ansible --limit pattern, @file included)")
     g.addoption("--list-hosts", nargs="?", const="text", choices=("text", "json"), default=None,
-                help="print every selected host (address, port, user, key file, connection, password "
-                     "set or not) and exit; contacts nobody (--list-hosts=json: a JSON list)")
+                help="print the hosts this command line would contact (after --limit and -k/-m/--deselect/--lf; "
+                     "address, port, user, key file, connection, password set or not) and exit; every spec is "
+                     "validated as the run does; contacts nobody (--list-hosts=json: a JSON list)")
     # the `nodegate` command (nodegate/cli.py): no inventory, --replay or --target is
     # --target local://, so the run is a nodegate run whatever the working directory holds
     cli = bool(os.environ.get("NODEGATE_CLI"))
@@ -85,9 +86,9 @@ def pytest_addoption(parser):
                      "instead of running the tests while the nodes are gathered (needs gpu.count)")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
-    g.addoption("--shard-nodes", type=int, default=shards.DEFAULT_SHARD_NODES, metavar="N",
+    g.addoption("--shard-nodes", type=int, default=shardplan.DEFAULT_SHARD_NODES, metavar="N",
                 help="bounded memory: above N nodes, collect and run the items of N nodes at a time "
-                     f"(default {shards.DEFAULT_SHARD_NODES}; 0: never)")
+                     f"(default {shardplan.DEFAULT_SHARD_NODES}; 0: never)")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,8 +108,10 @@ def pytest_configure(config):
     if not active:
         return
     o = config.option
+    exitcodes.install(config)            # README's exit-code table, for pytest and nodegate alike
+    exitcodes.check_expressions(config)  # a bad -k/-m: exit 2 before anything is gathered or written
     if o.list_hosts:
-        cliopts.list_hosts(config)   # exits
+        cliopts.needs_inventory(config)   # --list-hosts: exit 2 without --inventory
     cliopts.collect_the_suites(config)
     # a check item's PYTEST_CURRENT_TEST names its test function (glibc keeps every value set)
     currenttest.install(config, lambda item: ng_items.verdict_param(item) is not None)
@@ -119,9 +122,14 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
-    # --collect-only writes nothing, --help/--markers/--version run no session: no output location
-    # to check (and none created: `nodegate --markers` leaves the working directory as it was)
-    if not config.option.collectonly and not cliopts.shows_only(config):
+    if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):
+        # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
+        # contacted; else start.start_session lists the nodes the selection keeps
+        cliopts.list_hosts(config)   # exits
+    # --collect-only and --list-hosts write nothing, --help/--markers/--version run no session: no
+    # output location to check (and none created: `nodegate --markers` leaves the working
+    # directory as it was)
+    if not (config.option.collectonly or o.list_hosts or cliopts.shows_only(config)):
         outputs.check_live_options(config)   # exit 2 before any node is contacted
         outputs.check_outputs(config)
     outputs.install(config)
@@ -163,7 +171,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_collection_finish(session):
     config = session.config
-    selection.after_collection(session)   # only now: gathering of the selected nodes starts
+    selection.after_collection(session)   # the selection of this collection (a shard's, in a sharded run)
+    start.gather_pending(session)          # only now: gathering of the selected nodes starts
     gcsched.freeze_long_lived(config, items=True)
     gcsched.young_gc_only(config)
     if config.stash.get(ACTIVE_KEY, False) and not hasattr(config, "workerinput"):

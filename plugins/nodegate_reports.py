@@ -29,6 +29,7 @@ from nodegate.reports.text import one_line
 
 try:
     from nodegate.run import RUN_KEY
+    from nodegate.session.exitcodes import writes_no_report
     from nodegate.session.state import ACTIVE_KEY, COLLECTED_KEY, NO_RUN_KEY, REPORT_PATHS_KEY
 except Exception:  # pragma: no cover - the reports still work from report.nodegate alone
     RUN_KEY = ACTIVE_KEY = COLLECTED_KEY = NO_RUN_KEY = REPORT_PATHS_KEY = None
@@ -208,8 +209,10 @@ class NodegateReports:
     def pytest_sessionfinish(self, session, exitstatus):  # noqa: ARG002
         if _is_worker(self.config) or not self.active() or self.config.option.collectonly:
             return
-        if NO_RUN_KEY is not None and self.config.stash.get(NO_RUN_KEY, None):
-            return   # exit 2 before any check: nothing to report (nodegate.session.selection.exit_nothing)
+        if NO_RUN_KEY is not None and writes_no_report(self.config, exitstatus):
+            # exit 2 (usage error, collection error, nothing selected): nothing to report, and the
+            # previous run's reports stay as they were (nodegate.session.exitcodes)
+            return
         run = _fleet(self.config)
         expected = dict(self.config.stash.get(COLLECTED_KEY, {}) or {}) if COLLECTED_KEY is not None else {}
         env = {}
@@ -259,6 +262,8 @@ class NodegateReports:
             r = self.state.rendered
             for line in terminal.lines(r.infos, self.state.outputs, statuses=r.statuses):
                 terminalreporter.write_line(line)
+            if r.stale_removed:
+                terminalreporter.write_line(terminal.stale_line(r.stale_removed), yellow=True)
             run = _fleet(config)
             if run is not None:
                 for line in terminal.run_lines(getattr(run, "spec_source", {}) or {}, list(run.all_nodes),

@@ -52,8 +52,8 @@ def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
 
 
 def build_wheel(root: Path, dest: Path) -> Path:
-    """nodegate's wheel from the sources under ``root``, built in ``dest`` (offline). Raises
-    RuntimeError with pip's output when the build fails."""
+    """nodegate's wheel from the sources under ``root``, built in ``dest`` (offline); pip's
+    output goes to ``dest/build.log``. Raises RuntimeError with pip's output when the build fails."""
     src = dest / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
     for name in SOURCES:
@@ -66,8 +66,10 @@ def build_wheel(root: Path, dest: Path) -> Path:
             src.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, src / name)
     out = dest / "wheel"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-          "-w", str(out), str(src)], env=clean_env())
+    r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+              "-w", str(out), str(src)], env=clean_env())
+    # the build's own output (setuptools' warnings), for tests/install to read
+    (dest / "build.log").write_text(r.stdout + r.stderr)
     wheels = sorted(out.glob("nodegate-*.whl"))
     if len(wheels) != 1:
         raise RuntimeError(f"expected one nodegate wheel in {out}, found {wheels}")

@@ -22,6 +22,7 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
+from . import (perf_dcgmi, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl, perf_nvbandwidth)
 from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
@@ -71,6 +72,13 @@ PARSERS: dict[str, Callable] = {
     "smi_summary": smi_summary.parse_smi_summary,
     "smi_list": smi_list.parse_smi_list,
     "dmi": dmi.parse_dmi,
+    # issue 29: performance tools (bundle keys perf.*; nodegate.perf.extract maps them to the model)
+    "perf_nccl": perf_nccl.parse_nccl,
+    "perf_nvbandwidth": perf_nvbandwidth.parse_nvbandwidth,
+    "perf_dcgmi": perf_dcgmi.parse_dcgmi,
+    "perf_gpu_burn": perf_gpu_burn.parse_gpu_burn,
+    "perf_ib_write_bw": perf_ib_write_bw.parse_ib_write_bw,
+    "perf_json": perf_json.parse_perf_json,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -90,6 +98,9 @@ FORM_BY_KEY: dict[str, str] = {
     "meta.uptime": "uptime", "smi.nvlink_status": "nvlink_status", "smi.nvlink_errors": "nvlink_errors",
     "pci.nvswitch": "pci_nvswitch", "pci.aer": "pci_aer", "ib.ports": "ib_ports", "ib.ibstat": "ibstat",
     "fabricmanager.log": "fabricmanager_log", "dmi.id": "dmi",
+    "perf.nccl": "perf_nccl", "perf.nvbandwidth": "perf_nvbandwidth", "perf.dcgmi": "perf_dcgmi",
+    "perf.gpu_burn": "perf_gpu_burn", "perf.ib_write_bw": "perf_ib_write_bw", "perf.builtin": "perf_json",
+    "perf.command": "perf_json",
 }
 
 

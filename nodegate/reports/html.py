@@ -226,8 +226,9 @@ def environment_table(env: dict) -> str:
 def page(*, title: str, statuses: Counter, totals: Counter, findings: list[FleetFinding],
          rows: list[MatrixRow], checks: list[tuple[str, str]], infos: list[NodeInfo], per_check: dict,
          hrefs: dict[str, str], env: dict, files: list[tuple[str, str]], other: str = "",
-         sections: list[tuple[str, str]] = ()) -> str:
-    """The whole report.html."""
+         sections: list[tuple[str, str]] = (), perf: str = "") -> str:
+    """The whole report.html. ``perf``: the per-SKU performance distributions
+    (nodegate.reports.perf_fleet, already escaped), "" for a run without --perf."""
     n_nodes = sum(statuses.values())
     verdict = verdict_line(statuses)
     parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -247,6 +248,8 @@ def page(*, title: str, statuses: Counter, totals: Counter, findings: list[Fleet
              "page: every check, per GPU, with evidence.</p>",
              '<div class="mx">', matrix_html(rows, checks), "</div>",
              "<h2>Findings</h2>", findings_html(findings, hrefs)]
+    if perf:
+        parts += ['<h2 id="ng-perf">Performance</h2>', perf]
     for title_, fragment in sections:   # other plugins' (pytest_nodegate_report_sections): markup already escaped
         parts += [f"<h2>{esc(title_, 300, keep_newlines=False)}</h2>", fragment]
     if other:

@@ -64,6 +64,8 @@ NODE_PROPS = ("node", "status", "system_vendor", "system_model", "system_serial"
 #: characters XML 1.0 does not allow (records are cleaned of C0/C1 controls already)
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 MESSAGE_CAP = 1000
+#: a measured item's figure (--perf): added to ITEM_PROPS when the record has one
+MEASURE_PROPS = ("value", "unit", "threshold", "rule")
 _GPU_ID = re.compile(r"-gpu\d+\]$")
 
 
@@ -157,7 +159,7 @@ def _item_case(rec: Record, c: _Counter) -> str:
         f"remediation: {rec.remediation}" if rec.remediation else "") if x)
     where = f"gpu{rec.gpu_index}" if rec.gpu_index != "" else "node"
     c.el(1)   # the testsuite
-    props = _props(ITEM_PROPS, rec.__dict__, c)
+    props = _props(ITEM_PROPS + (MEASURE_PROPS if rec.value or rec.rule else ()), rec.__dict__, c)
     c.case()
     c.el(1)   # failure / error
     return (f"<testsuite name={_a(f'{rec.node} {where} {rec.check_id or testname(rec.nodeid)}')} tests=\"1\" "

@@ -27,7 +27,7 @@ OUTCOMES = ("pass", "fail", "skip", "error")
 FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
           "vbios_version", "driver_version", "check_id", "check_name", "title", "severity",
           "expected", "observed", "message", "remediation", "bundle_dir", "action", "scope",
-          "spec_source")
+          "spec_source", "value", "unit", "threshold", "rule")
 
 _PARAM_RE = re.compile(r"\[(?P<node>.+?)(?:-gpu(?P<gpu>\d+))?\]$")
 
@@ -61,6 +61,12 @@ class Record:
     scope: str = ""          # "node" | "gpu" (the check's), "" for items that are not checks
     xids: str = ""           # Xid codes the kernel log shows for this GPU (or node), ","-joined
     spec_source: str = ""    # where the node's spec came from (FleetRun.spec_source)
+    # measured items (--perf, docs/perf.md): the figure, its unit, the threshold it had to reach
+    # and the rules that fired (comma-joined), empty for every other item
+    value: str = ""
+    unit: str = ""
+    threshold: str = ""
+    rule: str = ""
     evidence: str = ""
     has_nodegate: bool = False
 

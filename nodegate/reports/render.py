@@ -24,13 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import safeio
-from . import archive, html, junit, nodepage, rma
+from . import archive, html, junit, nodepage, perf_fleet, rma, stale
 from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
-from .status import NEED_ACTION, NOT_EVALUATED, node_status, not_evaluated_reason, sort_key
+from .status import NOT_EVALUATED, catalog_ids, sort_key, verdict
 from .text import FileNames, one_line
+
+
+#: RenderContext.catalog's default: every check nodegate.checks declares
+FULL_CATALOG = "full catalog"
 
 
 @dataclass
@@ -60,6 +64,10 @@ class RenderContext:
     write_rma: bool = True
     sections: list = field(default_factory=list)   # (title, html) from pytest_nodegate_report_sections
     info_for: object = None    # callable(node) -> NodeInfo for a node without captured info
+    #: the acceptance check ids every accepted node must have a record of (nodegate.reports.status:
+    #: a run narrowed by test paths never accepts a node); FULL_CATALOG: nodegate.checks' every
+    #: check; None: not required (unit tests of the renderer with made-up check ids)
+    catalog: object = FULL_CATALOG
 
 
 @dataclass
@@ -71,6 +79,8 @@ class Rendered:
     junit_files: list[tuple[str, str, int, int]] = field(default_factory=list)
     statuses: Counter = field(default_factory=Counter)
     totals: Counter = field(default_factory=Counter)
+    #: files an earlier run left and this run removed (nodegate.reports.stale)
+    stale_removed: list[Path] = field(default_factory=list)
 
 
 def problem_line(node: str, recs: list[Record]) -> str:
@@ -86,18 +96,19 @@ def problem_line(node: str, recs: list[Record]) -> str:
     return f"{one_line(what, 300)} -> {f.action or 'see the report'}: {one_line(f.remediation, 300)}{more}"
 
 
-def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None) -> None:
+def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason: str | None = None,
+               catalog=None) -> None:
     info.counts = Counter()
     for r in recs:
         info.counts[r.outcome] += 1
         if r.outcome == "fail":
             info.counts[f"fail_{r.severity or 'unknown'}"] += 1
     info.expected_items = expected
-    info.status = node_status(info.counts, expected)
-    if info.status != NEED_ACTION and reason:
-        info.status = NOT_EVALUATED   # the run's selection says so (nodegate.session.selection)
+    # nodegate.reports.status decides (every run mode comes through here)
+    info.status, why = verdict(info.counts, expected, run_reason=reason, catalog=catalog,
+                               judged={r.check_id for r in recs if r.check_id})
     if info.status == NOT_EVALUATED:
-        info.not_evaluated = reason or not_evaluated_reason(info.counts, expected)
+        info.not_evaluated = why
     bad = [r for r in recs if r.outcome in ("fail", "error")]
     info.worst_severity = highest_severity(r.severity for r in bad)
     from .findings import action_of
@@ -118,6 +129,7 @@ def _rel(target: Path, base_dir: Path) -> str:
 
 def render_all(ctx: RenderContext) -> Rendered:
     out = Rendered()
+    catalog = catalog_ids() if isinstance(ctx.catalog, str) and ctx.catalog == FULL_CATALOG else ctx.catalog
     reports = Path(ctx.reports_dir)
     html_path = Path(ctx.html_path) if ctx.html_path else None
     html_dir = html_path.parent if html_path else reports
@@ -138,6 +150,7 @@ def render_all(ctx: RenderContext) -> Rendered:
     per_check: dict[str, list] = {}
     hrefs: dict[str, str] = {}
     other: list[Record] = []
+    perf = perf_fleet.PerfFleet()   # report.html's per-SKU perf distributions (issue 29)
     written_pages: list[Path] = []
 
     def drop_pages() -> None:
@@ -199,7 +212,7 @@ def render_all(ctx: RenderContext) -> Rendered:
         info = ctx.infos.get(node)
         if info is None:
             info = ctx.info_for(node) if callable(ctx.info_for) else NodeInfo(node=node, gather_status="not gathered")
-        _summarise(info, recs, ctx.expected.get(node), ctx.reasons.get(node))
+        _summarise(info, recs, ctx.expected.get(node), ctx.reasons.get(node), catalog)
         out.infos.append(info)
         out.statuses[info.status] += 1
         out.totals.update({o: info.counts[o] for o in ("pass", "fail", "skip", "error")})
@@ -236,6 +249,7 @@ def render_all(ctx: RenderContext) -> Rendered:
                 pc[2][r.outcome] += 1
             rows.append(html.MatrixRow(node, info.status, info.worst_severity, info.action, href, cells,
                                        why=info.not_evaluated))
+            perf.add(node, info.gpu_model, href, recs)
             back = _rel(html_path, pages_dir) + f"#n-{node}"
             arch_href = _rel(out.archives[node], pages_dir) if node in out.archives else None
             tmp = page.with_name(f".{page.name}.tmp")
@@ -270,13 +284,12 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.junit_files = got
             out.outputs += [(what, path) for what, path, _, _ in out.junit_files]
     if html_path is not None and "HTML report" not in dead:
-        _drop_stale_pages(pages_dir, {Path(p).name for p in written_pages}, html_dir)
         rows.sort(key=lambda r: sort_key(r.status, r.severity, r.action, r.node))
         other_html = _other_html(other)
         text = html.page(title=ctx.title, statuses=out.statuses, totals=out.totals, findings=fleet.sorted(),
                          rows=rows, checks=list(checks.items()), infos=out.infos, per_check=per_check,
                          hrefs=hrefs, env=ctx.environment, files=_files(ctx, html_dir, out), other=other_html,
-                         sections=ctx.sections)
+                         sections=ctx.sections, perf=perf.html())
         tmp = html_path.with_name(f".{html_path.name}.tmp")
         try:
             html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -298,31 +311,19 @@ def render_all(ctx: RenderContext) -> Rendered:
             out.outputs.append((f"File name clash ({what})", f"{node}: {want} is another node's, written as {got}"))
         if len(names.clashes) > 5:
             out.outputs.append((f"File name clash ({what})", f"... {len(names.clashes) - 5} more"))
+    # what an earlier run left goes (nodegate.reports.stale): pages, archives, JUnit parts
+    written = {Path(p) for p in out.archives.values()} | {Path(path) for _, path, _, _ in out.junit_files}
+    written |= set(written_pages)
+    folders = [("bundles", archive_dir, reports)]
+    if html_path is not None and "HTML report" not in dead:
+        folders.append(("nodes", pages_dir, html_dir))
+    if ctx.junit_path is not None and "JUnit XML" not in dead:
+        folders.append(("junit", Path(ctx.junit_path).parent / "junit", Path(ctx.junit_path).parent))
+    out.stale_removed = stale.remove_stale(folders, written)
     if out.archives:
         out.outputs.append(("Evidence archives", f"{archive_dir}/ ({len(out.archives)} node(s) with problems)"))
     out.outputs.append(("Results (JSON lines)", str(ctx.results_path)))
     return out
-
-
-def _drop_stale_pages(pages_dir: Path, written: set[str], html_dir: Path) -> None:
-    """Node pages of an earlier run in the same folder (a node this run did not have) go: the
-    folder holds this run's pages only (``written``: their file names). Only regular ``*.html``
-    files are removed, in the folder opened without following a link (nodegate.safeio)."""
-    try:
-        dfd = safeio.open_dir(pages_dir, anchor=html_dir, create=False)
-    except (OSError, ValueError):
-        return
-    try:
-        with os.scandir(dfd) as it:
-            stale = [e.name for e in it if e.name.endswith(".html") and e.is_file(follow_symlinks=False)
-                     and e.name not in written]
-        for name in stale:
-            try:
-                os.unlink(name, dir_fd=dfd)
-            except OSError:
-                pass
-    finally:
-        os.close(dfd)
 
 
 def _files(ctx: RenderContext, html_dir: Path, out: Rendered) -> list[tuple[str, str]]:

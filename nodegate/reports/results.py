@@ -30,7 +30,8 @@ FILENAME = "results.jsonl"
 LINE_FIELDS = ("node", "check_id", "scope", "gpu_index", "pci_bus_id", "gpu_serial", "outcome", "message",
                "observed", "expected", "severity", "action",
                "check_name", "title", "gpu_uuid", "board_part_number", "vbios_version", "driver_version",
-               "remediation", "xids", "spec_source", "nodeid", "evidence", "bundle_dir")
+               "remediation", "xids", "spec_source", "nodeid", "evidence", "bundle_dir",
+               "value", "unit", "threshold", "rule")
 
 
 def to_line(rec: Record) -> dict:

@@ -109,6 +109,15 @@ def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) ->
     return out
 
 
+def stale_line(removed) -> str:
+    """``nodegate: removed 2 file(s) an earlier run left in the reports: bundles/gpu001.tar.gz, ...``
+    (nodegate.reports.stale)."""
+    from pathlib import Path
+    names = [f"{Path(p).parent.name}/{Path(p).name}" for p in removed]
+    shown_ = ", ".join(one_line(n, 200) for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"nodegate: removed {len(names)} file(s) an earlier run left in the reports (not of this run): {shown_}"
+
+
 def help_first(parser, refused: list[str]) -> None:
     """Reorder pytest's ``--help``: nodegate's option groups (titles starting "nodegate") right
     after the positional arguments, pytest's own and other plugins' after them; each of

@@ -6,11 +6,23 @@ keeps the options and the hook functions, each a few lines calling into here:
 
 - ``state``: stash keys and the session's config (shared by the modules below);
 - ``jobs``: inventory (or ``--target``) -> one ``NodeJob`` per node, every spec validated;
-- ``start``: pytest_sessionstart's work: gather in the background, or load bundles (``--replay``,
-  xdist workers);
+- ``start``: pytest_sessionstart's work: gather in the background, or load bundles (``replay``:
+  ``--replay``, xdist workers);
 - ``items``: per-node / per-GPU parametrization, ``VerdictParam``, collection order;
 - ``verdicts``: evaluating an item's check in setup and recording what the reports need;
 - ``scheduling``: pytest-xdist's ``--dist loadgroup`` by inventory node;
+- ``shardplan``: whether and how a large run is cut into shards (imports ``state`` only);
+- ``selection``: which nodes have a selected item, what ran (records it; the verdict itself is
+  nodegate.reports.status's); ``preselect``: the selection learned in a forked child before
+  gathering; ``shards``: the loop that collects and runs shard after shard;
+- ``exitcodes``: README's exit-code table and whether a run may write reports at all;
 - ``gcsched``: the cyclic-GC schedule of a run;
 - ``terminal``: one progress line per node, the "gathered N/M" lines.
+
+Imports go one way (issue 30: no circle among start, selection, shards, gcsched):
+``state`` <- ``shardplan`` <- ``selection`` <- ``preselect`` <- ``start``; ``jobs`` <- ``replay`` <-
+``start``; ``shards`` ->
+``selection``, ``shardplan``; ``gcsched`` -> ``shardplan``. ``start`` gathers the selected nodes
+(``start.gather_pending``, wired by the plugin after ``selection.after_collection``): the
+selection never calls back into ``start``.
 """

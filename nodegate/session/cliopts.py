@@ -13,18 +13,28 @@ from ..errors import SpecError, error_label
 from .state import EXIT_SPEC_ERROR
 
 
-def list_hosts(config) -> None:
-    """``--list-hosts[=json]``: every selected host with its address, port, user, key file,
-    connection, whether a password is set (never the password) and become; contacts nobody,
-    exits 0 (2 on an inventory error, like a run)."""
+def needs_inventory(config) -> None:
+    """``--list-hosts`` without ``--inventory``: exit 2."""
+    if not config.option.inventory:
+        pytest.exit("nodegate: --list-hosts needs --inventory", returncode=EXIT_SPEC_ERROR)
+
+
+def list_hosts(config, only: list[str] | None = None) -> None:
+    """``--list-hosts[=json]``: exactly the hosts the same command line would contact (``only``:
+    the nodes with a selected item, learned by ``preselect`` under -k/-m/--deselect/--lf; None:
+    every host after --limit), with address, port, user, key file, connection, whether a password
+    is set (never the password) and become; contacts nobody, exits 0. Called after every spec was
+    validated as the run validates it (exit 2 the same way, same message)."""
     from .jobs import selected_hosts
     o = config.option
-    if not o.inventory:
-        pytest.exit("nodegate: --list-hosts needs --inventory", returncode=EXIT_SPEC_ERROR)
+    needs_inventory(config)
     try:
         found, warnings = selected_hosts(config)
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
+    if only is not None:
+        keep = set(only)
+        found = [h for h in found if h.name in keep]
     hosts = [h.listing() for h in found]
     for w in warnings:
         sys.stderr.write(f"nodegate: warning: {w}\n")

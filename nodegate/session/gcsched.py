@@ -6,6 +6,7 @@ import gc
 
 import pytest
 
+from .shardplan import active
 from .state import ACTIVE_KEY, CONFIG
 
 #: tracked objects allocated (``gc.get_count()[0]``) between two young collections while the
@@ -15,7 +16,6 @@ _PAUSED_KEY = pytest.StashKey[bool]()
 
 
 def _sharded(config) -> bool:
-    from .shards import active
     return active(config)
 
 

@@ -116,7 +116,7 @@ def parametrize(metafunc) -> None:
 
 #: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU);
 #: ``nodegate_site_node``: the site's own tests (nodegate.site.items)
-NODE_FIXTURES = ("verdict", "regression", "burnin_verdict", "nodegate_site_node")
+NODE_FIXTURES = ("verdict", "regression", "burnin_verdict", "nodegate_site_node", "perf_verdict")
 
 
 def item_node(item) -> str | None:

@@ -14,7 +14,8 @@ SEVERITIES = {"critical": "a check whose FAIL takes the node out of service",
               "major": "a check whose FAIL needs action before the node takes work",
               "minor": "a check whose FAIL is worth a ticket"}
 #: areas beyond the check modules: burn-in items, baseline regression items
-EXTRA_AREAS = {"burnin": "a burn-in item (--burn-in)", "regression": "a baseline regression item (--baseline)"}
+EXTRA_AREAS = {"burnin": "a burn-in item (--burn-in)", "regression": "a baseline regression item (--baseline)",
+               "perf": "a performance item (--perf)"}
 _MARKS: dict[str, pytest.MarkDecorator] = {}
 
 
@@ -67,5 +68,8 @@ def mark_item(item) -> None:
         rd = RULES.get(str(cs.params["burnin_verdict"][0]))
         if rd is not None and rd.severity in SEVERITIES:
             item.add_marker(_mark(rd.severity))
+    elif "perf_verdict" in cs.params:
+        item.add_marker(_mark("perf"))
+        item.add_marker(_mark("major"))
     elif "regression" in cs.params:
         item.add_marker(_mark("regression"))

@@ -18,16 +18,15 @@ a selected item, or with selected items that did not run (-x, --maxfail, an inte
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import sys
 from collections import Counter
 
 import pytest
 
 from ..run import RUN_KEY
 from .items import item_node
+from .shardplan import active as sharded
+from .shardplan import collection_errors
 from .state import (ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
                     PRESELECT_KEY)
 
@@ -64,10 +63,21 @@ def selected_counts(config, items) -> Counter:
     return c
 
 
+def narrows_nodes(config) -> bool:
+    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
+    ``--lf``/``--sw``: pytest's own selection)."""
+    o = config.option
+    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
+                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
+
+
 def why_nothing(config, n_deselected: int | None) -> str:
-    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child)."""
+    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child:
+    deselected when an option narrows the run, else nothing was collected)."""
     o = config.option
     sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
+    if n_deselected is None and not narrows_nodes(config):
+        n_deselected = 0
     if n_deselected is None or n_deselected:
         what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
         return (f"nodegate: no nodegate check selected: {what} deselected"
@@ -83,99 +93,6 @@ def exit_nothing(config, why: str) -> None:
     pytest.exit(why, returncode=EXIT_SPEC_ERROR)
 
 
-def preselect(session) -> dict[str, int] | None:
-    """Node -> number of its selected items (nodes with none left out, run order), learned from
-    a collection in a forked child (pytest's own deselection; nothing is contacted there). None
-    when the child could not tell (no fork, or its collection failed): the caller then gathers
-    every node, as before."""
-    if not hasattr(os, "fork"):
-        return None
-    config = session.config
-    for s in (sys.stdout, sys.stderr):
-        try:
-            s.flush()
-        except Exception:  # noqa: BLE001
-            pass
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:   # the child: collect, report the selection, never return into pytest
-        code = 0
-        try:
-            os.close(r)
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, 1)
-            os.dup2(null, 2)
-            config.stash[PRESELECT_KEY] = True
-            if not hasattr(session, "_fixturemanager"):
-                # nodegate's sessionstart runs first (tryfirst: the burn-in and baseline plugins
-                # need its gathering): here, in the child only, pytest's own fixtures plugin
-                # sets up what collection needs (tests/inventory/test_cli_selection.py)
-                config.pluginmanager.get_plugin("fixtures").pytest_sessionstart(session)
-            # the child's output is discarded; pytest's terminal reporter has not seen
-            # sessionstart either and would fail on the deselection report
-            tr = config.pluginmanager.get_plugin("terminalreporter")
-            if tr is not None:
-                config.pluginmanager.unregister(tr)
-            run = config.stash.get(RUN_KEY, None)
-            counts, n_items, n_nodegate = _collect_selection(session, run)
-            order = (run.targets or run.all_nodes) if run is not None else list(counts)
-            payload = {"nodes": {n: counts[n] for n in order if counts.get(n)}, "items": n_items,
-                       "collection_errors": int(session.testsfailed), "nodegate_items": n_nodegate}
-            os.write(w, json.dumps(payload).encode())
-        except BaseException:  # noqa: BLE001 - the parent falls back to every node
-            code = 1
-
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    while True:
-        b = os.read(r, 65536)
-        if not b:
-            break
-        chunks.append(b)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not chunks:
-        return None
-    try:
-        doc = json.loads(b"".join(chunks))
-        if doc.get("collection_errors") and not config.option.continue_on_collection_errors:
-            return COLLECTION_ERRORS   # pytest's collection will stop the run and say why
-        return {str(k): int(v) for k, v in doc["nodes"].items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _collect_selection(session, run) -> tuple[Counter, int, int]:
-    """In preselect's child: (node -> selected items, items, nodegate items) of the whole run.
-    A sharded run (nodegate.session.shards) is collected one shard at a time, as the run itself
-    will, so the child's memory stays that of one shard."""
-    from .shards import SHARDS_KEY
-    config = session.config
-    plan = config.stash.get(SHARDS_KEY, None) if run is not None else None
-    counts: Counter = Counter()
-    n_items = n_nodegate = 0
-    for k, shard in enumerate(plan or [None]):
-        if plan:
-            run.shard = shard
-            if k:
-                session.items = []
-                config.stash[ITEM_NODE_KEY] = {}
-        items = session.perform_collect()
-        counts.update(selected_counts(config, items))
-        n_items += len(items)
-        n_nodegate += sum(1 for i in items if is_nodegate_item(i))
-        if session.testsfailed:
-            break
-    return counts, n_items, n_nodegate
-
-
-#: preselect's answer when the collection has errors: pytest stops the run at collection (exit
-#: 2, its own report of the errors), so nothing is gathered
-COLLECTION_ERRORS: dict[str, int] = {"": 0}
-
-
 def after_collection(session) -> None:
     """pytest_collection_finish (after every deselection): record the selection on the
     FleetRun, exit 2 when no nodegate check is selected (nothing contacted), and start gathering
@@ -187,10 +104,9 @@ def after_collection(session) -> None:
     if run is None:
         return
     items = session.items
-    if session.testsfailed and not config.option.continue_on_collection_errors:
+    if collection_errors(session) and not config.option.continue_on_collection_errors:
         return   # collection errors: pytest stops the run here and reports them
     counts = selected_counts(config, items)
-    from .shards import active as sharded
     if sharded(config):
         # one shard's items: the selection of the whole run is the sum of its shards'. Whether
         # anything is selected at all was learned before (preselect) or every node has items.
@@ -204,13 +120,24 @@ def after_collection(session) -> None:
     elif not sharded(config):
         run.abort()
         exit_nothing(config, why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
+
+
+def pending_jobs(session) -> list | None:
+    """The NodeJobs a live run gathers now that the selection is known (``start.gather_pending``):
+    None when nothing waits for it (gathering started before collection, a replay, a later
+    shard, --collect-only); else the jobs of the nodes with a selected item (sharded without
+    -k/-m: every node, the later shards' too: start._prepare_live)."""
+    config = session.config
     pending = config.stash.get(PENDING_JOBS_KEY, None)
-    if pending is None or config.option.collectonly:
-        return
+    if pending is None or config.option.collectonly or config.stash.get(NO_RUN_KEY, None):
+        return None
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or (collection_errors(session) and not config.option.continue_on_collection_errors):
+        return None
     del config.stash[PENDING_JOBS_KEY]
-    from .start import start_gathering
-    # sharded without -k/-m (start._prepare_live): every node is selected, the later shards' too
-    start_gathering(config, run, list(pending) if sharded(config) else [j for j in pending if counts.get(j.name)])
+    if sharded(config):
+        return list(pending)
+    return [j for j in pending if run.items_selected.get(j.name)]
 
 
 def _deselected(config) -> int:

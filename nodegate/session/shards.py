@@ -13,7 +13,7 @@ shard's items) work per shard as they do on the whole run; each shard's collecti
 progress percentage is an estimate until the last shard is in.
 
 Not sharded: pytest-xdist (every worker collects the whole run), ``--lf``/``--ff``/``--nf``/
-``--sw`` (they order or select over the whole collection), ``--baseline`` and ``--burn-in``
+``--sw`` (they order or select over the whole collection) and ``--burn-in``
 (not a streaming run: nodegate.session.start.streaming).
 """
 
@@ -21,45 +21,10 @@ from __future__ import annotations
 
 import gc
 
-import pytest
-
 from ..run import RUN_KEY
-from .state import ACTIVE_KEY, ITEM_NODE_KEY
-
-#: 4,096 nodes: 461 s at 16 against 485 s at 64 (each shard's items and the objects of its
-#: collection are fewer: the cyclic GC at its end and the heap stay smaller); 1,024 nodes: 683 MB
-#: peak RSS at 64, 868 MB at 256 (docs/performance.md "4,096 nodes")
-DEFAULT_SHARD_NODES = 16
-SHARDS_KEY = pytest.StashKey[list]()
-
-#: options that select or order over the whole collection (cacheprovider, stepwise)
-_WHOLE_RUN_OPTIONS = ("lf", "failedfirst", "newfirst", "stepwise", "stepwise_skip")
-
-
-def plan(config, run) -> list[list[str]] | None:
-    """The shards of this run (lists of node names), or None when it runs unsharded."""
-    if not config.stash.get(ACTIVE_KEY, False) or run is None or not run.streaming:
-        return None
-    size = int(getattr(config.option, "shard_nodes", DEFAULT_SHARD_NODES) or 0)
-    nodes = run.all_nodes
-    if size <= 0 or len(nodes) <= size:
-        return None
-    if any(getattr(config.option, o, False) for o in _WHOLE_RUN_OPTIONS):
-        return None
-    return [nodes[i:i + size] for i in range(0, len(nodes), size)]
-
-
-def start(config, run) -> None:
-    """pytest_sessionstart (after the FleetRun exists): plan the shards; pytest's collection then
-    collects the first one."""
-    shards = plan(config, run)
-    if shards:
-        config.stash[SHARDS_KEY] = shards
-        run.shard = shards[0]
-
-
-def active(config) -> bool:
-    return bool(config.stash.get(SHARDS_KEY, None))
+from .selection import ANY_SELECTED_KEY, exit_nothing, why_nothing
+from .shardplan import DEFAULT_SHARD_NODES, FAILED_BEFORE_KEY, SHARDS_KEY, active, plan, start  # noqa: F401
+from .state import ITEM_NODE_KEY
 
 
 def _estimate_total(session, shards: list[list[str]], k: int, done: int) -> None:
@@ -100,6 +65,7 @@ def runtestloop(session) -> bool | None:
                 _drop_items(session, config)
                 run.shard = shard
                 failed = session.testsfailed
+                config.stash[FAILED_BEFORE_KEY] = failed   # selection.after_collection: this shard's errors
                 session.perform_collect()
                 if session.testsfailed > failed and not config.option.continue_on_collection_errors:
                     raise session.Interrupted(f"{session.testsfailed - failed} error(s) during collection "
@@ -111,7 +77,6 @@ def runtestloop(session) -> bool | None:
         session.testscollected = done
     finally:
         run.shard = None
-    from .selection import ANY_SELECTED_KEY, exit_nothing, why_nothing
     if not config.stash.get(ANY_SELECTED_KEY, False):
         # no shard selected a nodegate check (a live run learned it before gathering: preselect)
         exit_nothing(config, why_nothing(config, None))

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..baseline.spec import BaselineSpec
 from ..burnin.spec import BurninSpec
+from ..perf.spec import PerfSpec
 
 _DRIVER_VERSION = re.compile(r"^\d{3}(\.\d{1,3}){0,2}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}$")
@@ -312,6 +313,7 @@ class Spec(_Section):
     checks: ChecksSpec = ChecksSpec()
     baseline: BaselineSpec = BaselineSpec()
     burnin: Optional[BurninSpec] = None
+    perf: Optional[PerfSpec] = None
     nvlink: NvlinkSpec = NvlinkSpec()
     fabric: FabricSpec = FabricSpec()
     nvswitch: NvswitchSpec = NvswitchSpec()

@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: nine nodes of the sample fleet (passes, failures, skips and errors: ~1,300 items called): the
+#: schedule is per item, so the property holds at this size as at the whole fleet's (issue 30)
+LIMIT = ("h100-535-healthy,pcie-gen4-slot,smi-hang,row-remap-failure,nvlink-crc-errors,h200-vm-sim,"
+         "pcie-replays,ecc-uncorrectable-volatile,mig-enabled")
 
 #: a plugin that records, at each item's call, whether automatic GC is on and how many objects
 #: were allocated since the last collection; and at exit whether GC is on again
@@ -43,7 +47,7 @@ def _run(tmp_path: Path, budget: int) -> dict:
                GC_OUT=str(out))
     env.pop("PYTEST_ADDOPTS", None)
     p = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-p", "gcprobe", "-q",
-                        "--tb=no", "--replay", str(ROOT / "inventories" / "samples"),
+                        "--tb=no", "--replay", str(ROOT / "inventories" / "samples"), "--limit", LIMIT,
                         "--reports-dir", str(tmp_path / f"reports-{budget}"),
                         # unsharded: a shard's collection (nodegate.session.shards) allocates its
                         # items between two items' calls, past any budget of the items themselves
@@ -77,7 +81,7 @@ class Boom:
 
 try:
     pytest.main(["suites", "-p", "no:cacheprovider", "-q", "--tb=no", "--replay", sys.argv[1],
-                 "--reports-dir", sys.argv[2]], plugins=[Boom()])
+                 "--limit", "h100-535-healthy,smi-hang", "--reports-dir", sys.argv[2]], plugins=[Boom()])
 except RuntimeError as e:
     print("raised:", e)
 print("gc enabled after:", gc.isenabled())

@@ -64,6 +64,9 @@ def _run(tmp_path: Path, prefill: bool) -> tuple[dict, dict]:
     env.pop("PYTEST_ADDOPTS", None)
     p = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-p", "setupprobe",
                         "-q", "--tb=short", "-rs", "--replay", str(ROOT / "inventories" / "samples"),
+                        # three nodes (passes, failures, skips, errors: ~600 items) show every path;
+                        # the whole fleet added only time (issue 30)
+                        "--limit", "h100-535-healthy,pcie-gen4-slot,smi-hang",
                         "--reports-dir", str(reports)],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert p.returncode == 1, p.stdout[-2000:] + p.stderr[-2000:]   # the sample fleet has findings

@@ -1,28 +1,27 @@
 """End to end over real SSH: the whole suite against the whole simulated fleet.
 
-Starts a Fleet of every profile plus an unreachable host (127.0.1.250:22, nothing listens), runs
-``python -m pytest suites`` in a subprocess with the fleet's inventory and known_hosts, parses the
+A Fleet of every profile plus an unreachable host (127.0.1.250:22, nothing listens), on which
+``python -m pytest suites`` ran once in a subprocess with the fleet's inventory and known_hosts
+(tests/conftest.py: ``profile_fleet_run``, shared with tests/fleet); this parses the
 JUnit XML and compares every test item with the profiles' expected outcomes EXACTLY (no item
 missing, none extra). Needs root, sshd, busybox-static and dash (CI installs them).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tools.fleet import Fleet, load_profiles, sshd_available
+from tests.conftest import PROFILE_FLEET
+from tools.fleet import sshd_available
 
 ROOT = Path(__file__).resolve().parents[2]
 NEEDS = sshd_available()
-pytestmark = pytest.mark.skipif(NEEDS is not None, reason=f"simulated fleet unavailable: {NEEDS}")
-
-#: Seconds: nvidia-smi hangs on two nodes; a short command timeout keeps the run short.
-COMMAND_TIMEOUT = 5
-PROBE_TIMEOUT = 60
+#: the fleet and its suite run are the session's (tests/conftest.py: profile_fleet_run), shared
+#: with tests/fleet/test_fleet_ssh.py and test_fabric_profiles.py on one xdist worker
+pytestmark = [pytest.mark.skipif(NEEDS is not None, reason=f"simulated fleet unavailable: {NEEDS}"),
+              pytest.mark.xdist_group(PROFILE_FLEET)]
 
 
 def junit_outcomes(path: Path) -> dict[str, str]:
@@ -55,31 +54,15 @@ def test_junit_outcomes_and_compare(tmp_path):
         "test_d[n]": ("pass", None)}
 
 
-@pytest.fixture(scope="module")
-def fleet():
-    f = Fleet(load_profiles().values())
-    f.add_unreachable("unreachable")
-    with f:
-        yield f
-
-
-def test_suite_over_ssh_matches_profiles_exactly(fleet, tmp_path):
-    junit = tmp_path / "junit.xml"
-    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
-           "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
-           "--junitxml", str(junit), "--bundles-dir", str(tmp_path / "bundles"),
-           "--reports-dir", str(tmp_path / "reports"),
-           "--command-timeout", str(COMMAND_TIMEOUT), "--probe-timeout", str(PROBE_TIMEOUT),
-           "--connect-timeout", "5"]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert junit.is_file(), f"no JUnit written (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+def test_suite_over_ssh_matches_profiles_exactly(profile_fleet, profile_fleet_run):
+    run = profile_fleet_run   # the suite once over the fleet (tests/conftest.py; shared with other files)
+    assert run.junit.is_file(), f"no JUnit written (exit {run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     # items of the check catalog are parametrized by node ("[node]" / "[node-gpuN]"); unparametrized
     # suite tests (the opt-in burn-in suite) are not fleet items
-    got = {k: v for k, v in junit_outcomes(junit).items() if "[" in k}
-    expected = fleet.expected()
+    got = {k: v for k, v in junit_outcomes(run.junit).items() if "[" in k}
+    expected = profile_fleet.expected()
     wrong = compare(expected, got)
     assert wrong == {}, "\n".join(f"{k}: expected {e}, got {g}" for k, (e, g) in wrong.items())
     # the unreachable host is ERROR throughout while every other node completed
     assert {v for k, v in got.items() if "[unreachable" in k} == {"error"}
-    counts = fleet.exec_counts()
-    assert counts == {n: 1 for n in counts}, "one exec channel per node"
+    assert run.exec_counts == {n: 1 for n in run.exec_counts}, "one exec channel per node"

@@ -1,10 +1,10 @@
-"""Fixtures for the simulated fleet: one fleet of every profile per test session (module scope)."""
+"""Fixtures for the simulated fleet: the session's fleet of every profile (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.fleet import Fleet, load_profiles, sshd_available
+from tools.fleet import load_profiles, sshd_available
 
 NEEDS = sshd_available()
 needs_fleet = pytest.mark.skipif(NEEDS is not None, reason=f"simulated fleet unavailable: {NEEDS}")
@@ -19,8 +19,6 @@ def profiles():
 
 
 @pytest.fixture(scope="module")
-def fleet(profiles):
-    if NEEDS is not None:
-        pytest.skip(f"simulated fleet unavailable: {NEEDS}")
-    with Fleet(profiles.values()) as f:
-        yield f
+def fleet(profile_fleet):
+    """The session's fleet of every profile (tests/conftest.py), also ``unreachable``."""
+    return profile_fleet

@@ -1,22 +1,22 @@
 """Issue 19's fault profiles over real SSH (sshd + chroot nodes, host keys verified): the whole suite
 against the healthy HGX base and each fabric/InfiniBand/PCIe/config/CUDA fault gives exactly the
-profiles' outcomes, and the failure messages name what an operator acts on. Needs root, sshd, busybox."""
+profiles' outcomes, and the failure messages name what an operator acts on. Needs root, sshd, busybox.
+The run is the session's one run over the fleet of every profile (tests/conftest.py), which holds these."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import defusedxml.ElementTree as DET
 import pytest
 
-from tools.fleet import Fleet
+from tests.conftest import PROFILE_FLEET
 
 from ..e2e.test_fleet_ssh import compare, junit_outcomes
 from .conftest import needs_fleet
 
-pytestmark = needs_fleet
+#: the session's fleet of every profile and its one suite run (tests/conftest.py)
+pytestmark = [needs_fleet, pytest.mark.xdist_group(PROFILE_FLEET)]
 ROOT = Path(__file__).resolve().parents[2]
 
 FAULTS = ("nvlink-link-down", "nvlink-wrong-speed", "nvlink-crc-errors", "fabric-in-progress", "nvswitch-missing",
@@ -50,25 +50,23 @@ def _messages(path: Path) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(scope="module")
-def fabric_fleet():
-    with Fleet(["h100-535-healthy", *FAULTS]) as f:
-        yield f
+def test_fault_profiles_over_ssh_give_exactly_their_outcomes(profile_fleet, profile_fleet_run):
+    # the session's one suite run over the fleet of every profile (tests/conftest.py), which holds
+    # these nodes with these names and specs: their items, read from it (issue 30: one run, not two)
+    run, nodes = profile_fleet_run, ("h100-535-healthy", *FAULTS)
+    assert run.junit.is_file(), f"no JUnit written (exit {run.returncode}):\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
 
+    def ours(test_id: str) -> bool:
+        node = test_id.split("[", 1)[1].rstrip("]")
+        return any(node == n or node.startswith(f"{n}-gpu") for n in nodes)
 
-def test_fault_profiles_over_ssh_give_exactly_their_outcomes(fabric_fleet, tmp_path):
-    junit = tmp_path / "junit.xml"
-    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q",
-           "--inventory", str(fabric_fleet.inventory_path), "--known-hosts", str(fabric_fleet.known_hosts_path),
-           "--junitxml", str(junit), "--bundles-dir", str(tmp_path / "bundles"), "--reports-dir", str(tmp_path / "r"),
-           "--command-timeout", "5", "--connect-timeout", "5"]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert junit.is_file(), f"no JUnit written (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    got = {k: v for k, v in junit_outcomes(junit).items() if "[" in k}
-    wrong = compare(fabric_fleet.expected(), got)
+    got = {k: v for k, v in junit_outcomes(run.junit).items() if "[" in k and ours(k)}
+    want = {k: v for k, v in profile_fleet.expected().items() if ours(k)}
+    assert {k.split("[", 1)[1].split("-gpu")[0].rstrip("]") for k in want} == set(nodes)
+    wrong = compare(want, got)
     assert wrong == {}, "\n".join(f"{k}: expected {e}, got {g}" for k, (e, g) in wrong.items())
     assert {v for k, v in got.items() if "[h100-535-healthy" in k} == {"pass", "skip"}
-    msgs = _messages(junit)
+    msgs = _messages(run.junit)
     missing = {k: want for k, want in MESSAGES.items() if want not in msgs.get(k, "")}
     assert missing == {}, {k: msgs.get(k, "")[:300] for k in missing}
-    assert fabric_fleet.exec_counts() == {n: 1 for n in fabric_fleet.nodes}, "one exec channel per node"
+    assert {n: run.exec_counts[n] for n in nodes} == {n: 1 for n in nodes}, "one exec channel per node"

@@ -16,9 +16,12 @@ from tools.fleet.local import probe_chroot
 from tools.fleet.models import EVENT_BITS
 from tools.fleet.profile import gpu_state
 
+from tests.conftest import PROFILE_FLEET
+
 from .conftest import HANG, needs_fleet
 
-pytestmark = needs_fleet
+#: the session's fleet of every profile (tests/conftest.py), with the other files that use it
+pytestmark = [needs_fleet, pytest.mark.xdist_group(PROFILE_FLEET)]
 
 
 def run_probe(fleet, node: str, *, timeout_s: int = 5, deadline: float = 180.0):
@@ -55,10 +58,20 @@ def run_probe(fleet, node: str, *, timeout_s: int = 5, deadline: float = 180.0):
 
 
 @pytest.fixture(scope="module")
-def gathered(fleet):
-    nodes = [n for n in fleet.nodes if n not in HANG]
+def gathered_and_execs(fleet):
+    """(node -> (items, complete), node -> exec channels the probes opened): the fleet is the
+    session's (other files' runs counted before)."""
+    nodes = [n for n in fleet.nodes if n not in HANG and fleet.nodes[n].reachable]
+    before = fleet.exec_counts()
     with ThreadPoolExecutor(8) as ex:
-        return dict(zip(nodes, ex.map(lambda n: run_probe(fleet, n), nodes)))
+        got = dict(zip(nodes, ex.map(lambda n: run_probe(fleet, n), nodes)))
+    after = fleet.exec_counts()
+    return got, {n: after[n] - before.get(n, 0) for n in nodes}
+
+
+@pytest.fixture(scope="module")
+def gathered(gathered_and_execs):
+    return gathered_and_execs[0]
 
 
 def test_every_node_completes_with_every_item(gathered):
@@ -117,21 +130,22 @@ def test_ssh_evidence_equals_local_chroot_evidence(fleet, gathered):
             {k: (v.stdout, v.stderr, v.rc) for k, v in local.items.items()}, node
 
 
-def test_exec_channels_counted_per_node(fleet, gathered):
-    counts = fleet.exec_counts()
-    assert {n: counts[n] for n in gathered} == {n: 1 for n in gathered}
+def test_exec_channels_counted_per_node(gathered_and_execs):
+    gathered, execs = gathered_and_execs
+    assert execs == {n: 1 for n in gathered}
 
 
 def test_inventory_and_known_hosts(fleet):
     inv = yaml.safe_load(fleet.inventory_path.read_text())
     hosts = inv["all"]["hosts"]
     assert set(hosts) == set(fleet.nodes)
+    reachable = [n for n in fleet.nodes.values() if n.reachable]
     h = hosts["h200-vm-sim"]
     assert (h["ansible_host"], h["ansible_port"], h["ansible_user"]) == (fleet.nodes["h200-vm-sim"].address, 22, "root")
     assert h["ansible_ssh_private_key_file"] == str(fleet.client_key_path)
     assert h["nodegate"]["gpu"] == {"count": 1, "model": "H200"}
     kh = fleet.known_hosts_path.read_text().splitlines()
-    assert len(kh) == len(fleet.nodes) and all(line.split()[1] == "ssh-ed25519" for line in kh)
+    assert len(kh) == len(reachable) and all(line.split()[1] == "ssh-ed25519" for line in kh)
 
 
 def test_node_side_timeout_kills_hung_nvidia_smi(fleet):

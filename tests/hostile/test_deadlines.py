@@ -21,8 +21,10 @@ from nodegate.transport import paramiko_ssh
 from tests.hostile import sshservers as S
 
 CONNECT, PROBE = 2.0, 4.0
-#: scheduling slack on a shared 2-core machine: the watchdog itself fires within ~0.1 s
-MARGIN = 3.0
+#: scheduling slack on a shared, loaded 2-core machine: the watchdog itself fires within ~0.1 s.
+#: Which deadline fired is proven by the stage and message asserted with it, not by the clock:
+#: this bound only proves that the stall (endless here) was cut (issue 30: no race with the load)
+MARGIN = 10.0
 HAVE_SSH = os.path.exists("/usr/bin/ssh")
 SCHEMES = ["paramiko", pytest.param("ssh", marks=pytest.mark.skipif(not HAVE_SSH, reason="no OpenSSH client"))]
 

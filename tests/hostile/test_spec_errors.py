@@ -35,7 +35,7 @@ CASES = {
     "unknown-group-key": (lambda inv: inv["all"].update(hostz={"n1": {}}),
                           ["skipped part of it", "unexpected key (hostz) in group (all)"]),
     "bad-spec-value": (lambda inv: inv["all"]["hosts"]["n2"].update(nodegate={"pcie": {"idle": "sometimes"}}),
-                       ["host n2's nodegate variable", "nodegate.pcie.idle"]),
+                       ["(nodegate: of host n2)", "nodegate.pcie.idle"]),   # the file that holds it (issue 30)
     "unknown-spec-key": (lambda inv: inv["all"].update(vars={"nodegate": {"ecc": {"thresholdz": 1}}}),
                          ["nodegate.ecc.thresholdz", "unknown key"]),
     "bad-connection": (lambda inv: inv["all"]["hosts"]["n1"].update(ansible_connection="winrm"),

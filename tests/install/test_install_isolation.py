@@ -59,6 +59,19 @@ def test_the_wheel_installs_everything_under_the_nodegate_name(envs):
             assert f"nodegate/{d}/{p.name}" in names, p
 
 
+def test_the_wheel_builds_without_setuptools_warnings(envs):
+    """The build says nothing a new user has to wonder about (setuptools warned, on every
+    ``make venv``, that nodegate.data was absent from the packages configuration), and every
+    data file of nodegate/data is in the wheel."""
+    log = (envs.wheel.parent.parent / "build.log").read_text()
+    assert "absent from the `packages` configuration" not in log, log[-2000:]
+    with zipfile.ZipFile(envs.wheel) as z:
+        names = z.namelist()
+    for p in (ROOT / "nodegate" / "data").iterdir():
+        if p.suffix in (".yaml", ".json", ".ini"):
+            assert f"nodegate/data/{p.name}" in names, p
+
+
 COMMAND_LINES = {   # a run (its JUnit file among the files compared) and what pytest lists
     "run": ["-m", "pytest", "-rA", "--target", "prod", "--junitxml", "out/junit.xml"],
     "markers": ["-m", "pytest", "--markers"],

@@ -20,12 +20,18 @@ ansible-core's CLIs, run as subprocesses, say:
 ``new_resolver`` (nodegate.inventory) or, for the before/after table, ``old_resolver`` (the
 hand-written resolver that main had, loaded from a file). Run ``python -m tests.inventory.compat
 [OLD_INVENTORY_PY]`` for the table. Both sides run with one PYTHONHASHSEED (see ``_env``).
+
+The ``ansible`` commands run through a fork server (ansible_forks.py: ansible-core imported once,
+one forked child per command, ~4.7x less CPU than a process each); NODEGATE_COMPAT_PLAIN=1 runs
+each as its own process, and test_compat.py checks that both answer alike.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
@@ -111,8 +117,31 @@ def _env(tree: str, **extra) -> dict:
     return env
 
 
-def _run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=str(HERE))
+#: the variables a command may set on top of the fork server's environment (read by ansible-core
+#: when the command runs, not at import); a command with any other difference runs as a process
+FORK_VARS = ("ANSIBLE_CALLBACK_TREE_DIR",)
+_servers: "queue.SimpleQueue" = queue.SimpleQueue()
+#: NODEGATE_COMPAT_PLAIN=1: every command as its own process (the fork server's own check)
+PLAIN = os.environ.get("NODEGATE_COMPAT_PLAIN") == "1"
+
+
+def _run(argv: list[str], env: dict, plain: bool = PLAIN) -> subprocess.CompletedProcess:
+    """``argv`` with ``env``: the ``ansible`` CLI through a fork server (ansible_forks.py: its
+    start-up paid once) when only FORK_VARS differ from the server's environment, else a process."""
+    base = _env("")
+    extra = {k: v for k, v in env.items() if base.get(k) != v}
+    if plain or argv[0] != str(BIN / "ansible") or set(extra) - set(FORK_VARS) or set(base) - set(env):
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=str(HERE))
+    from .ansible_forks import Forks
+    try:
+        server = _servers.get_nowait()
+    except queue.Empty:
+        server = Forks(base, cwd=str(HERE))
+        atexit.register(server.close)
+    try:
+        return server.run(argv[1:], extra)
+    finally:
+        _servers.put(server)
 
 
 @lru_cache(maxsize=None)

@@ -51,3 +51,22 @@ def test_the_reference_really_resolved_connection_values():
 def test_order_that_ansible_itself_does_not_reproduce_is_detected():
     assert compat.order_is_reproducible(compat.P) is True
     assert compat.order_is_reproducible(compat.I) is False
+
+
+def test_the_fork_server_answers_as_the_plain_cli():
+    """ansible_forks.py (ansible-core imported once, a fork per command) says what the ``ansible``
+    command itself says: a --limit host list and the resolved connection values, plain vs forked."""
+    import json
+    import tempfile
+
+    inv = str(compat.DATA / compat.P)
+    for argv in (["-i", inv, "all", "--limit", "site:!h200", "--list-hosts"],
+                 ["-i", inv, "all", "-m", "raw", "-a", "true"]):
+        got = []
+        for plain in (True, False):
+            with tempfile.TemporaryDirectory() as tree:
+                r = compat._run([str(compat.BIN / "ansible"), *argv], compat._env(tree), plain=plain)
+                files = {p.name: json.loads(p.read_text()) for p in sorted(compat.Path(tree).iterdir())}
+            got.append((r.returncode, r.stdout, files))
+        assert got[0] == got[1], argv
+        assert got[0][0] == 0 and (got[0][2] or "hosts (" in got[0][1])

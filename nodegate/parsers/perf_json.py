@@ -1,0 +1,102 @@
+"""Parser for the JSON of nodegate's built-in measurement and of a site ``perf.command``.
+
+Usage (evidence keys ``perf.builtin``, ``perf.command``)::
+
+    <python> -c <nodegate/perf/builtin_bench.py>          # prints the JSON below
+    <site command>                                         # must print the same shape
+
+Schema (the last JSON object in the output is read; everything before it is ignored)::
+
+    {"nodegate_perf": 1,
+     "measurements": [{"metric": "gemm_bf16", "value": 712.4, "unit": "TFLOPS", "gpu": 0,
+                       "peer": null, "hca": null, "engine": "sm", "direction": "uni"}],
+     "errors": [{"gpu": 3, "what": "result mismatch after copy"}],      # data corruption
+     "invalid": ["torch.cuda.is_available() is False"]}                 # could not measure
+
+    parse_perf_json(text, tool) -> ToolReport(tool, measurements, errors, invalid)
+
+A measurement with ``peer`` is a link (gpu -> peer), with ``hca`` an HCA, with neither ``gpu``
+nor ``peer`` the node; values must be finite numbers >= 0. ParseError on any other shape.
+
+Example::
+
+    {"nodegate_perf": 1, "measurements": [{"metric": "h2d", "value": 55.1, "unit": "GB/s", "gpu": 0,
+     "engine": "ce"}]}
+    -> ToolReport("builtin", measurements=[Measurement("builtin", "h2d", 55.1, "GB/s", "gpu", 0, engine="ce")])
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from ..errors import ParseError
+from ..perf.model import DataError, Measurement, ToolReport
+from . import _values as V
+
+MAX_CHARS = 8 * 1024 * 1024
+MAX_ITEMS = 100_000
+_NAME = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+
+
+def _last_object(text: str) -> dict:
+    end = text.rfind("}")
+    while end >= 0:
+        start = text.rfind("\n{", 0, end)
+        start = 0 if start < 0 and text.startswith("{") else (start + 1 if start >= 0 else -1)
+        if start < 0:
+            break
+        try:
+            obj = json.loads(text[start:end + 1])
+            if isinstance(obj, dict):
+                return obj
+        except ValueError:
+            pass
+        end = text.rfind("}", 0, start)
+    raise ParseError("perf JSON: no JSON object at the start of a line")
+
+
+def _int(v, what):
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 4096:
+        raise ParseError(f"perf JSON: {what} must be a GPU index, got {str(v)[:20]!r}")
+    return v
+
+
+def parse_perf_json(text: str | bytes, tool: str = "command") -> ToolReport:
+    """Empty -> ToolReport with ``invalid`` saying so."""
+    text = V.check_text(text, cap=MAX_CHARS, what="perf JSON")
+    rep = ToolReport(tool)
+    if not text.strip():
+        rep.invalid.append(f"{tool} printed nothing")
+        return rep
+    obj = _last_object(text)
+    ms, errs, inv = obj.get("measurements", []), obj.get("errors", []), obj.get("invalid", [])
+    if not all(isinstance(x, list) for x in (ms, errs, inv)) or len(ms) + len(errs) > MAX_ITEMS:
+        raise ParseError("perf JSON: measurements/errors/invalid must be lists")
+    for m in ms:
+        if not isinstance(m, dict):
+            raise ParseError("perf JSON: a measurement is not an object")
+        metric, unit, val = m.get("metric"), m.get("unit"), m.get("value")
+        if not (isinstance(metric, str) and _NAME.match(metric) and isinstance(unit, str) and 0 < len(unit) <= 16):
+            raise ParseError(f"perf JSON: bad metric/unit in {json.dumps(m)[:120]}")
+        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
+            raise ParseError(f"perf JSON: value must be a finite number >= 0 in {json.dumps(m)[:120]}")
+        gpu, peer, hca = _int(m.get("gpu"), "gpu"), _int(m.get("peer"), "peer"), m.get("hca")
+        if hca is not None and not (isinstance(hca, str) and _NAME.match(hca)):
+            raise ParseError("perf JSON: bad hca name")
+        scope = "hca" if hca else "link" if peer is not None else "gpu" if gpu is not None else "node"
+        eng = m.get("engine") or ""
+        dirn = m.get("direction") or "uni"
+        if eng not in ("", "ce", "sm") or dirn not in ("uni", "bidir"):
+            raise ParseError("perf JSON: engine must be ce|sm, direction uni|bidir")
+        rep.measurements.append(Measurement(tool, metric, float(val), unit, scope, gpu, peer, hca, eng, dirn,
+                                            not bool(m.get("lower_is_better")), str(m.get("source") or "")[:120]))
+    for e in errs:
+        if not isinstance(e, dict):
+            raise ParseError("perf JSON: an error is not an object")
+        rep.errors.append(DataError(tool, str(e.get("what", "data error"))[:300], _int(e.get("gpu"), "gpu")))
+    rep.invalid.extend(str(x)[:300] for x in inv[:20])
+    return rep

@@ -1,0 +1,179 @@
+"""Parser for nvbandwidth (NVIDIA/nvbandwidth) output, text (v0.4-v0.10) and ``-j`` JSON (v0.5+).
+
+Usage (evidence key ``perf.nvbandwidth``)::
+
+    nvbandwidth -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_to_device_memcpy_read_ce [-j]
+
+Text layout: a version/driver header (v0.4: NOTE banner first, ``Device N: name``; v0.6+: row
+labels with a leading space and the PCI BDF after the name), then per test ``Running <name>.``,
+a description line (``memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)``), a column header, one
+row per source, an optional ``SUM <name> <value>`` line; ``Waived:`` lines for tests that do not
+apply; the diagonal printed as ``N/A`` (v0.4+) or ``0.00`` (earliest); pattern-check failures as
+ASSERT/"pattern" lines where the matrix should be. JSON: ``{"nvbandwidth": {"testcases": [{name,
+status, bandwidth_description, bandwidth_matrix: [[str]]}]}}`` with cells as strings.
+Sources: ../shared/perf/ 321-324.
+
+Schema::
+
+    parse_nvbandwidth(text) -> NvbRun(version, devices={index: name}, tests=[NvbTest(name, status
+                                      ("passed"|"waived"|"error"), description, unit ("GB/s"|"ns"),
+                                      matrix=[[float | None]], sum, errors=[str])])
+
+A cell is None for ``N/A``; a diagonal ``0.00`` of a device-to-device matrix is also None (not
+measured: ``min()`` over it would read a false 0). ParseError for text that is neither layout.
+
+Example::
+
+    Running device_to_device_memcpy_read_ce.
+    memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)
+              0         1
+    0       N/A    370.90
+    1    370.90       N/A
+    -> NvbTest("device_to_device_memcpy_read_ce", "passed", ..., matrix=[[None, 370.9], [370.9, None]])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from ..errors import ParseError
+from . import _values as V
+
+MAX_CHARS = 16 * 1024 * 1024
+MAX_DIM = 256
+_RUNNING = re.compile(r"^Running (\S+?)\.?\s*$")
+_DEVICE = re.compile(r"^Device (\d+): (.+?)\s*(?:\([0-9A-Fa-f:.]+\))?\s*$")
+_SUM = re.compile(r"^SUM (\S+) (\S+)\s*$")
+_ROW = re.compile(r"^\s*(\d+)((?:\s+(?:-?\d+(?:\.\d+)?|N/A))+)\s*$")
+_HDR = re.compile(r"^\s*\d+(?:\s+\d+)*\s*$")
+_BAD = re.compile(r"ASSERT|pattern|mismatch|verification failed|data validation", re.I)
+
+
+@dataclass
+class NvbTest:
+    name: str
+    status: str = "passed"
+    description: str = ""
+    unit: str = "GB/s"
+    matrix: list[list[float | None]] = field(default_factory=list)
+    sum: float | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NvbRun:
+    version: str | None = None
+    devices: dict[int, str] = field(default_factory=dict)
+    tests: list[NvbTest] = field(default_factory=list)
+    fmt: str = "text"
+
+
+def _unit(desc: str) -> str:
+    m = re.search(r"\(([^()]*)\)\s*$", desc.strip())
+    return m.group(1) if m else "GB/s"
+
+
+def _is_d2d(name: str) -> bool:
+    return name.startswith("device_to_device") or "latency" in name and "device_to_device" in name
+
+
+def _fix_diagonal(t: NvbTest) -> None:
+    if _is_d2d(t.name):
+        for i, row in enumerate(t.matrix):
+            if i < len(row) and row[i] == 0.0:
+                row[i] = None
+
+
+def _cell(tok) -> float | None:
+    s = str(tok).strip()
+    if s.upper() == "N/A":
+        return None
+    try:
+        return float(s)
+    except ValueError:
+        raise ParseError(f"nvbandwidth: bad matrix cell {s[:40]!r}") from None
+
+
+def parse_nvbandwidth(text: str | bytes) -> NvbRun:
+    """Every test of one run, in output order. Empty -> NvbRun() with no tests."""
+    text = V.check_text(text, cap=MAX_CHARS, what="nvbandwidth")
+    s = text.lstrip()
+    if s.startswith("{"):
+        return _parse_json(s)
+    run = NvbRun()
+    cur: NvbTest | None = None
+    for line in text.replace("\r", "\n").split("\n"):
+        st = line.strip()
+        if not st:
+            continue
+        if m := re.match(r"^nvbandwidth Version: (\S+)", st):
+            run.version = m.group(1)
+        elif (m := _DEVICE.match(st)) and cur is None:
+            run.devices[int(m.group(1))] = m.group(2)
+        elif m := _RUNNING.match(st):
+            cur = NvbTest(m.group(1))
+            run.tests.append(cur)
+            if len(run.tests) > 1024:
+                raise ParseError("nvbandwidth: too many tests")
+        elif st.startswith("Waived"):
+            name = st.partition(":")[2].strip()
+            run.tests.append(NvbTest(name or "(unnamed)", status="waived"))
+            cur = None
+        elif m := _SUM.match(st):
+            if cur is not None and cur.name == m.group(1):
+                try:
+                    cur.sum = float(m.group(2))
+                except ValueError:
+                    pass
+        elif cur is None:
+            continue
+        elif "bandwidth" in st and "(" in st or st.startswith(("memcpy", "memory latency")):
+            cur.description = st
+            cur.unit = _unit(st)
+        elif _BAD.search(st):
+            cur.status = "error"
+            cur.errors.append(st[:300])
+        elif _HDR.match(st) and not cur.matrix:
+            continue
+        elif m := _ROW.match(line):
+            cells = [_cell(t) for t in m.group(2).split()]
+            if len(cur.matrix) >= MAX_DIM or len(cells) > MAX_DIM:
+                raise ParseError("nvbandwidth: matrix too large")
+            cur.matrix.append(cells)
+    for t in run.tests:
+        _fix_diagonal(t)
+    return run
+
+
+def _parse_json(s: str) -> NvbRun:
+    try:
+        obj = json.loads(s)
+    except ValueError as e:
+        raise ParseError(f"nvbandwidth -j: JSON unparsable: {e}") from None
+    body = obj.get("nvbandwidth") if isinstance(obj, dict) else None
+    if not isinstance(body, dict):
+        raise ParseError("nvbandwidth -j: no 'nvbandwidth' object")
+    run = NvbRun(version=str(body.get("version") or body.get("git_version") or "") or None, fmt="json")
+    for tc in body.get("testcases") or []:
+        if not isinstance(tc, dict):
+            continue
+        status = str(tc.get("status", "")).strip().lower()
+        t = NvbTest(str(tc.get("name", ""))[:120], status={"passed": "passed", "waived": "waived"}.get(status, "error"))
+        t.description = str(tc.get("bandwidth_description") or "").strip()
+        t.unit = _unit(t.description)
+        mat = tc.get("bandwidth_matrix") or []
+        if not isinstance(mat, list) or len(mat) > MAX_DIM:
+            raise ParseError("nvbandwidth -j: bad bandwidth_matrix")
+        for row in mat:
+            if not isinstance(row, list) or len(row) > MAX_DIM:
+                raise ParseError("nvbandwidth -j: bad bandwidth_matrix row")
+            t.matrix.append([_cell(c) for c in row])
+        if isinstance(tc.get("sum"), (int, float)):
+            t.sum = float(tc["sum"])
+        if t.status == "error":
+            t.errors.append(f"status {tc.get('status')!r}")
+        _fix_diagonal(t)
+        run.tests.append(t)
+    return run

@@ -1,0 +1,140 @@
+"""A node's bundle -> ``NodeInput`` (rules.py), and the whole run's items (``judge_run``).
+
+Reads only bundle items (``perf.*``) and the probe's facts (GPU names for the SKU, serials, HCA
+port rates), so ``--replay`` and ``--baseline`` re-judge without a network. A tool the spec asked
+for that is missing (rc 127), timed out, was interrupted, or never ran is a ``problem`` (ERROR
+naming it); a non-zero exit status makes its figures invalid (ERROR) except for tools whose exit
+status carries no meaning (gpu_burn exits 0 even when every GPU is FAULTY; dcgmi exits non-zero
+when a test fails and says which in its JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..bundle import Bundle
+from .extract import extract
+from .floors import sku_for, sku_name
+from .locate import localise
+from .rules import Item, NodeInput, Thresholds, fleet_stats, judge_node
+from .spec import PerfSpec
+from .validity import gpu_states
+
+_TOOL_KEY = re.compile(r"^perf\.(?:(before|after)\.)?(nvbandwidth|nccl|dcgmi|gpu_burn|ib_write_bw|builtin|command)"
+                       r"(?:\.([A-Za-z0-9_.-]{1,64}?))?$")
+_RC_MEANINGLESS = ("gpu_burn", "dcgmi")
+
+
+@dataclass
+class NodeContext:
+    """What judging needs from the probe's facts (taken once; facts may be released later)."""
+
+    gpu_names: dict[int, str]
+    serials: dict[int, str]
+    hca_rates: dict[str, float]
+
+
+def node_context(facts) -> NodeContext:
+    names, serials, rates = {}, {}, {}
+    try:
+        for i, g in enumerate(facts.gpus):
+            idx = g.index if isinstance(g.index, int) else i
+            names[idx] = str(g.name or "")
+            serials[idx] = str(g.serial or "") if isinstance(g.serial, str) else ""
+    except Exception:  # noqa: BLE001 - no GPU facts: no SKU (the peer and fleet rules still apply)
+        pass
+    try:
+        for p in facts.ib_ports or []:
+            if p.rate_gbps:
+                rates.setdefault(p.device, float(p.rate_gbps))
+    except Exception:  # noqa: BLE001 - no port rates: no ib_write_bw floor
+        pass
+    return NodeContext(names, serials, rates)
+
+
+def run_record(b: Bundle, label: str = "") -> dict | None:
+    key = f"perf.{label}.run" if label else "perf.run"
+    if not b.has(key):
+        return None
+    try:
+        v = json.loads(b.text(key))
+        return v if isinstance(v, dict) else None
+    except ValueError:
+        return None
+
+
+def node_input(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> NodeInput:
+    skus = {sku_for(n) for n in ctx.gpu_names.values() if n}
+    sku = skus.pop() if len(skus) == 1 else None   # mixed GPUs: no single SKU floor
+    ni = NodeInput(b.node, sku, sku_name(sku) if sku else "", gpu_count=len(ctx.gpu_names) or None,
+                   hca_rates=dict(ctx.hca_rates), serials=dict(ctx.serials), overrides=dict(spec.floors))
+    rec = run_record(b, label)
+    if b.gather_error:
+        ni.problems["perf"] = f"node not gathered: {b.gather_error}"
+        return ni
+    if rec is None:
+        ni.problems["perf"] = "no performance evidence in the bundle (perf.run missing: run with --perf)"
+        return ni
+    status = rec.get("status")
+    found = set()
+    for key in sorted(b.items):
+        m = _TOOL_KEY.match(key)
+        if not m or (m.group(1) or "") != label or key.endswith((".state", ".run", ".tools")):
+            continue
+        tool, hca = m.group(2), m.group(3)
+        short = f"{tool}.{hca}" if hca else tool
+        found.add(tool)
+        ev = b.get(key)
+        if ev.rc == 127:
+            ni.problems[short] = f"{tool}: tool missing: {(ev.err_text or ev.text).strip()[:300] or 'not found'}"
+            continue
+        if ev.status != "ok" or ev.rc is None:
+            ni.problems[short] = f"{tool}: output {ev.status} ({ev.why or 'deadline or interruption'})"
+            continue
+        rep = extract(tool, ev.text, hca=hca)
+        if ev.rc != 0 and tool not in _RC_MEANINGLESS:
+            stopped = any(e.get("name") == "stop" and e.get("key") == key for e in rec.get("events") or [])
+            rep.invalid.append(f"{tool} stopped at the deadline (perf.timeout_s)" if stopped else
+                               f"{tool} exit status {ev.rc}: {(ev.err_text or '').strip()[:200]}")
+        ni.reports[short] = rep
+        st = f"{key}.state"
+        if b.has(st):
+            ni.states[short] = gpu_states(b.text(st))
+        nr = rep.info.get("nranks")
+        if tool == "nccl" and isinstance(nr, int) and ni.gpu_count and nr > ni.gpu_count:
+            ni.in_node_nranks_ok = False
+    for t in rec.get("tests") or []:
+        if t not in found and isinstance(t, str):
+            ni.problems[t] = (f"{t}: not run (the phase ended: {status}"
+                              f"{': ' + str(rec.get('error'))[:200] if rec.get('error') else ''})")
+    return ni
+
+
+def judge_run(inputs: list[NodeInput], baselines: dict[str, dict[str, float]] | None = None,
+              th: Thresholds | None = None, th_by_node: dict[str, Thresholds] | None = None) -> dict[str, list[Item]]:
+    """Every node's items: fleet statistics over ``inputs``, then each node's rules and localisation."""
+    fs = fleet_stats(inputs)
+    out = {}
+    for ni in inputs:
+        t = (th_by_node or {}).get(ni.node) or th or Thresholds()
+        items = judge_node(ni, fs, (baselines or {}).get(ni.node), t)
+        items.extend(localise(items))
+        out[ni.node] = items
+    return out
+
+
+def thresholds(spec: PerfSpec) -> Thresholds:
+    t = spec.thresholds
+    return Thresholds(t.peer_ratio, t.fleet_drop, t.fleet_min_nodes, t.fleet_z, t.baseline_drop)
+
+
+def baseline_figures(b: Bundle, ctx: NodeContext, spec: PerfSpec) -> dict[str, float]:
+    """Item id -> figure of the node's last accepted bundle (only items that PASSed there)."""
+    ni = node_input(b, ctx, spec)
+    if "perf" in ni.problems:
+        return {}
+    items = judge_node(ni, {}, None, thresholds(spec))
+    return {i.id: i.value for i in items if i.value is not None and i.outcome.value in ("pass", "error")
+            and not i.message.startswith("invalid measurement")}

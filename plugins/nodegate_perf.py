@@ -1,0 +1,256 @@
+"""pytest plugin: ``--perf``: measure each node's performance and judge it per GPU, link and HCA.
+
+Flow: the lead's plugin gathers every node at session start (tryfirst); this plugin's
+sessionstart then runs the spec's performance tests on every gathered node at once (ONE exec per
+node, nodegate.perf.runner) and adds ``perf.*`` evidence to each bundle. With ``--burn-in`` too,
+it runs before the soak (``perf.before.*``) and again after it (``perf.after.*``).
+suites/test_perf.py is collected with --perf, or with --replay of bundles holding perf evidence;
+``--baseline`` adds each node's own last accepted figures. All items of the run are judged once,
+at collection (the fleet rule needs every node): nodegate.perf.judge.judge_run.
+
+Items: ``test_perf_<gpu|link|hca|node>[<node>-<tool>-<metric>[-<engine>][-bidir]-<subject>]`` with
+the same ``user_properties`` and ``report.nodegate`` as every nodegate item, plus value, unit,
+threshold and rule; the first perf item of each node carries its performance table and charts.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from nodegate.errors import SpecError
+from nodegate.outcomes import Outcome
+from nodegate.perf import judge as J
+from nodegate.perf.present import CHECK_IDS, REMEDIATION, info_fields, scope_of, to_result
+from nodegate.perf.runner import PerfJob, perf_fleet
+from nodegate.perf.spec import perf_spec
+from nodegate.reports.records import attach_nodegate
+from nodegate.run import RUN_KEY, GatherOptions
+from nodegate.textsafe import shown
+from nodegate.transport import HostKeyPolicy
+
+SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
+_ITEMS_KEY = pytest.StashKey[dict]()
+_INFO_KEY = pytest.StashKey[dict]()
+_TABLE_KEY = pytest.StashKey[bool]()
+EXIT_SPEC_ERROR = 2
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nodegate-perf", "nodegate performance acceptance")
+    g.addoption("--perf", dest="perf", action="store_true", default=False,
+                help="run the spec's performance tests (nodegate: perf:) on every node and judge bandwidth and "
+                     "FLOPS per GPU, link and HCA against the SKU floor, in-node peers, the fleet and --baseline")
+
+
+def _replay_has_perf(config) -> bool:
+    d = config.getoption("replay", None)
+    if not d:
+        return False
+    root = Path(d)
+    return root.is_dir() and any(any(root.glob(p)) for p in ("perf*.run.out", "*/perf*.run.out"))
+
+
+def pytest_ignore_collect(collection_path, config):
+    if Path(collection_path).resolve() == SUITE and not config.getoption("perf", False) and not _replay_has_perf(config):
+        return True
+    return None
+
+
+def _gather_options(config) -> GatherOptions:
+    o = config.option
+    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
+    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
+                         command_timeout=getattr(o, "command_timeout", 30.0),
+                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
+                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
+
+
+def _run_phase(config, label: str) -> None:
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or hasattr(config, "workerinput") or run.mode == "replay" or not config.getoption("perf", False):
+        return
+    from nodegate.session.state import JOBS_KEY
+    jobs = []
+    for j in config.stash.get(JOBS_KEY, []):
+        b = run.bundles.get(j.name)
+        if b is None or b.gather_error:
+            continue   # its perf items ERROR with the gather error
+        try:
+            jobs.append(PerfJob(j.name, j.url, perf_spec(run.spec.get(j.name), j.spec_raw), label))
+        except SpecError as e:
+            sys.stderr.write(f"nodegate: spec error: {e}\n")
+            pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    tw = tr._tw if tr is not None else None
+    t0 = time.monotonic()
+
+    def progress(done, total):
+        if tw is not None:
+            tw.write(f"\rnodegate: perf{' ' + label if label else ''} {done}/{total} nodes done, "
+                     f"{time.monotonic() - t0:.0f}s ")
+
+    if tw is not None:
+        tw.line(f"nodegate: performance tests{' (' + label + ' the burn-in)' if label else ''} on {len(jobs)} "
+                "node(s) (Ctrl-C stops every tool)")
+    perf_fleet(jobs, _gather_options(config), run.bundles, run.bundles_dir, threading.Event(), progress)
+    if tw is not None:
+        tw.line("")
+
+
+def pytest_sessionstart(session):
+    # between the lead's gather (tryfirst) and the burn-in (trylast): alone, or "before" the soak
+    _run_phase(session.config, "before" if session.config.getoption("burn_in", None) else "")
+
+
+class _AfterBurnin:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session):
+        res = yield
+        if session.config.getoption("burn_in", None):
+            _run_phase(session.config, "after")
+        return res
+
+
+def pytest_configure(config):
+    if config.getoption("perf", False) and not config.pluginmanager.has_plugin("nodegate-perf-after"):
+        config.pluginmanager.register(_AfterBurnin(), "nodegate-perf-after")
+
+
+# ---------------------------------------------------------------------------- judging (once)
+def _labels(b) -> list[str]:
+    out = [lab for lab in ("before", "after") if b.has(f"perf.{lab}.run")]
+    return out or [""]
+
+
+def _judged(config) -> dict:
+    """{node: [(label, Item)]}, the whole run judged once (the fleet rule needs every node)."""
+    if _ITEMS_KEY in config.stash:
+        return config.stash[_ITEMS_KEY]
+    run = config.stash.get(RUN_KEY, None)
+    out: dict = {}
+    if run is None:
+        config.stash[_ITEMS_KEY] = out
+        return out
+    br = None
+    try:
+        from nodegate.plugins.nodegate_baseline import BASELINE_KEY
+        br = config.stash.get(BASELINE_KEY, None)
+    except ImportError:
+        pass
+    by_label: dict[str, list] = {}
+    th_by_node, baselines, errors = {}, {}, {}
+    for node, b in run.bundles.items():
+        try:
+            raw = b.meta.get("spec") if isinstance(b.meta.get("spec"), dict) else None
+            ps = perf_spec(run.spec.get(node), raw)
+        except SpecError as e:
+            errors[node] = f"spec error: {e}"
+            continue
+        if run.spec_errors.get(node):
+            errors[node] = f"spec error: {run.spec_errors[node]}"
+            continue
+        ctx = J.node_context(run.facts.get(node))
+        th_by_node[node] = J.thresholds(ps)
+        if br is not None and node in br.bundles:
+            # read now and dropped after (BaselineRun holds no bundle: bounded memory)
+            from nodegate.collect import NodeFacts
+            bb = br.bundle(node)
+            baselines[node] = J.baseline_figures(bb, J.node_context(NodeFacts(bb)), ps)
+        for lab in _labels(b):
+            by_label.setdefault(lab, []).append(J.node_input(b, ctx, ps, lab))
+    for lab, inputs in by_label.items():
+        for node, items in J.judge_run(inputs, baselines, th_by_node=th_by_node).items():
+            out.setdefault(node, []).extend((lab, it) for it in items)
+    for node, why in errors.items():
+        from nodegate.perf.rules import Item
+        out[node] = [("", Item(node, "perf", "perf", "spec", "spec", "node", Outcome.ERROR, why))]
+    config.stash[_ITEMS_KEY] = out
+    return out
+
+
+def pytest_generate_tests(metafunc):
+    if "perf_verdict" not in metafunc.fixturenames:
+        return
+    scope = metafunc.function.__name__.removeprefix("test_perf_")
+    params, ids = [], []
+    for node, items in _judged(metafunc.config).items():
+        for lab, it in items:
+            if scope_of(it) == scope:
+                params.append((f"perf_{scope}", node, lab, it))
+                ids.append(f"{node}-{lab + '-' if lab else ''}{it.id}")
+    metafunc.parametrize("perf_verdict", params, ids=ids, indirect=True)
+
+
+@pytest.fixture
+def perf_verdict(request):
+    """The judged perf item: ERROR raises in setup, SKIP skips."""
+    _, node, lab, it = request.param
+    config = request.config
+    res = to_result(it)
+    run = config.stash[RUN_KEY]
+    b = run.bundles.get(node)
+    scope = scope_of(it)
+    cid = CHECK_IDS[scope]
+    if res.outcome is Outcome.FAIL:
+        res.message = f"{res.message} Remediation: {REMEDIATION}"
+    info = {"node": node, "gpu_index": "" if it.gpu is None else str(it.gpu), "pci_bus_id": "",
+            "gpu_serial": it.serial, "gpu_uuid": "", "board_part_number": "", "vbios_version": "",
+            "driver_version": "", "check_id": cid, "check_name": f"perf_{scope}",
+            "title": f"performance{' (' + lab + ' burn-in)' if lab else ''}: {it.label}", "severity": "major",
+            "expected": res.expected, "observed": res.observed, "message": res.message, "evidence": "",
+            "remediation": REMEDIATION, "outcome": res.outcome.value,
+            "bundle_dir": str(getattr(b, "path", "") or ""), **info_fields(it)}
+    request.node.stash[_INFO_KEY] = info
+    for k in ("node", "check_id", "severity", "gpu_index", "gpu_serial", "expected", "observed", "value", "unit",
+              "threshold", "rule"):
+        request.node.user_properties.append((k, info[k]))
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(shown(f"[{cid}] could not evaluate: {res.message}"), pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(shown(f"[{cid}] {res.message}"))
+    return res
+
+
+def pytest_collection_modifyitems(config, items):
+    # a scope with no subject in this run (no HCA, no P2P matrix): its empty parameter set is not an item
+    empty = [i for i in items if getattr(getattr(i, "callspec", None), "params", {}).get("perf_verdict", 0) is None
+             or (i.originalname or "").startswith("test_perf_") and "perf_verdict" in getattr(
+                 getattr(i, "callspec", None), "params", {}) and not isinstance(i.callspec.params["perf_verdict"], tuple)]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [i for i in items if i not in set(empty)]
+    first: set[str] = set()
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is None or not isinstance(cs.params.get("perf_verdict"), tuple):
+            continue
+        node = cs.params["perf_verdict"][1]
+        item.add_marker(pytest.mark.xdist_group(node))
+        if node not in first:
+            first.add(node)
+            item.stash[_TABLE_KEY] = True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):  # noqa: ARG001
+    rep = yield
+    info = item.stash.get(_INFO_KEY, None)
+    if info is None:
+        return rep
+    attach_nodegate(rep, info)
+    final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
+    if final and item.stash.get(_TABLE_KEY, False):
+        try:
+            import pytest_html
+            from nodegate.perf.report import node_html
+        except ImportError:
+            return rep
+        node = info["node"]
+        rows = [it for _, it in _judged(item.config).get(node, [])]
+        rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(node_html(node, rows))]
+    return rep

@@ -1,0 +1,59 @@
+"""Every exit code a nodegate run can return is in README's table (nodegate.session.exitcodes):
+pytest's overlapping codes are mapped (4 and 5 -> 2, INTERNAL_ERROR 3 -> 4 unless the baseline
+made it "regressions only", Ctrl-C -> 130, SIGTERM/SIGHUP -> 143/129)."""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from nodegate.session import exitcodes as X
+from nodegate.session import signals
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Config:
+    def __init__(self, stash=None):
+        self.stash = pytest.Stash()
+        for k, v in (stash or {}).items():
+            self.stash[k] = v
+
+
+@pytest.mark.parametrize("status, stash, want", [
+    (0, {}, 0), (1, {}, 1),
+    (int(pytest.ExitCode.USAGE_ERROR), {}, 2), (int(pytest.ExitCode.NO_TESTS_COLLECTED), {}, 2),
+    (int(pytest.ExitCode.INTERNAL_ERROR), {}, 4),
+    (3, {X.REGRESSIONS_ONLY_KEY: True}, 3),
+    (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "ctrl-c"}, 130),
+    (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "usage"}, 2),
+    (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "collection"}, 2),
+    (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "stopped"}, 1),
+])
+def test_pytest_status_to_readme_table(status, stash, want):
+    assert X.nodegate_status(_Config(stash), status) == want
+
+
+def test_signals_keep_their_status():
+    c = _Config({X.STOP_KEY: "signal", signals._STATE_KEY: {"signum": signal.SIGTERM, "finishing": True,
+                                                           "previous": {}}})
+    assert X.nodegate_status(c, int(pytest.ExitCode.INTERRUPTED)) == 143
+
+
+def test_usage_and_collection_stops_write_no_report():
+    assert X.writes_no_report(_Config({X.STOP_KEY: "usage"}), 2)
+    assert X.writes_no_report(_Config({X.STOP_KEY: "collection"}), 2)
+    assert X.writes_no_report(_Config(), int(pytest.ExitCode.USAGE_ERROR))
+    assert not X.writes_no_report(_Config({X.STOP_KEY: "ctrl-c"}), 2)
+    assert not X.writes_no_report(_Config(), 1)
+
+
+def test_readme_lists_every_code():
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("## Exit codes"):]
+    table = table[:table.index("\n## ", 5)]
+    codes = set(re.findall(r"^\| (\d+)", table, re.M))
+    assert codes == {"0", "1", "2", "3", "4", "129", "130", "143"}, codes

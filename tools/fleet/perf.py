@@ -1,0 +1,177 @@
+"""Performance tool shims for the simulated fleet (issue 29): nvbandwidth, all_reduce_perf, dcgmi,
+gpu_burn and ib_write_bw printing the real formats (../shared/perf samples: nvbandwidth v0.6
+text, nccl-tests 2.17 with #wrong and OK/FAILED, DCGM 4.x JSON, gpu_burn progress and verdicts,
+perftest with --report_gbits), plus the nvidia-smi answers the perf script samples with.
+
+Profile key ``perf`` (all optional; values are the healthy figures of an 8x H200 node)::
+
+    perf:
+      h2d: 55.2, d2h: 55.1, p2p: 372.0, allreduce: 478.0, gflops: 52000, ib: 392.0
+      per_gpu: {3: {h2d: 35.0}}         # one slow GPU
+      cells: {"1-5": 200.0}             # one bad NVLink pair (row GPU 1 -> column GPU 5)
+      hca: {mlx5_1: 196.0}              # an HCA at half rate
+      nccl_wrong: 0                     # #wrong at the largest size
+      gpu_burn_zero: [2]                # 'OK' with 0 Gflop/s (init error)
+      throttle: [4]                     # HW slowdown + HW thermal during every test
+      apps: {6: "4242, python3"}        # another compute process on a GPU
+      hang: [nvbandwidth]               # never returns (the deadline stops it)
+
+``tools_absent`` removes a tool (``all_reduce_perf`` ...): its test is ERROR naming it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from nodegate.perf.script import APPS_QUERY, STATE_FIELDS
+
+from .profile import gpu_bus
+from .render import Invocation
+from .smi_xml import bus_id_smi
+
+DEFAULTS = {"h2d": 55.2, "d2h": 55.1, "p2p": 372.0, "allreduce": 478.0, "gflops": 52000.0, "ib": 392.0}
+NCCL_SIZES = [1 << 30, 1 << 31, 1 << 32, 1 << 33, 1 << 34]
+BIN = "/usr/local/bin"
+
+
+def _g(cfg: dict, gpu: int, key: str) -> float:
+    return float(((cfg.get("per_gpu") or {}).get(gpu) or {}).get(key, cfg.get(key, DEFAULTS[key])))
+
+
+def nvbandwidth_text(cfg: dict, n: int, name: str) -> str:
+    out = ["nvbandwidth Version: v0.6", "Built from Git version: v0.6", "",
+           "CUDA Runtime Version: 12080", "CUDA Driver Version: 12080", "Driver Version: 580.95.05", ""]
+    out += [f"Device {i}: {name} (00000000:{0x19 + i:02x}:00)" for i in range(n)] + [""]
+    for test, key, arrow in (("host_to_device_memcpy_ce", "h2d", "->"), ("device_to_host_memcpy_ce", "d2h", "<-")):
+        vals = [_g(cfg, i, key) for i in range(n)]
+        out += [f"Running {test}.", f"memcpy CE CPU(row) {arrow} GPU(column) bandwidth (GB/s)",
+                "           " + "".join(f"{i:>10}" for i in range(n)),
+                " 0" + "".join(f"{v:10.2f}" for v in vals), "", f"SUM {test} {sum(vals):.2f}", ""]
+    cells = cfg.get("cells") or {}
+    rows = []
+    total = 0.0
+    for r in range(n):
+        row = []
+        for c in range(n):
+            if r == c:
+                row.append(f"{'N/A':>10}")
+                continue
+            v = float(cells.get(f"{r}-{c}", min(_g(cfg, r, "p2p"), _g(cfg, c, "p2p"))))
+            total += v
+            row.append(f"{v:10.2f}")
+        rows.append(f" {r}" + "".join(row))
+    out += ["Running device_to_device_memcpy_read_ce.", "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
+            "           " + "".join(f"{i:>10}" for i in range(n))] + rows
+    out += ["", f"SUM device_to_device_memcpy_read_ce {total:.2f}", "",
+            "NOTE: The reported results may not reflect the full capabilities of the platform.",
+            "Performance can vary with software drivers, hardware clocks, and system topology.", ""]
+    return "\n".join(out)
+
+
+def nccl_text(cfg: dict, n: int, name: str, host: str) -> str:
+    wrong = int(cfg.get("nccl_wrong", 0))
+    plateau = float(cfg.get("allreduce", DEFAULTS["allreduce"]))
+    out = ["# nccl-tests version 2.17.6 nccl-headers=22703 nccl-library=22703",
+           f"# Collective test starting: all_reduce_perf",
+           f"# nThread 1 nGpus {n} minBytes 1073741824 maxBytes 17179869184 step: 2(factor) warmup iters: 1 "
+           "iters: 20 agg iters: 1 validation: 1 graph: 0", "#", "# Using devices"]
+    out += [f"#  Rank {i:2d} Group  0 Pid   4242 on {host} device {i:2d} [0000:{0x19 + i:02x}:00] {name}"
+            for i in range(n)]
+    out += ["#", "#                                                              out-of-place                       "
+                 "in-place          ",
+            "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw "
+            "  busbw #wrong",
+            "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s) "
+            " (GB/s)       "]
+    factor = 2 * (n - 1) / n if n > 1 else 1.0
+    for k, size in enumerate(NCCL_SIZES):
+        bus = plateau * (0.90 + 0.025 * k)
+        alg = bus / factor
+        t = size / (alg * 1e3)
+        w = wrong if size == NCCL_SIZES[-1] else 0
+        out.append(f"{size:12d}  {size // 4:12d}     float     sum      -1  {t:7.0f}  {alg:6.2f}  {bus:6.2f}  {w:5d}"
+                   f"  {t:7.0f}  {alg:6.2f}  {bus:6.2f}  {w:5d}")
+    out += [f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}",
+            f"# Avg bus bandwidth    : {plateau * 0.95:.4f} ", "#", "# Collective test concluded: all_reduce_perf", ""]
+    return "\n".join(out)
+
+
+def gpu_burn_text(cfg: dict, n: int, name: str, uuids: list[str]) -> str:
+    zero = set(cfg.get("gpu_burn_zero") or [])
+    out = [f"GPU {i}: {name} (UUID: {uuids[i]})" for i in range(n)]
+    recs = []
+    for pct in (50.0, 100.0):
+        gf = " - ".join(f"{2000 if i not in zero else 0} ({0 if i in zero else int(_g(cfg, i, 'gflops'))} Gflop/s)"
+                        for i in range(n))
+        recs.append(f"{pct:.1f}%  proc'd: {gf}   errors: {' - '.join('0' for _ in range(n))}   temps: "
+                    + " - ".join("62 C" for _ in range(n)) + " ")
+    out.append("\r".join(recs))
+    out += ["\tSummary at:   Wed Dec  2 08:00:00 UTC 2026", "", "Killing processes.. done", "",
+            f"Tested {n} GPUs:"] + [f"\tGPU {i}: OK" for i in range(n)]
+    return "\n".join(out) + "\n"
+
+
+def ib_text(dev: str, gbits: float) -> str:
+    head = ["---------------------------------------------------------------------------------------",
+            "                    RDMA_Write BW Test",
+            f" Dual-port       : OFF\t\tDevice         : {dev}",
+            " Number of qps   : 1\t\tTransport type : IB", " Connection type : RC\t\tUsing SRQ      : OFF",
+            " TX depth        : 128", " CQ Moderation   : 100", " Mtu             : 4096[B]",
+            " Link type       : IB", "---------------------------------------------------------------------------------------",
+            " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]",
+            f" 8388608    5000             {gbits + 0.3:.2f}             {gbits:.2f}  \t\t   {gbits / 67.1:.6f}",
+            "---------------------------------------------------------------------------------------"]
+    return "\n".join(head) + "\n"
+
+
+def dcgmi_json(n: int) -> str:
+    tests = [{"name": t, "results": [{"entity_group": "GPU", "entity_id": i, "status": "Pass"} for i in range(n)]}
+             for t in ("memory_bandwidth", "targeted_stress", "targeted_power")]
+    return json.dumps({"DCGM Diagnostic": {"test_categories": [{"category": "Stress", "tests": tests}],
+                                           "metadata": {"DCGM Version": "4.2.3"}}}, indent=2) + "\n"
+
+
+def render_perf(r) -> None:
+    """Add the perf shims and the sampled nvidia-smi answers to a node being rendered."""
+    cfg = r.d.get("perf") or {}
+    n = len(r.present)
+    from .models import GPU_MODELS
+    name = GPU_MODELS[r.d["gpus"]["model"]]["product_name"]
+    hang = set(cfg.get("hang") or [])
+    throttle = set(cfg.get("throttle") or [])
+    rows, apps = [], []
+    for k, i in enumerate(r.present):
+        st = r.states[i]
+        pc = st["pcie"]
+        mask = 0x48 if k in throttle else 0   # HW slowdown + HW thermal slowdown
+        bus = bus_id_smi(*gpu_bus(r.d, i))
+        rows.append(f"{k}, {bus}, 0x{mask:016x}, {pc['max_gen']}, {pc['max_gen']}, {pc['max_width']}, "
+                    f"{pc['max_width']}, {1410 if mask else 1980}, 650.10, 700.00, {88 if mask else 62}, 100\n")
+        if k in (cfg.get("apps") or {}):
+            apps.append(f"{bus}, {cfg['apps'][k]}\n")
+    # a GPU node's userland has util-linux setsid: the perf script stops a tool's whole session with it
+    r.t.link("/usr/bin/setsid", "busybox")
+    smi = r.tools["nvidia-smi"]
+    smi.cases[f"--query-gpu={STATE_FIELDS} --format=csv,noheader,nounits"] = Invocation(out="".join(rows))
+    smi.cases[APPS_QUERY] = Invocation(out="".join(apps))
+    uuids = [r.states[i]["uuid"] for i in r.present]
+    host = r.d["node"]["hostname"]
+
+    def tool(tname: str, inv: Invocation, key: str | None = None):
+        t = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: unsupported arguments\n", rc=2))
+        if tname in hang:
+            inv = Invocation(hang=True)
+        if key is None:
+            t.default = inv
+        else:
+            t.cases[key] = inv
+        return t
+
+    tool("nvbandwidth", Invocation(out=nvbandwidth_text(cfg, n, name)))
+    tool("all_reduce_perf", Invocation(out=nccl_text(cfg, n, name, host)))
+    tool("gpu_burn", Invocation(out=gpu_burn_text(cfg, n, name, uuids)))
+    tool("dcgmi", Invocation(out=dcgmi_json(n), rc=0), "diag *")
+    ib = r.tool("ib_write_bw", f"{BIN}/ib_write_bw", Invocation(err="ib_write_bw: no such device\n", rc=1))
+    for dev in r.d["infiniband"]:
+        v = float((cfg.get("hca") or {}).get(dev, cfg.get("ib", DEFAULTS["ib"])))
+        ib.cases[f"-d {dev} *"] = Invocation(hang=True) if "ib_write_bw" in hang else Invocation(out=ib_text(dev, v))
