@@ -23,8 +23,30 @@ from .spec import BurninSpec
 DEFAULT_XID_FAIL = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154})
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F]{1,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (?P<xid>\d+)")
-_FALLEN = re.compile(r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?).*fallen off the bus"
-                     r"|fallen off the bus.*?(?P<bus2>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})", re.I)
+# "fallen off the bus" with the bus id before it (the NVRM line) or after it; found with two linear
+# searches instead of one `bus.*phrase|phrase.*?bus` pattern, which backtracks quadratically on a
+# line of repeated phrases or bus ids (issue 31: parsing time linear on every node-output path)
+_PHRASE = re.compile(r"fallen off the bus", re.I)
+_BUS_BEFORE = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?")
+_BUS_AFTER = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}")
+
+
+def fallen_bus(ln: str) -> str | None:
+    """The bus id of a "fallen off the bus" kernel line, or None (no such phrase, or no bus id).
+
+    Leftmost of: a bus id followed (anywhere later) by the phrase, or the first phrase followed by a
+    bus id (without function): what ``bus.*phrase|phrase.*?bus`` (re.I) finds, in linear time."""
+    first = _PHRASE.search(ln)
+    if first is None:
+        return None
+    last = first
+    for last in _PHRASE.finditer(ln, first.start()):
+        pass
+    before = _BUS_BEFORE.search(ln, 0, last.start())
+    after = _BUS_AFTER.search(ln, first.end())
+    if before is not None and (after is None or before.start() < first.start()):
+        return before.group()
+    return after.group() if after is not None else None
 
 
 @dataclass
@@ -278,10 +300,9 @@ def _xids(lines: list[str]) -> list[tuple[str | None, int | None, str]]:
             b = m.group("bus")
             out.append((normalize_bus_id(b if "." in b else b + ".0"), int(m.group("xid")), ln))
             continue
-        m = _FALLEN.search(ln)
-        if m:
-            b = m.group("bus") or m.group("bus2")
-            out.append((normalize_bus_id(b if "." in b else b + ".0") if b else None, 79, ln))
+        b = fallen_bus(ln)
+        if b is not None:
+            out.append((normalize_bus_id(b if "." in b else b + ".0"), 79, ln))
     return out
 
 

@@ -19,7 +19,22 @@ SECRET_WORDS = frozenset({"TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "P
                           "CERT", "DSN", "SALT", "OTP", "BEARER"})
 SECRET_SUBSTRINGS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "APIKEY",
                      "PRIVATE_KEY", "ACCESS_KEY")
-_URL_CRED_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)[^/@\s]+@")
+# user:password@ after a URL scheme (RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+# Anchored at "://" and the scheme checked backwards: `scheme://creds@` as one pattern retried the
+# scheme at every character of a long run of letters (quadratic on a hostile meta.json value)
+_URL_CRED_RE = re.compile(r"://[^/@\s]+@")
+_SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+
+
+def _has_scheme(value: str, end: int) -> bool:
+    """A scheme (a letter, then scheme characters) ends at ``end``: the run of scheme characters
+    before ``end`` holds a letter (a run never crosses the previous "://" or "@")."""
+    i = end
+    while i > 0 and value[i - 1] in _SCHEME_CHARS:
+        i -= 1
+        if value[i].isascii() and value[i].isalpha():
+            return True
+    return False
 
 
 def is_secret_key(key: object) -> bool:
@@ -30,7 +45,7 @@ def is_secret_key(key: object) -> bool:
 
 def redact_value(value: object) -> object:
     if isinstance(value, str):
-        return _URL_CRED_RE.sub(lambda m: m.group("scheme") + "***@", value)
+        return _URL_CRED_RE.sub(lambda m: "://***@" if _has_scheme(value, m.start()) else m.group(), value)
     return value
 
 

@@ -13,7 +13,6 @@ reason text, never an exception.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
@@ -29,7 +28,21 @@ FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_pa
           "expected", "observed", "message", "remediation", "bundle_dir", "action", "scope",
           "spec_source", "value", "unit", "threshold", "rule")
 
-_PARAM_RE = re.compile(r"\[(?P<node>.+?)(?:-gpu(?P<gpu>\d+))?\]$")
+def param_node_gpu(nodeid: str) -> tuple[str, str] | None:
+    r"""``suites/t.py::test_x[gpu01-gpu3]`` -> ("gpu01", "3"); ``...[gpu01]`` -> ("gpu01", ""); None
+    without a ``[...]`` parameter at the end. The node is what lies between the first "[" and the
+    last "-gpuN]" (or "]"): ``\[(.+?)(?:-gpu(\d+))?\]$`` without the regex, which backtracked
+    quadratically on a test id of many "[" (a hostile node name; issue 31)."""
+    if not nodeid.endswith("]"):
+        return None
+    i = nodeid.find("[")
+    if i < 0 or i + 1 >= len(nodeid) - 1:
+        return None
+    inner = nodeid[i + 1:-1]
+    node, sep, gpu = inner.rpartition("-gpu")
+    if sep and node and gpu.isdecimal():
+        return node, gpu
+    return inner, ""
 
 
 @dataclass
@@ -127,10 +140,10 @@ class RecordBook:
         rec = self.records.get(nodeid)
         if rec is None:
             rec = self.records[nodeid] = Record(nodeid=clean(nodeid, 500))
-            m = _PARAM_RE.search(nodeid)
+            m = param_node_gpu(nodeid)
             if m:   # fallback identity until a report carries the nodegate dict
-                rec.node = one_line(m.group("node"), 300)
-                rec.gpu_index = m.group("gpu") or ""
+                rec.node = one_line(m[0], 300)
+                rec.gpu_index = m[1]
         ng = nodegate_dict(report)
         py = _pytest_outcome(report)
         if ng is not None:
