@@ -77,7 +77,7 @@ def fold_unreached(stats: dict, infos: list[NodeInfo]) -> dict[str, list]:
     pytest's ERRORS section and short summary. Returns what was taken, to be put back before
     pytest's last line counts them. A report's node is its test id's parameter (``[node]`` or
     ``[node-gpuN]``, nodegate.reports.records)."""
-    from .records import _PARAM_RE
+    from .records import param_node_gpu
     gone = {i.node for i in infos if i.gather_status != "ok"}
     taken: dict[str, list] = {}
     if not gone:
@@ -85,8 +85,8 @@ def fold_unreached(stats: dict, infos: list[NodeInfo]) -> dict[str, list]:
     for key in ("error", "failed"):
         keep, out = [], []
         for rep in stats.get(key, []) or []:
-            m = _PARAM_RE.search(str(getattr(rep, "nodeid", "")))
-            (out if m and m.group("node") in gone else keep).append(rep)
+            m = param_node_gpu(str(getattr(rep, "nodeid", "")))
+            (out if m and m[0] in gone else keep).append(rep)
         if out:
             stats[key] = keep
             taken[key] = out
