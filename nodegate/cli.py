@@ -121,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[ENV_FLAG] = "1"   # inherited by xdist workers; restored for a caller in this process
     try:
         rc = int(pytest.main(pytest_args(argv)))
+    except Exception:   # noqa: BLE001 - a crash past pytest's own INTERNALERROR handling
+        # (e.g. in a session-finish hook): README's exit 4, never Python's 1 ("findings")
+        import traceback
+        traceback.print_exc()
+        sys.stderr.write("nodegate: internal error (exit 4)\n")
+        return 4
     finally:
         if before is None:
             os.environ.pop(ENV_FLAG, None)

@@ -57,3 +57,17 @@ def test_readme_lists_every_code():
     table = table[:table.index("\n## ", 5)]
     codes = set(re.findall(r"^\| (\d+)", table, re.M))
     assert codes == {"0", "1", "2", "3", "4", "129", "130", "143"}, codes
+
+
+def test_a_crash_past_pytest_is_exit_4_not_1(monkeypatch, capsys):
+    """An exception escaping pytest.main (a session-finish hook: seen once in the terminal
+    summary) is README's internal error 4, never Python's uncaught-exception 1 (= findings)."""
+    import pytest as _pytest
+
+    from nodegate import cli
+
+    def boom(args):
+        raise ImportError("cannot import name 'X'")
+    monkeypatch.setattr(_pytest, "main", boom)
+    assert cli.main(["--replay", "nowhere"]) == 4
+    assert "internal error (exit 4)" in capsys.readouterr().err
