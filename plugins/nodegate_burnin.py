@@ -30,13 +30,13 @@ from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
 from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
 _DUR_KEY = pytest.StashKey[int]()
 _CTX_KEY = pytest.StashKey[dict]()
 _INFO_KEY = pytest.StashKey[dict]()
 _PLOT_KEY = pytest.StashKey[bool]()
-EXIT_SPEC_ERROR = 2
 
 
 def pytest_addoption(parser):

@@ -30,12 +30,12 @@ from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
 from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
 _ITEMS_KEY = pytest.StashKey[dict]()
 _INFO_KEY = pytest.StashKey[dict]()
 _TABLE_KEY = pytest.StashKey[bool]()
-EXIT_SPEC_ERROR = 2
 
 
 def pytest_addoption(parser):

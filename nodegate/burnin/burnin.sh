@@ -24,7 +24,7 @@ NG_CMD=@@COMMAND@@
 NG_DCGM_LEVEL=@@DCGM_LEVEL@@
 NG_GRACE=@@GRACE@@
 # M, NG_INT, NG_KILL, NG_TMO, NG_CAP, PATH; ng_up, ng_now, ng_ev, ng_to, ng_have, ng_item, ng_fail,
-# ng_heartbeats, ng_sampler_exit, ng_exit_traps: nodegate/phase/prelude.sh
+# ng_heartbeats, ng_sampler_exit, ng_wait_tool, ng_end_sampler, ng_exit_traps: nodegate/phase/prelude.sh
 @@PRELUDE@@
 
 # ---------------------------------------------------------------- what to run
@@ -182,14 +182,9 @@ ng_launch() {
   ng_sampler "$ng_lp" >&5 2>&6 &
   ng_sp=$!
   [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  while :; do
-    wait "$ng_lp"; ng_lrc=$?
-    kill -0 "$ng_lp" 2>/dev/null || break
-    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  done
+  ng_wait_tool
   ng_ev load-exit "rc=$ng_lrc" >&5
-  kill -USR1 "$ng_sp" 2>/dev/null
-  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+  ng_end_sampler
   printf '\n%s RC %s\n' "$M" "$ng_lrc"
 }
 

@@ -12,7 +12,7 @@
 NG_PREFIX=@@PREFIX@@
 NG_HCAS=@@HCAS@@
 # M, NG_INT, NG_KILL, NG_TMO, NG_CAP, PATH; ng_up, ng_now, ng_ev, ng_to, ng_have, ng_item, ng_fail,
-# ng_heartbeats, ng_sampler_exit, ng_exit_traps: nodegate/phase/prelude.sh
+# ng_heartbeats, ng_sampler_exit, ng_wait_tool, ng_end_sampler, ng_exit_traps: nodegate/phase/prelude.sh
 @@PRELUDE@@
 PATH="$PATH:/usr/local/cuda/bin"
 if ng_have setsid; then NG_SETSID=setsid; else NG_SETSID=; fi
@@ -106,18 +106,13 @@ ng_launch() {  # ng_launch KEY TIMEOUT CMD: tool output on stdout, then 'M RC <r
   ng_ev tool-start "key=$1 pid=$ng_lp setsid=${NG_SETSID:-no} uptime=$(ng_up)" >&5
   ng_sampler "$ng_lp" "$1" "$2" >&5 2>&6 &
   ng_sp=$!
-  while :; do
-    wait "$ng_lp"; ng_lrc=$?
-    kill -0 "$ng_lp" 2>/dev/null || break
-    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  done
+  ng_wait_tool
   ng_ev tool-exit "key=$1 rc=$ng_lrc uptime=$(ng_up)" >&5
   # what the tool left behind in its group (a child ignoring TERM) would hold the pipe open
   if [ -n "$NG_SETSID" ] && kill -0 "-$ng_lp" 2>/dev/null; then
     kill -TERM "-$ng_lp" 2>/dev/null; sleep 1; kill -KILL "-$ng_lp" 2>/dev/null
   fi
-  kill -USR1 "$ng_sp" 2>/dev/null
-  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+  ng_end_sampler
   printf '%s RC %s\n' "$M" "$ng_lrc"   # no newline before: the output stays byte-exact
 }
 

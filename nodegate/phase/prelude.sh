@@ -62,6 +62,21 @@ ng_sampler_exit() {
   exit 0
 }
 
+# ng_wait_tool: wait for the tool or load (pid ng_lp) to exit, its status in ng_lrc; a signal to
+# this shell meanwhile (its trap sets ng_int) is passed on to the sampler (pid ng_sp), which stops
+# the tool. ng_end_sampler: tell the sampler the tool exited (USR1) and wait for it to end.
+ng_wait_tool() {
+  while :; do
+    wait "$ng_lp"; ng_lrc=$?
+    kill -0 "$ng_lp" 2>/dev/null || break
+    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
+  done
+}
+ng_end_sampler() {
+  kill -USR1 "$ng_sp" 2>/dev/null
+  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+}
+
 # ng_exit_traps: the main shell's exit status on a signal (128 + its number).
 ng_exit() { trap '' PIPE; exit "$1"; }
 ng_exit_traps() {
