@@ -90,7 +90,8 @@ def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
                 if key == f"perf.{t}":
                     lines.append(f"ng_test {key} {shlex.quote(b)} {int(spec.timeout_s)} {shlex.quote(cmd)}")
     bins = " ".join(shlex.quote(binary(spec, t)) for t in spec.tests if t in BINARY_DEFAULT)
-    fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "INTERVAL": str(int(spec.interval_s)), "KILL": str(int(spec.stop_grace_s)), "TIMEOUT": str(SAMPLE_TIMEOUT_S),
+    fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "INTERVAL": str(int(spec.interval_s)),
+              "KILL": str(int(spec.stop_grace_s)), "TIMEOUT": str(SAMPLE_TIMEOUT_S),
               "CAP": str(TOOL_CAP), "PREFIX": shlex.quote(" ".join(shlex.quote(w) for w in spec.prefix)),
               "HCAS": shlex.quote(" ".join(spec.ib_hcas or [])), "BINARIES": bins or "true",
               "TESTS": "\n".join(lines) or ":"}
