@@ -4,8 +4,11 @@ For each size N: N copies of one sample node (the current run, replayed) and N b
 each holding a sparse item of ``--pad-mib`` MiB (a few KiB on disk, read in full: the attack of
 the issue, 40 such bundles made 3.8 GB RSS when every baseline bundle was held). Measured: the
 peak RSS of ``pytest suites --replay CUR`` alone and with ``--baseline BASE`` (bench.measure:
-the largest process of the tree). The baseline run must stay within the replay's bound: one
-baseline bundle in memory at a time, so the difference stays about one bundle whatever N is.
+the largest process of the tree), and between consecutive sizes each run's growth a node (the
+current side: a ``--baseline`` run streams as ``--replay`` does, one shard of current nodes in
+memory). The baseline run must stay within the replay's bound: one baseline bundle in memory at a
+time, so the difference stays about one bundle whatever N is. Each copy has its own boot id and
+machine id (copies sharing them are one machine to NG-INV-003, whose items hold them together).
 
     .venv/bin/python bench/baseline_memory.py --nodes 8,32 --pad-mib 8
     .venv/bin/python bench/baseline_memory.py --nodes 256,4096 --pad-mib 8   # the scale figure (long)
@@ -25,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.measure import run_measured  # noqa: E402
+from tests.bundle_edit import give_identity  # noqa: E402
 
 SRC = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
 
@@ -38,6 +42,9 @@ def _clone(dst: Path, node: str, pad: int) -> None:
         with open(d / "padding.out", "wb") as fh:
             fh.truncate(pad)   # sparse
     (d / "meta.json").write_text(json.dumps(meta))
+    # a boot id and machine id of its own: copies sharing one are one machine to NG-INV-003,
+    # whose items then load every clashing node together (not the fleet this measures)
+    give_identity(d, node)
 
 
 def measure(n: int, pad: int, work: Path) -> dict:
@@ -65,9 +72,18 @@ def main(argv=None) -> int:
     ap.add_argument("--pad-mib", type=float, default=8.0, help="sparse item per baseline bundle, MiB")
     a = ap.parse_args(argv)
     pad = int(a.pad_mib * 2**20)
+    rows = []
     with tempfile.TemporaryDirectory(prefix="nodegate-bench-baseline-") as t:
         for n in (int(x) for x in a.nodes.split(",")):
-            print(json.dumps(measure(n, pad, Path(t))), flush=True)
+            rows.append(measure(n, pad, Path(t)))
+            print(json.dumps(rows[-1]), flush=True)
+    # the current side (issue 31, item 8): a --baseline run streams like --replay, so its RSS
+    # grows a node about as the replay's does (every current node held: ~1.9 MB a node)
+    for lo, hi in zip(rows, rows[1:]):
+        d = hi["nodes"] - lo["nodes"]
+        print(json.dumps({"from_nodes": lo["nodes"], "to_nodes": hi["nodes"], **{
+            f"{k}_growth_mb_a_node": round((hi[f"{k}_peak_rss_mb"] - lo[f"{k}_peak_rss_mb"]) / d, 3)
+            for k in ("replay", "baseline")}}), flush=True)
     return 0
 
 

@@ -317,6 +317,17 @@ class FleetRun:
             return self.bundles[node]
         return self.wait(node, tick)
 
+    def meta_of(self, node: str) -> dict:
+        """The node's meta.json: from its Bundle in memory, else read now from its bundle directory
+        (``Bundle.load(only=())``: meta.json alone) and not kept (a streaming run loads a node's
+        evidence only when its items run); a node still being gathered is waited for (``wait``)."""
+        b = self.bundles.get(node)
+        if b is None and node in self._paths and self.ready(node):
+            b = self._load(node, self._paths[node], only=())
+        elif b is None:
+            b = self.wait(node)
+        return (getattr(b, "meta", None) or {}) if b is not None else {}
+
     def ids_of_every_node(self, tick: Callable[[], None] | None = None) -> None:
         """Wait for every node to be gathered and make ``peer_ids`` hold the (boot id, machine id)
         of each node not in memory, read from its bundle alone (``ID_KEYS``): what the node

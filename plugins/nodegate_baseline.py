@@ -148,7 +148,7 @@ class BaselineSession:
         br, fleet = self.run(), self.fleet(metafunc.config)
         params, ids = [], []
         if br is not None and fleet is not None:
-            for node, label in br.items(kind, fleet):
+            for node, label in br.items(kind, fleet, _standin_slots(metafunc.config, fleet)):
                 params.append((kind, node, label))
                 ids.append(f"{node}-{label}" if label else node)
         metafunc.parametrize(_FIXTURE, params, ids=ids, indirect=True)
@@ -162,9 +162,15 @@ class BaselineSession:
             config.hook.pytest_deselected(items=mine)
             items[:] = keep
             return
+        # a kind none of these nodes has (a shard of new nodes only: nodegate.session.shards)
+        # makes no item, not pytest's "got empty parameter set" skip: the items of a sharded run
+        # are those of the unsharded one
+        empty = {id(i) for i in mine if not isinstance(_param(i), tuple)}
+        if empty:
+            items[:] = [i for i in items if id(i) not in empty]
         for item in mine:
             cs = getattr(item, "callspec", None)
-            if cs is not None and _FIXTURE in cs.params:
+            if id(item) not in empty and cs is not None and _FIXTURE in cs.params:
                 item.add_marker(pytest.mark.nodegate_regression)
                 item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
 
@@ -230,6 +236,23 @@ class BaselineSession:
             terminalreporter.write_line("only regression items failed: exit code 3")
 
 
+def _standin_slots(config, fleet):
+    """While the run's selection is learned before gathering (preselect's child) or on a live
+    --collect-only, nothing is gathered to compare: a node's stand-in GPU items, as the suite's
+    (nodegate.session.items.parametrize): gpu.count or PRESELECT_GPU_SLOTS. Else None."""
+    from nodegate.session.items import PRESELECT_GPU_SLOTS
+    from nodegate.session.state import PRESELECT_KEY, spec_get
+    if not (config.stash.get(PRESELECT_KEY, False)
+            or (config.option.collectonly and getattr(fleet, "mode", "") in ("ssh", "local"))):
+        return None
+    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or PRESELECT_GPU_SLOTS)
+
+
+def _param(item):
+    cs = getattr(item, "callspec", None)
+    return cs.params.get(_FIXTURE) if cs is not None else None
+
+
 def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
     ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "", "board_part_number": "",
              "vbios_version": ""}
@@ -262,6 +285,9 @@ def regression(request):
     fleet = config.stash[RUN_KEY]
     res = br.verdict(kind, node, label, fleet)
     title, severity, remediation = KIND_INFO[kind]
+    if node not in fleet.bundles and hasattr(fleet, "has") and fleet.has(node):
+        # a streaming run (docs/performance.md): the node read now, released with its items
+        fleet.bundle_for(node)
     b = fleet.bundles.get(node)
     info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
             "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),

@@ -41,6 +41,9 @@ under DIR with no network, and a person can build one by hand from command outpu
 - `cut_at`/`cut_reason`: the probe's evidence ends early (a deadline, the stream cap, a dropped
   connection); `interrupted` (`Ctrl-C`, `SIGTERM`, `SIGHUP`): the run was stopped while this node
   was probed, and the evidence read until then is kept.
+- `groups` is the node's inventory groups at gather time (ansible-core's, parent groups included; `[]`
+  without an inventory): a site module's `testinfra_hosts: ansible://GROUP` selects the same nodes on
+  `--replay` (docs/site-checks.md); read as a list of group names, anything else ignored.
 - `spec` is the node's `nodegate:` spec at gather time; `--replay` uses it when neither `--spec FILE`
   nor `--inventory` is given, and every report then says so: a bundle's spec is only as trusted as
   the bundle (docs/security.md "Whose spec").
@@ -112,10 +115,28 @@ Beside the probe's items, a bundle holds what the site's own tests asked of the 
 | `site.cmd.<n>` (`.out`, `.err`, `.rc`) | the n-th command a site test ran on the node (testinfra's `host.run`, and every module's commands), in the order they ran, capped like a tool's item (CAP_MIB MiB stdout, 64 KiB stderr); `.rc` as above |
 | `meta.json` `items.site.cmd.<n>` | its exit code, status (`ok`, `timeout`, `truncated`, `malformed`), seconds and size, like an item's |
 | `meta.json` `site.commands` | `[{"key": "site.cmd.<n>", "command": "...", "status": "...", "check_id": "...", "note": "..."}]`: the index `--replay` answers from (`command` is testinfra's command line; `status` also `lost`: the connection ended first, `error`: it could not be run) |
-| `meta.json` `site.results` | `{"<check id>[<params>]": {"check_id", "outcome", "title", "message"}}`: the site checks' outcomes, compared by `--baseline` |
+| `meta.json` `site.results` | `{"<check id>[<params>]": {"check_id", "outcome", "title", "message"}}`: the site checks' outcomes, compared by `--baseline` (a second site file with a check of the same id: `"<file>::<check id>"`) |
 
 A command a site test runs on `--replay` is answered from `site.commands` (the k-th run of a command gets
 its k-th recording); one that is not there is ERROR "not recorded in the bundle: <command>".
+
+## Performance (`--perf`, docs/perf.md)
+
+| key | what it is |
+|---|---|
+| `perf.run` | JSON: tests asked for, status (`ok`, `interrupted`, `timeout`, `incomplete`, or the connection error), start/end, per-key timing (the tool's own run time from the node's uptime at its start and exit), heartbeats, events (`tool-start`, `stop` at a deadline, `tool-exit` with rc) |
+| `perf.tools` | GPU count, the sampled nvidia-smi fields, the command prefix, where each tool was found |
+| `perf.nvbandwidth` | nvbandwidth's output exactly as printed (text or `-j` JSON); rc its exit status, 127 = not found |
+| `perf.nccl` | all_reduce_perf's output |
+| `perf.dcgmi` | `dcgmi diag -r <level> -j` output |
+| `perf.gpu_burn` | gpu_burn's output (`\\r`-joined progress kept byte-exact) |
+| `perf.ib_write_bw.<hca>` | the loopback pair's output for one HCA (`perf.ib_write_bw` alone: no HCA found) |
+| `perf.builtin` | the built-in measurement's JSON (docs/perf.md) |
+| `perf.command` | the site command's output (perf JSON) |
+| `perf.<tool>[.<hca>].state` | GPU state during that test: `# fields: ...`, per sample `# sample <n> uptime=<s> epoch=<s> rc=<n>` and CSV rows, then `# apps` and the compute processes on the GPUs when it started |
+
+With `--burn-in` the run before the soak is `perf.before.*`, the run after it `perf.after.*`. A bundle given a
+saved tool output (`perf.run.out` with `{"tests": ["nccl"]}` and `perf.nccl.out`) replays and is judged.
 
 ## Building a bundle by hand
 

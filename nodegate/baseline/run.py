@@ -33,7 +33,14 @@ class BaselineRun:
     alone); a node's baseline evidence is read when its comparison is made, and dropped once it
     is made (what the items and reports need later is in the NodeComparison and a few strings a
     GPU). At most one baseline bundle is in memory at a time, under the bundle reader's own
-    budget (``bundle.BUNDLE_BUDGET``); ``held``/``peak_held`` count them (tests/hostile)."""
+    budget (``bundle.BUNDLE_BUDGET``); ``held``/``peak_held`` count them (tests/hostile).
+
+    The current side streams as a plain ``--replay`` does (``FleetRun.streaming``): the items
+    are those of the nodes collected now (``fleet.nodes``: a shard of them,
+    nodegate.session.shards), a current node is loaded for its comparison if it is not in memory
+    (``FleetRun.bundle_for``) and released with its other items (nodegate.session.release); a
+    comparison made after the items ran (changes.json, the HTML tables: a node whose regression
+    items were deselected) loads the node and releases it at once (``all_comparisons``)."""
 
     dir: Path
     bundles: dict[str, Path] = field(default_factory=dict)
@@ -43,6 +50,8 @@ class BaselineRun:
     _gpu_extra: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     held: int = 0
     peak_held: int = 0
+    #: (id of the fleet, its number of nodes) -> the set of its node names (``_in_run``)
+    _run_nodes: tuple = field(default=(None, frozenset()), repr=False)
 
     @classmethod
     def load(cls, directory: str | Path, *, keep=None, inventory: set[str] | None = None) -> "BaselineRun":
@@ -82,12 +91,43 @@ class BaselineRun:
         """(board part number, VBIOS) of the baseline GPU ``uuid`` of ``node`` ("" unknown)."""
         return self._gpu_extra.get(node, {}).get(uuid or "", ("", ""))
 
-    def _compare(self, node: str, fleet) -> NodeComparison:
+    # ------------------------------------------------------------------ the current side
+    @staticmethod
+    def _run_order(fleet) -> list[str]:
+        """Every node of the current run in run order (``FleetRun.all_nodes``: loaded or not)."""
+        nodes = getattr(fleet, "all_nodes", None)
+        return list(nodes) if nodes is not None else list(fleet.bundles)
+
+    def _in_run(self, node: str, fleet) -> bool:
+        """``node`` is a node of the current run (in memory or not: a streaming run holds only
+        the nodes being judged). The set is built once per run, not once per item."""
+        order = getattr(fleet, "order", None)
+        if not order:   # nodes in memory only (a FleetRun built directly, the tests' fleets)
+            return node in fleet.bundles or node in self._run_order(fleet)
+        key = (id(fleet), len(order))
+        if self._run_nodes[0] != key:
+            self._run_nodes = (key, frozenset(order))
+        return node in self._run_nodes[1]
+
+    @staticmethod
+    def _current_facts(node: str, fleet):
+        """(the current NodeFacts of ``node``, whether it was loaded for this call): read from its
+        bundle when a streaming run does not hold it (or holds it light, ID_KEYS only)."""
+        light = node in getattr(fleet, "_light", ())
+        if node in fleet.facts and not light:
+            return fleet.facts[node], False
+        if hasattr(fleet, "bundle_for"):
+            fleet.bundle_for(node)
+        return fleet.facts[node], True
+
+    def _compare(self, node: str, fleet, drop: bool = False) -> NodeComparison:
         self.held += 1
         self.peak_held = max(self.peak_held, self.held)
+        loaded = False
         try:
+            after, loaded = self._current_facts(node, fleet)
             before = NodeFacts(self.bundle(node))
-            c = compare_node(node, before, fleet.facts[node], fleet.spec.get(node))
+            c = compare_node(node, before, after, fleet.spec.get(node))
             try:
                 self._gpu_extra[node] = {g.uuid: (str(g.board_part_number or ""), str(g.vbios_version or ""))
                                          for g in before.gpus if g.uuid}
@@ -96,16 +136,20 @@ class BaselineRun:
             return c
         finally:
             self.held -= 1   # the bundle and its facts go with this frame
+            if drop and loaded and getattr(fleet, "streaming", False):
+                fleet.release(node)   # its items ran (or never will): nothing else reads it
 
     # ------------------------------------------------------------------ comparisons
-    def comparison(self, node: str, fleet) -> NodeComparison | None:
-        """The cached comparison of ``node`` (None for a baseline-only node out of scope)."""
+    def comparison(self, node: str, fleet, *, drop: bool = False) -> NodeComparison | None:
+        """The cached comparison of ``node`` (None for a baseline-only node out of scope).
+        ``drop``: a current node read from its bundle for this comparison is released after it
+        (the run's items are done: ``all_comparisons``)."""
         if node in self._cmp:
             return self._cmp[node]
-        cur = node in fleet.bundles
+        cur = self._in_run(node, fleet)
         base = node in self.bundles
         if cur and base:
-            c = self._compare(node, fleet)
+            c = self._compare(node, fleet, drop)
         elif cur:
             c = new_node(node)
         elif base:
@@ -116,27 +160,41 @@ class BaselineRun:
         return c
 
     def all_comparisons(self, fleet) -> dict[str, NodeComparison]:
-        nodes = list(fleet.bundles) + [n for n in self.bundles if n not in fleet.bundles]
-        return {n: self.comparison(n, fleet) for n in nodes}
+        """Every node's comparison (current nodes in run order, then baseline-only ones): after
+        the items ran, so a current node read for it is released at once (bounded memory)."""
+        order = self._run_order(fleet)
+        nodes = order + [n for n in self.bundles if not self._in_run(n, fleet)]
+        return {n: self.comparison(n, fleet, drop=True) for n in nodes}
 
     # ------------------------------------------------------------------ items
-    def items(self, kind: str, fleet) -> list[tuple[str, str | None]]:
+    def items(self, kind: str, fleet, slots=None) -> list[tuple[str, str | None]]:
         """(node, GPU label or None) of every item of ``kind``, in a stable order: current
-        nodes in run order, then missing baseline nodes (node_presence only)."""
+        nodes in run order, then missing baseline nodes (node_presence only). On a sharded run
+        (``fleet.shard``) the current nodes are the shard's, and the missing baseline nodes come
+        with the first shard (their items sort first on an unsharded run too: they are no node
+        of the run, nodegate.session.items.order_items). ``slots(node) -> int``: the run's
+        selection is being learned before anything is gathered (nodegate.session.preselect):
+        nothing is compared, a current node in the baseline gets that many stand-in GPU items
+        (``gpu<i>``), as the suite's own GPU items do then."""
         if kind not in KINDS:
             raise KeyError(kind)
         out: list[tuple[str, str | None]] = []
-        for node in fleet.bundles:
+        shard = getattr(fleet, "shard", None)
+        nodes = list(fleet.nodes) if hasattr(fleet, "nodes") else list(fleet.bundles)
+        first = shard is None or not shard or shard[0] == next(iter(self._run_order(fleet)), None)
+        for node in nodes:
             if node not in self.bundles:
                 if kind == "node_presence":
                     out.append((node, None))
                 continue
             if kind in NODE_KINDS:
                 out.append((node, None))
+            elif slots is not None:
+                out += [(node, f"gpu{i}") for i in range(slots(node))]
             else:
                 out += [(node, ref.label) for ref in self.comparison(node, fleet).gpus]
-        if kind == "node_presence":
-            out += [(n, None) for n in self.bundles if n not in fleet.bundles
+        if kind == "node_presence" and first:
+            out += [(n, None) for n in self.bundles if not self._in_run(n, fleet)
                     and self.comparison(n, fleet).presence == "missing"]
         return out
 

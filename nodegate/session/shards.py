@@ -13,7 +13,7 @@ shard's items) work per shard as they do on the whole run; each shard's collecti
 progress percentage is an estimate until the last shard is in.
 
 Not sharded: pytest-xdist (every worker collects the whole run), ``--lf``/``--ff``/``--nf``/
-``--sw`` (they order or select over the whole collection), ``--baseline`` and ``--burn-in``
+``--sw`` (they order or select over the whole collection) and ``--burn-in``
 (not a streaming run: nodegate.session.start.streaming).
 """
 

@@ -226,11 +226,12 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
 
 def streaming(config) -> bool:
     """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
-    after. Not with pytest-xdist (the controller schedules from every bundle), --baseline or
-    --burn-in (they compare or load every node first)."""
+    after. Not with pytest-xdist (the controller schedules from every bundle), --burn-in (it
+    loads every node first) or --perf. --baseline streams: each current node is compared with its baseline
+    node while both are loaded (nodegate.baseline.run.BaselineRun)."""
     o = config.option
     return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
-                or getattr(o, "dist", "no") not in ("no", None) or getattr(o, "baseline", None)
+                or getattr(o, "dist", "no") not in ("no", None)
                 or getattr(o, "burn_in", None) or getattr(o, "perf", False))
 
 

@@ -116,9 +116,14 @@ def node_groups(config, run, nodes: list[str]) -> dict[str, list[str]]:
             out[n] = by_job[n]
             continue
         b = run.bundles.get(n) if run is not None else None
-        if b is None and run is not None and getattr(run, "mode", "") == "replay":
-            b = run.wait(n)
-        got = (getattr(b, "meta", None) or {}).get("groups") if b is not None else None
+        if b is not None:
+            got = (getattr(b, "meta", None) or {}).get("groups")
+        elif run is not None and getattr(run, "mode", "") == "replay" and hasattr(run, "meta_of"):
+            # meta.json alone, not kept: the whole bundle of every node at session start made a
+            # streaming --replay hold every node (docs/performance.md)
+            got = run.meta_of(n).get("groups")
+        else:
+            got = None
         out[n] = [g for g in got[:MAX_GROUPS] if isinstance(g, str) and _GROUP.match(g)] \
             if isinstance(got, list) else []
     return out

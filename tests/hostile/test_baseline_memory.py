@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tracemalloc
 from dataclasses import dataclass, field
+
+import pytest
 
 from nodegate.baseline.model import KINDS
 from nodegate.baseline.run import BaselineRun
@@ -22,6 +25,7 @@ from nodegate.bundle import Bundle
 from nodegate.collect import NodeFacts
 from nodegate.spec import load_spec
 
+from tests.bundle_edit import give_identity
 from tests.hostile.harness import ROOT
 
 SRC = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
@@ -48,6 +52,7 @@ def _clone(dst, node: str, pad: int = 0, link_to=None):
             with open(d / "padding.out", "wb") as fh:
                 fh.truncate(pad)      # sparse: 4 MiB read, nothing on disk
     (d / "meta.json").write_text(json.dumps(meta))
+    give_identity(d, node)   # one machine per copy (NG-INV-003 would hold clashing copies together)
     return d
 
 
@@ -95,3 +100,53 @@ def test_hard_links_to_one_sparse_file_in_every_baseline_bundle_are_bounded_too(
     peak, br = _measure(tmp_path, 5, links=True)
     assert br.peak_held == 1
     assert peak < 3 * PAD, f"peak {peak / 2**20:.1f} MiB"
+
+
+# ---------------------------------------------------------------------------- the current side
+#: current nodes of each run (two sizes) and the shard size: a streaming --baseline run holds at
+#: most one shard of current nodes, whatever the fleet's size (nodegate.session.release)
+SIZES, SHARD = (4, 16), 4
+#: RSS growth a node between the two sizes (bench/baseline_memory.py, docs/performance.md, 8 -> 48
+#: nodes): a plain --replay 0.29 MB a node, a --baseline run 0.40 MB; before it streamed (every
+#: current node held) 1.84 MB. Generous for a loaded machine, well below the old growth.
+GROWTH_MB_A_NODE = 1.0
+
+
+@pytest.fixture(scope="module")
+def current_side(tmp_path_factory):
+    """(peak RSS MB, held counts) of a ``--baseline`` replay at each of SIZES (module scope)."""
+    from bench.measure import run_measured
+    t = tmp_path_factory.mktemp("baseline-current")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    out = {}
+    for n in SIZES:
+        for i in range(n):
+            _clone(t / f"cur{n}", f"n{i:03d}")
+            _clone(t / f"base{n}", f"n{i:03d}")
+        env["NG_HELD_OUT"] = str(t / f"held{n}.json")
+        m = run_measured([sys.executable, "-m", "pytest", "suites", "-q", "-p", "no:cacheprovider",
+                          "-p", "tests.hostile.heldplugin", "--replay", str(t / f"cur{n}"),
+                          "--baseline", str(t / f"base{n}"), "--shard-nodes", str(SHARD),
+                          "--reports-dir", str(t / f"r{n}")], cwd=ROOT, env=env, timeout_s=600)
+        held = json.loads((t / f"held{n}.json").read_text()) if (t / f"held{n}.json").is_file() else None
+        out[n] = (m, held, t / f"r{n}")
+    return out
+
+
+def test_a_baseline_run_holds_one_shard_of_current_nodes(current_side):
+    for n, (m, held, reports) in current_side.items():
+        assert held is not None, m.output[-3000:]
+        assert held["items"] > 0
+        # one shard's nodes loaded at its collection, released node by node; the baseline side one
+        assert held["current"] <= SHARD, (n, held)
+        assert held["baseline"] == 1, (n, held)
+        doc = json.loads((reports / "changes.json").read_text())
+        assert doc["summary"]["nodes"] == n   # every node compared
+
+
+def test_a_baseline_run_grows_a_bounded_amount_a_node(current_side):
+    (a, b) = SIZES
+    rss = {n: current_side[n][0].peak_rss_mb for n in SIZES}
+    per_node = (rss[b] - rss[a]) / (b - a)
+    assert per_node < GROWTH_MB_A_NODE, f"{rss}: {per_node:.2f} MB a node"
