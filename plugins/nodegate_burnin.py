@@ -26,19 +26,17 @@ from nodegate.burnin.runner import BurninJob, burnin_fleet
 from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import burnin_spec, parse_duration
 from nodegate.errors import EvidenceError, SpecError
-from nodegate.outcomes import Outcome, Result, asserted
+from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
-from nodegate.reports.records import attach_nodegate
-from nodegate.run import RUN_KEY, GatherOptions
-from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
-from nodegate.transport import HostKeyPolicy
+from nodegate.run import RUN_KEY
+from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
 _DUR_KEY = pytest.StashKey[int]()
 _CTX_KEY = pytest.StashKey[dict]()
 _INFO_KEY = pytest.StashKey[dict]()
 _PLOT_KEY = pytest.StashKey[bool]()
-EXIT_SPEC_ERROR = 2
 
 
 def pytest_addoption(parser):
@@ -59,11 +57,7 @@ def pytest_configure(config):
 
 
 def _replay_has_burnin(config) -> bool:
-    d = config.getoption("replay", None)
-    if not d:
-        return False
-    root = Path(d)   # the first --replay PATH (nodegate.session.start.ReplayAction)
-    return root.is_dir() and (any(root.glob("burnin.run.out")) or any(root.glob("*/burnin.run.out")))
+    return replay_has(config, "burnin.run.out", "*/burnin.run.out")
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -76,15 +70,6 @@ def pytest_ignore_collect(collection_path, config):
 def _jobs_from_lead(config) -> list:
     from nodegate.session.state import JOBS_KEY
     return list(config.stash.get(JOBS_KEY, []))
-
-
-def _gather_options(config) -> GatherOptions:
-    o = config.option
-    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
-    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
-                         command_timeout=getattr(o, "command_timeout", 30.0),
-                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
-                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
 
 
 def _tw(config):
@@ -122,7 +107,7 @@ def pytest_sessionstart(session):
 
     if tw is not None:
         tw.line(f"nodegate: burn-in of {len(jobs)} node(s) for {dur}s (Ctrl-C stops every load)")
-    burnin_fleet(jobs, _gather_options(config), dur, run.bundles, run.bundles_dir, stop, progress)
+    burnin_fleet(jobs, gather_options(config), dur, run.bundles, run.bundles_dir, stop, progress)
     if tw is not None and line.tty:
         tw.line("")
 
@@ -295,45 +280,22 @@ def burnin_verdict(request) -> Result:
             "severity": rd.severity, "expected": res.expected, "observed": res.observed, "message": res.message,
             "evidence": res.evidence, "remediation": rd.remediation, "outcome": res.outcome.value,
             "bundle_dir": str(b.path or "")}
-    request.node.stash[_INFO_KEY] = info
-    for k in ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
-              "expected", "observed", "remediation"):
-        request.node.user_properties.append((k, info[k]))
-    if res.outcome is Outcome.ERROR:
-        pytest.fail(shown(f"[{rd.check_id}] could not evaluate: {res.message}"), pytrace=False)
-    if res.outcome is Outcome.SKIP:
-        pytest.skip(shown(f"[{rd.check_id}] {res.message}"))
+    record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial",
+                                              "gpu_uuid", "expected", "observed", "remediation"), rd.check_id, res)
     return asserted(res, rd.remediation)
 
 
 def pytest_collection_modifyitems(config, items):
-    first: set[str] = set()
-    for item in items:
-        cs = getattr(item, "callspec", None)
-        if cs is None or "burnin_verdict" not in cs.params:
-            continue
-        node = cs.params["burnin_verdict"][1]
-        item.add_marker(pytest.mark.xdist_group(node))
-        if node not in first:
-            first.add(node)
-            item.stash[_PLOT_KEY] = True
+    group_by_node(items, "burnin_verdict", _PLOT_KEY, lambda v: v[1])
+
+
+def _plot(item, info) -> str | None:
+    run = item.config.stash.get(RUN_KEY, None)
+    b = run.bundles.get(info["node"]) if run is not None else None
+    return svg_for_node(b) if b is not None else None
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: ARG001
     rep = yield
-    info = item.stash.get(_INFO_KEY, None)
-    if info is None:
-        return rep
-    attach_nodegate(rep, info)
-    final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
-    if final and item.stash.get(_PLOT_KEY, False):
-        try:
-            import pytest_html
-        except ImportError:
-            return rep
-        run = item.config.stash.get(RUN_KEY, None)
-        b = run.bundles.get(info["node"]) if run is not None else None
-        if b is not None:
-            rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(svg_for_node(b))]
-    return rep
+    return report_with_extra(item, rep, _INFO_KEY, _PLOT_KEY, _plot)

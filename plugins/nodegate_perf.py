@@ -28,16 +28,14 @@ from nodegate.perf import judge as J
 from nodegate.perf.present import CHECK_IDS, REMEDIATION, info_fields, scope_of, to_result
 from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
-from nodegate.reports.records import attach_nodegate
-from nodegate.run import RUN_KEY, GatherOptions
-from nodegate.textsafe import shown
-from nodegate.transport import HostKeyPolicy
+from nodegate.run import RUN_KEY
+from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
 _ITEMS_KEY = pytest.StashKey[dict]()
 _INFO_KEY = pytest.StashKey[dict]()
 _TABLE_KEY = pytest.StashKey[bool]()
-EXIT_SPEC_ERROR = 2
 
 
 def pytest_addoption(parser):
@@ -48,26 +46,13 @@ def pytest_addoption(parser):
 
 
 def _replay_has_perf(config) -> bool:
-    d = config.getoption("replay", None)
-    if not d:
-        return False
-    root = Path(d)
-    return root.is_dir() and any(any(root.glob(p)) for p in ("perf*.run.out", "*/perf*.run.out"))
+    return replay_has(config, "perf*.run.out", "*/perf*.run.out")
 
 
 def pytest_ignore_collect(collection_path, config):
     if Path(collection_path).resolve() == SUITE and not config.getoption("perf", False) and not _replay_has_perf(config):
         return True
     return None
-
-
-def _gather_options(config) -> GatherOptions:
-    o = config.option
-    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
-    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
-                         command_timeout=getattr(o, "command_timeout", 30.0),
-                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
-                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
 
 
 def _run_phase(config, label: str) -> None:
@@ -97,7 +82,7 @@ def _run_phase(config, label: str) -> None:
     if tw is not None:
         tw.line(f"nodegate: performance tests{' (' + label + ' the burn-in)' if label else ''} on {len(jobs)} "
                 "node(s) (Ctrl-C stops every tool)")
-    perf_fleet(jobs, _gather_options(config), run.bundles, run.bundles_dir, threading.Event(), progress)
+    perf_fleet(jobs, gather_options(config), run.bundles, run.bundles_dir, threading.Event(), progress)
     if tw is not None:
         tw.line("")
 
@@ -205,14 +190,8 @@ def perf_verdict(request):
             "expected": res.expected, "observed": res.observed, "message": res.message, "evidence": "",
             "remediation": REMEDIATION, "outcome": res.outcome.value,
             "bundle_dir": str(getattr(b, "path", "") or ""), **info_fields(it)}
-    request.node.stash[_INFO_KEY] = info
-    for k in ("node", "check_id", "severity", "gpu_index", "gpu_serial", "expected", "observed", "value", "unit",
-              "threshold", "rule"):
-        request.node.user_properties.append((k, info[k]))
-    if res.outcome is Outcome.ERROR:
-        pytest.fail(shown(f"[{cid}] could not evaluate: {res.message}"), pytrace=False)
-    if res.outcome is Outcome.SKIP:
-        pytest.skip(shown(f"[{cid}] {res.message}"))
+    record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "gpu_serial", "expected",
+                                              "observed", "value", "unit", "threshold", "rule"), cid, res)
     return res
 
 
@@ -224,33 +203,16 @@ def pytest_collection_modifyitems(config, items):
     if empty:
         config.hook.pytest_deselected(items=empty)
         items[:] = [i for i in items if i not in set(empty)]
-    first: set[str] = set()
-    for item in items:
-        cs = getattr(item, "callspec", None)
-        if cs is None or not isinstance(cs.params.get("perf_verdict"), tuple):
-            continue
-        node = cs.params["perf_verdict"][1]
-        item.add_marker(pytest.mark.xdist_group(node))
-        if node not in first:
-            first.add(node)
-            item.stash[_TABLE_KEY] = True
+    group_by_node(items, "perf_verdict", _TABLE_KEY, lambda v: v[1] if isinstance(v, tuple) else None)
+
+
+def _table(item, info) -> str:
+    from nodegate.perf.report import node_html
+    node = info["node"]
+    return node_html(node, [it for _, it in _judged(item.config).get(node, [])])
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):  # noqa: ARG001
     rep = yield
-    info = item.stash.get(_INFO_KEY, None)
-    if info is None:
-        return rep
-    attach_nodegate(rep, info)
-    final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
-    if final and item.stash.get(_TABLE_KEY, False):
-        try:
-            import pytest_html
-            from nodegate.perf.report import node_html
-        except ImportError:
-            return rep
-        node = info["node"]
-        rows = [it for _, it in _judged(item.config).get(node, [])]
-        rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(node_html(node, rows))]
-    return rep
+    return report_with_extra(item, rep, _INFO_KEY, _TABLE_KEY, _table)

@@ -16,44 +16,16 @@
 # NG_KILL seconds. Interrupted (TERM/INT/HUP, or stdout gone: a heartbeat write fails because the
 # controller closed the channel; sshd sends no SIGHUP to a session without a pty) or main shell
 # gone: the sampler stops the load the same way, at once, and exits.
-M='@@MARKER@@'
 NG_DUR=@@DURATION@@
-NG_INT=@@INTERVAL@@
 NG_LOAD=@@LOAD@@
 NG_GPUBURN=@@GPUBURN@@
 NG_GPUBURN_ARGS=@@GPUBURN_ARGS@@
 NG_CMD=@@COMMAND@@
 NG_DCGM_LEVEL=@@DCGM_LEVEL@@
 NG_GRACE=@@GRACE@@
-NG_KILL=@@KILL@@
-NG_TMO=@@TIMEOUT@@
-NG_CAP=@@CAP@@
-PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin"
-export PATH LC_ALL=C
-exec 5>&1 6>&2
-NG_MAIN=$$
-
-ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-0}"; }
-ng_now() { date +%s 2>/dev/null || echo 0; }
-ng_ev() { printf '%s EV %s %s %s\n' "$M" "$1" "$(ng_now)" "$2"; }
-
-if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
-ng_to() { if [ -n "$NG_HAVE_TIMEOUT" ]; then timeout -k 3 "$NG_TMO" "$@"; else "$@"; fi; }
-
-# ng_item KEY CMD ARGS...: run one item, framing stdout, stderr and exit code (probe framing).
-ng_item() {
-  ng_k=$1; shift
-  printf '%s BEGIN %s %s %s\n' "$M" "$ng_k" "$(ng_up)" "$(ng_now)"
-  ng_err=$( { { "$@" 2>&3 3>&-; echo "$M RC $?" >&3; } | head -c "$NG_CAP" >&5 3>&-; } 3>&1 )
-  ng_rc=${ng_err##*"$M RC "}
-  ng_err=${ng_err%"$M RC "*}
-  printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
-  if [ -n "$ng_err" ]; then
-    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 16384)" "$M" "$ng_k"
-  fi
-}
-ng_fail() { echo "$1" >&2; return "${2:-1}"; }
-ng_have() { command -v "$1" >/dev/null 2>&1; }
+# M, NG_INT, NG_KILL, NG_TMO, NG_CAP, PATH; ng_up, ng_now, ng_ev, ng_to, ng_have, ng_item, ng_fail,
+# ng_heartbeats, ng_sampler_exit, ng_wait_tool, ng_end_sampler, ng_exit_traps: nodegate/phase/prelude.sh
+@@PRELUDE@@
 
 # ---------------------------------------------------------------- what to run
 ng_pick() {
@@ -170,22 +142,9 @@ ng_sampler() {
     ng_seq=$((ng_seq + 1))
     ng_sample "sample.$ng_seq"
     ng_due=$((NG_T0 + ng_seq * NG_INT))
-    while [ -z "$ng_stop$ng_abort" ]; do
-      ng_t=$(ng_now)
-      kill -0 "$NG_MAIN" 2>/dev/null || { ng_abort=main-shell-gone; break; }
-      ng_deadline "$ng_t"
-      [ "$ng_t" -ge "$ng_due" ] && break
-      sleep 1
-      printf '%s HB %s\n' "$M" "$ng_t" || { ng_abort=stdout-closed; break; }
-    done
+    ng_heartbeats
   done
-  if [ -n "$ng_abort" ]; then
-    trap '' PIPE
-    ng_ev interrupted "reason=$ng_abort" 2>/dev/null
-    ng_stop_now
-    exit 2
-  fi
-  exit 0
+  ng_sampler_exit ""
 }
 
 ng_deadline() {  # non-blocking: at the deadline, then every NG_KILL s, the next signal
@@ -223,24 +182,15 @@ ng_launch() {
   ng_sampler "$ng_lp" >&5 2>&6 &
   ng_sp=$!
   [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  while :; do
-    wait "$ng_lp"; ng_lrc=$?
-    kill -0 "$ng_lp" 2>/dev/null || break
-    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  done
+  ng_wait_tool
   ng_ev load-exit "rc=$ng_lrc" >&5
-  kill -USR1 "$ng_sp" 2>/dev/null
-  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+  ng_end_sampler
   printf '\n%s RC %s\n' "$M" "$ng_lrc"
 }
 
 ng_f_output() { printf '%s' "$ng_out"; return "$ng_lrc"; }
 
-ng_exit() { trap '' PIPE; exit "$1"; }
-trap 'ng_exit 129' HUP
-trap 'ng_exit 130' INT
-trap 'ng_exit 143' TERM
-trap 'ng_exit 141' PIPE
+ng_exit_traps
 
 # ---------------------------------------------------------------- main
 NG_T0=$(ng_now)

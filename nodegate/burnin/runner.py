@@ -1,7 +1,8 @@
 """Run the burn-in on every node at once and add its evidence to each node's bundle.
 
 ``burnin_fleet(jobs, opts, duration_s, bundles, bundles_dir, stop)``: one thread and ONE exec per
-node; ``stop`` (set on Ctrl-C) ends every exec, which stops every load (see exec.py). Evidence
+node; ``stop`` (set on Ctrl-C) ends every exec, which stops every load (nodegate.phase: the exec,
+the run record's status and the fleet loop shared with the performance phase). Evidence
 keys written (docs/burnin.md):
 
     burnin.run       JSON: duration, interval, load, start/end, interrupted, exit code, heartbeats
@@ -19,17 +20,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..bundle import Bundle, Evidence, now_iso
+from ..phase.runner import run_fleet, run_node
 from ..run import GatherOptions
-from ..transport import Target, TransportError
 from . import script as S
-from .exec import run_stream
 from .spec import BurninSpec
 
 _SAMPLE_KEY = re.compile(r"^sample\.(\d+|end)$")
@@ -85,31 +83,12 @@ def burnin_node(job: BurninJob, opts: GatherOptions, duration_s: int, stop: thre
     """Run the burn-in on one node; never raises for node problems (the run record says why)."""
     run = {"node": job.node, "duration_s": duration_s, "interval_s": job.spec.interval_s,
            "requested_load": job.spec.load, "started_at": now_iso(), "status": "ok"}
-    t0 = time.monotonic()
-    try:
+
+    def prepare() -> tuple[str, str, float]:
         text, marker = S.render(job.spec, duration_s)
-        target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
-        r = run_stream(target, text, S.deadline_s(job.spec, duration_s), stop)
-    except TransportError as e:
-        run.update(status=getattr(e, "kind", "ssh"), error=str(e), finished_at=now_iso(),
-                   elapsed_s=round(time.monotonic() - t0, 3))
-        return evidence_from_stream(S.Stream(), run)
-    except (ValueError, OSError) as e:
-        run.update(status="error", error=f"{type(e).__name__}: {e}", finished_at=now_iso(),
-                   elapsed_s=round(time.monotonic() - t0, 3))
-        return evidence_from_stream(S.Stream(), run)
-    st = S.split(r.stdout, marker)
-    run.update(finished_at=now_iso(), elapsed_s=round(time.monotonic() - t0, 3), exit_code=r.rc,
-               interrupted=bool(stop.is_set()), timed_out=bool(r.timed_out and not stop.is_set()))
-    if r.stderr:
-        run["stderr"] = r.stderr[-4000:].decode("utf-8", errors="replace")
-    if stop.is_set():
-        run["status"] = "interrupted"
-    elif r.timed_out:
-        run["status"] = "timeout"
-    elif not st.complete:
-        run["status"] = "incomplete"
-    return evidence_from_stream(st, run)
+        return text, marker, S.deadline_s(job.spec, duration_s)
+
+    return run_node(job.url, opts, prepare, stop, run, evidence_from_stream)
 
 
 def burnin_fleet(jobs: list[BurninJob], opts: GatherOptions, duration_s: int, bundles: dict[str, Bundle],
@@ -117,47 +96,22 @@ def burnin_fleet(jobs: list[BurninJob], opts: GatherOptions, duration_s: int, bu
                  progress: Callable[[int, int], None] | None = None) -> None:
     """Burn in every job's node concurrently; add the evidence to ``bundles[node]`` and rewrite
     its directory under ``bundles_dir``. Blocks until every node is done (or ``stop``)."""
-    if not jobs:
-        return
-    lock = threading.Lock()
-    done = 0
 
-    def record(j: BurninJob, f) -> None:
-        nonlocal done
-        try:
-            ev = f.result()
-        except Exception as e:  # noqa: BLE001 - one bad node never stops the others
-            ev = evidence_from_stream(S.Stream(), {"node": j.node, "status": "error",
-                                                   "error": f"internal error: {type(e).__name__}: {e}"})
-        with lock:
-            b = bundles.get(j.node)
-            if b is not None:
-                b.items.update(ev)
-                b.meta["burnin"] = json.loads(ev["burnin.run"].stdout)
-                if bundles_dir is not None:
-                    try:
-                        b.write(bundles_dir)
-                    except OSError as e:   # a full disk, a link planted at <bundles>/<node> (safeio):
-                        # the judged evidence is in memory; one node's bundle never stops the others
-                        b.meta["burnin_not_written"] = f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}"
-            done += 1
-            if progress:
-                progress(done, len(jobs))
+    def error_evidence(j: BurninJob, e: Exception) -> dict[str, Evidence]:
+        return evidence_from_stream(S.Stream(), {"node": j.node, "status": "error",
+                                                 "error": f"internal error: {type(e).__name__}: {e}"})
 
-    ex = ThreadPoolExecutor(max_workers=max(1, min(opts.forks, len(jobs))))
-    futs = {ex.submit(burnin_node, j, opts, duration_s, stop): j for j in jobs}
-    seen = set()
-    try:
-        for f in as_completed(futs):
-            seen.add(f)
-            record(futs[f], f)
-    except KeyboardInterrupt:
-        # Ctrl-C: every exec closes its channel; every node stops its load; record what came back
-        stop.set()
-        for f in as_completed(futs):
-            if f not in seen:
-                record(futs[f], f)
-        raise
-    finally:
-        stop.set()
-        ex.shutdown(wait=True)
+    def record(j: BurninJob, ev: dict[str, Evidence]) -> None:
+        b = bundles.get(j.node)
+        if b is not None:
+            b.items.update(ev)
+            b.meta["burnin"] = json.loads(ev["burnin.run"].stdout)
+            if bundles_dir is not None:
+                try:
+                    b.write(bundles_dir)
+                except OSError as e:   # a full disk, a link planted at <bundles>/<node> (safeio):
+                    # the judged evidence is in memory; one node's bundle never stops the others
+                    b.meta["burnin_not_written"] = f"bundle not written to {bundles_dir}: {type(e).__name__}: {e}"
+
+    run_fleet(jobs, lambda j: burnin_node(j, opts, duration_s, stop), error_evidence, record, opts.forks, stop,
+              progress)

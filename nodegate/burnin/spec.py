@@ -11,16 +11,15 @@ from __future__ import annotations
 import re
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import SpecError
+from ..phase.spec import BINARY as _BINARY, check_command, load_section, section_spec
 from ..facts import CLOCKS_EVENT_BITS, check_clocks_reasons
 
 #: checks.md "Clocks event reasons": the default fail set (NVML nvmlClocksEventReason* bits
 #: 0x8, 0x40, 0x80, 0x20). SW power cap is healthy at full load and never in this set by default.
 DEFAULT_FAIL_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
-_BINARY = re.compile(r"^[A-Za-z0-9_./+-]{1,255}$")
 _DURATION = re.compile(r"^\s*(?:(\d+)\s*h)?\s*(?:(\d+)\s*m)?\s*(?:(\d+)\s*s?)?\s*$")
 
 #: Longest burn-in accepted (a typo such as 100h should not hold a fleet for days).
@@ -97,9 +96,7 @@ class BurninSpec(BaseModel):
     @field_validator("command")
     @classmethod
     def _command(cls, v):
-        if v is not None and (not v.strip() or len(v) > 4096 or "\x00" in v):
-            raise ValueError("burnin.command must be a non-empty shell command (at most 4096 characters)")
-        return v
+        return check_command(v, "burnin.command")
 
     @model_validator(mode="after")
     def _command_needed(self):
@@ -121,29 +118,10 @@ class BurninSpec(BaseModel):
 
 def load_burnin_spec(raw: dict | None, source: str = "<spec>") -> BurninSpec:
     """Validate a raw ``burnin:`` mapping; SpecError naming ``nodegate.burnin.<key>``."""
-    if raw is None:
-        return BurninSpec()
-    if not isinstance(raw, dict):
-        raise SpecError(f"{source}: nodegate.burnin: expected a mapping, got {type(raw).__name__}")
-    try:
-        return BurninSpec.model_validate(raw)
-    except ValidationError as e:
-        msgs = []
-        for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            reason = "unknown key (not allowed)" if err["type"] == "extra_forbidden" else err["msg"]
-            msgs.append(f"nodegate.burnin{'.' + loc if loc else ''}: {reason}")
-        raise SpecError(f"{source}: " + "; ".join(msgs)) from None
+    return load_section(BurninSpec, "burnin", raw, source)
 
 
 def burnin_spec(spec, raw_spec: dict | None = None) -> BurninSpec:
     """The node's BurninSpec: ``spec.burnin`` when the section is mounted (None = defaults), else
     the raw ``burnin:`` mapping of the inventory (``raw_spec``) validated here."""
-    v = getattr(spec, "burnin", None) if spec is not None else None
-    if isinstance(v, BurninSpec):
-        return v
-    if isinstance(v, dict):
-        return load_burnin_spec(v)
-    if raw_spec and isinstance(raw_spec, dict) and raw_spec.get("burnin") is not None:
-        return load_burnin_spec(raw_spec.get("burnin"))
-    return BurninSpec()
+    return section_spec(BurninSpec, "burnin", spec, raw_spec)

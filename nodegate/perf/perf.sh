@@ -9,37 +9,13 @@
 # Framing as the probe and burn-in: M BEGIN/END/ERR/ERREND, M HB <epoch>, M EV <name> <epoch> k=v,
 # M DONE. The deadline of each test (NG_TMO_TEST) and a closed channel (Ctrl-C on the controller:
 # a heartbeat write fails) stop the tool's process group: TERM, then KILL NG_KILL s later.
-M='@@MARKER@@'
-NG_INT=@@INTERVAL@@
-NG_KILL=@@KILL@@
-NG_CAP=@@CAP@@
 NG_PREFIX=@@PREFIX@@
 NG_HCAS=@@HCAS@@
-PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin"
-export PATH LC_ALL=C
-exec 5>&1 6>&2
-NG_MAIN=$$
-
-ng_up() { ng_u=; read -r ng_u _ </proc/uptime 2>/dev/null; printf '%s' "${ng_u:-0}"; }
-ng_now() { date +%s 2>/dev/null || echo 0; }
-ng_ev() { printf '%s EV %s %s %s\n' "$M" "$1" "$(ng_now)" "$2"; }
-if timeout 5 true >/dev/null 2>&1; then NG_HAVE_TIMEOUT=1; else NG_HAVE_TIMEOUT=; fi
-ng_to() { if [ -n "$NG_HAVE_TIMEOUT" ]; then timeout -k 3 30 "$@"; else "$@"; fi; }
-ng_have() { command -v "$1" >/dev/null 2>&1; }
+# M, NG_INT, NG_KILL, NG_TMO, NG_CAP, PATH; ng_up, ng_now, ng_ev, ng_to, ng_have, ng_item, ng_fail,
+# ng_heartbeats, ng_sampler_exit, ng_wait_tool, ng_end_sampler, ng_exit_traps: nodegate/phase/prelude.sh
+@@PRELUDE@@
+PATH="$PATH:/usr/local/cuda/bin"
 if ng_have setsid; then NG_SETSID=setsid; else NG_SETSID=; fi
-
-ng_item() {
-  ng_k=$1; shift
-  printf '%s BEGIN %s %s %s\n' "$M" "$ng_k" "$(ng_up)" "$(ng_now)"
-  ng_err=$( { { "$@" 2>&3 3>&-; echo "$M RC $?" >&3; } | head -c "$NG_CAP" >&5 3>&-; } 3>&1 )
-  ng_rc=${ng_err##*"$M RC "}
-  ng_err=${ng_err%"$M RC "*}
-  printf '\n%s END %s rc=%s %s\n' "$M" "$ng_k" "$ng_rc" "$(ng_up)"
-  if [ -n "$ng_err" ]; then
-    printf '%s ERR %s\n%s\n%s ERREND %s\n' "$M" "$ng_k" "$(printf '%s' "$ng_err" | head -c 16384)" "$M" "$ng_k"
-  fi
-}
-ng_fail() { echo "$1" >&2; return "${2:-1}"; }
 
 # GPU state fields; drivers before 535 name the reasons clocks_throttle_reasons.
 NG_Q='@@STATE_FIELDS@@'
@@ -106,29 +82,20 @@ ng_sampler() {
     # the first sample is taken even when the tool already ended: every test has its state
     [ "$NG_GPUS" -gt 0 ] && ng_sample "$ng_key.sample.$ng_seq"
     ng_due=$(($(ng_now) + NG_INT))
-    while [ -z "$ng_stop$ng_abort" ]; do
-      ng_t=$(ng_now)
-      kill -0 "$NG_MAIN" 2>/dev/null || { ng_abort=main-shell-gone; break; }
-      if [ -z "$ng_sig_at" ] && [ $((ng_t - NG_T0)) -ge "$ng_tmo" ]; then
-        ng_ev stop "key=$ng_key reason=deadline elapsed_s=$((ng_t - NG_T0))"
-        ng_sig_at=$ng_t
-        trap '' USR1
-        ng_stop_now
-        trap 'ng_stop=1' USR1
-        ng_alive || ng_stop=1   # the tool's exit (USR1) came while it was ignored
-      fi
-      [ "$ng_t" -ge "$ng_due" ] && break
-      sleep 1
-      printf '%s HB %s\n' "$M" "$ng_t" || { ng_abort=stdout-closed; break; }
-    done
+    ng_heartbeats
   done
-  if [ -n "$ng_abort" ]; then
-    trap '' PIPE
-    ng_ev interrupted "key=$ng_key reason=$ng_abort" 2>/dev/null
+  ng_sampler_exit "key=$ng_key "
+}
+
+ng_deadline() {  # ng_deadline EPOCH: at the test's deadline, stop the tool (synchronous)
+  if [ -z "$ng_sig_at" ] && [ $(($1 - NG_T0)) -ge "$ng_tmo" ]; then
+    ng_ev stop "key=$ng_key reason=deadline elapsed_s=$(($1 - NG_T0))"
+    ng_sig_at=$1
+    trap '' USR1
     ng_stop_now
-    exit 2
+    trap 'ng_stop=1' USR1
+    ng_alive || ng_stop=1   # the tool's exit (USR1) came while it was ignored
   fi
-  exit 0
 }
 
 ng_launch() {  # ng_launch KEY TIMEOUT CMD: tool output on stdout, then 'M RC <rc>'
@@ -139,18 +106,13 @@ ng_launch() {  # ng_launch KEY TIMEOUT CMD: tool output on stdout, then 'M RC <r
   ng_ev tool-start "key=$1 pid=$ng_lp setsid=${NG_SETSID:-no} uptime=$(ng_up)" >&5
   ng_sampler "$ng_lp" "$1" "$2" >&5 2>&6 &
   ng_sp=$!
-  while :; do
-    wait "$ng_lp"; ng_lrc=$?
-    kill -0 "$ng_lp" 2>/dev/null || break
-    [ -n "$ng_int" ] && kill -TERM "$ng_sp" 2>/dev/null
-  done
+  ng_wait_tool
   ng_ev tool-exit "key=$1 rc=$ng_lrc uptime=$(ng_up)" >&5
   # what the tool left behind in its group (a child ignoring TERM) would hold the pipe open
   if [ -n "$NG_SETSID" ] && kill -0 "-$ng_lp" 2>/dev/null; then
     kill -TERM "-$ng_lp" 2>/dev/null; sleep 1; kill -KILL "-$ng_lp" 2>/dev/null
   fi
-  kill -USR1 "$ng_sp" 2>/dev/null
-  while kill -0 "$ng_sp" 2>/dev/null; do wait "$ng_sp"; done
+  ng_end_sampler
   printf '%s RC %s\n' "$M" "$ng_lrc"   # no newline before: the output stays byte-exact
 }
 
@@ -192,11 +154,7 @@ ng_ib_tests() {  # ng_ib_tests BINARY TIMEOUT ARGS USE_CUDA
   done
 }
 
-ng_exit() { trap '' PIPE; exit "$1"; }
-trap 'ng_exit 129' HUP
-trap 'ng_exit 130' INT
-trap 'ng_exit 143' TERM
-trap 'ng_exit 141' PIPE
+ng_exit_traps
 
 ng_f_tools() {
   printf 'gpus: %s\nfields: %s\nprefix: %s\n' "$NG_GPUS" "$NG_Q" "$NG_PREFIX"

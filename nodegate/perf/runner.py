@@ -1,7 +1,7 @@
 """Run the performance phase on every node at once and add its evidence to each node's bundle.
 
 ``perf_fleet(jobs, opts, bundles, bundles_dir, stop)``: one thread and ONE exec per node (the
-burn-in's transport, nodegate.burnin.exec.run_stream: deadline, stop switch, streaming, Ctrl-C).
+burn-in's machinery, nodegate.phase: exec with deadline, stop switch, streaming, Ctrl-C).
 Evidence keys written (docs/bundle.md "Performance"):
 
     perf.run                 JSON: tests asked for, status ok|interrupted|timeout|incomplete|<ssh error>,
@@ -19,16 +19,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ..bundle import Bundle, Evidence, now_iso
-from ..burnin.exec import run_stream
+from ..phase.runner import run_fleet, run_node
 from ..run import GatherOptions
-from ..transport import Target, TransportError
 from . import script as S
 from .spec import PerfSpec
 
@@ -103,76 +100,32 @@ def perf_node(job: PerfJob, opts: GatherOptions, stop: threading.Event) -> dict[
     """Run the phase on one node; never raises for node problems (the run record says why)."""
     run = {"node": job.node, "tests": list(job.spec.tests), "started_at": now_iso(), "status": "ok",
            "label": job.label}
-    t0 = time.monotonic()
     prefix = f"perf.{job.label}" if job.label else "perf"
-    try:
+
+    def prepare() -> tuple[str, str, float]:
         text, marker = S.render(job.spec)
-        target = Target(job.url, hostkeys=opts.hostkeys, connect_timeout=opts.connect_timeout, sudo=opts.sudo)
-        r = run_stream(target, text, S.deadline_s(job.spec), stop)
-    except TransportError as e:
-        run.update(status=getattr(e, "kind", "ssh"), error=str(e), finished_at=now_iso(),
-                   elapsed_s=round(time.monotonic() - t0, 3))
-        return evidence_from_stream(S.Stream(), run, prefix)
-    except (ValueError, OSError) as e:
-        run.update(status="error", error=f"{type(e).__name__}: {e}", finished_at=now_iso(),
-                   elapsed_s=round(time.monotonic() - t0, 3))
-        return evidence_from_stream(S.Stream(), run, prefix)
-    st = S.split(r.stdout, marker)
-    run.update(finished_at=now_iso(), elapsed_s=round(time.monotonic() - t0, 3), exit_code=r.rc,
-               interrupted=bool(stop.is_set()), timed_out=bool(r.timed_out and not stop.is_set()))
-    if r.stderr:
-        run["stderr"] = r.stderr[-4000:].decode("utf-8", errors="replace")
-    if stop.is_set():
-        run["status"] = "interrupted"
-    elif r.timed_out:
-        run["status"] = "timeout"
-    elif not st.complete:
-        run["status"] = "incomplete"
-    return evidence_from_stream(st, run, prefix)
+        return text, marker, S.deadline_s(job.spec)
+
+    return run_node(job.url, opts, prepare, stop, run, lambda st, r: evidence_from_stream(st, r, prefix))
 
 
 def perf_fleet(jobs: list[PerfJob], opts: GatherOptions, bundles: dict[str, Bundle], bundles_dir: Path | None,
                stop: threading.Event, progress: Callable[[int, int], None] | None = None) -> None:
     """Run every job concurrently; add the evidence to ``bundles[node]`` and rewrite its directory
     under ``bundles_dir``. Blocks until every node is done (or ``stop``)."""
-    if not jobs:
-        return
-    lock = threading.Lock()
-    done = 0
 
-    def record(j: PerfJob, f) -> None:
-        nonlocal done
-        try:
-            ev = f.result()
-        except Exception as e:  # noqa: BLE001 - one bad node never stops the others
-            ev = evidence_from_stream(S.Stream(), {"node": j.node, "tests": list(j.spec.tests), "status": "error",
-                                                   "error": f"internal error: {type(e).__name__}: {e}"},
-                                      f"perf.{j.label}" if j.label else "perf")
-        with lock:
-            b = bundles.get(j.node)
-            if b is not None:
-                b.items.update(ev)
-                runkey = f"perf.{j.label}.run" if j.label else "perf.run"
-                b.meta[runkey.replace(".run", "")] = json.loads(ev[runkey].stdout)
-                if bundles_dir is not None:
-                    b.write(bundles_dir)
-            done += 1
-            if progress:
-                progress(done, len(jobs))
+    def error_evidence(j: PerfJob, e: Exception) -> dict[str, Evidence]:
+        return evidence_from_stream(S.Stream(), {"node": j.node, "tests": list(j.spec.tests), "status": "error",
+                                                 "error": f"internal error: {type(e).__name__}: {e}"},
+                                    f"perf.{j.label}" if j.label else "perf")
 
-    ex = ThreadPoolExecutor(max_workers=max(1, min(opts.forks, len(jobs))))
-    futs = {ex.submit(perf_node, j, opts, stop): j for j in jobs}
-    seen = set()
-    try:
-        for f in as_completed(futs):
-            seen.add(f)
-            record(futs[f], f)
-    except KeyboardInterrupt:
-        stop.set()   # every exec closes its channel; every node stops its tool; record what came back
-        for f in as_completed(futs):
-            if f not in seen:
-                record(futs[f], f)
-        raise
-    finally:
-        stop.set()
-        ex.shutdown(wait=True)
+    def record(j: PerfJob, ev: dict[str, Evidence]) -> None:
+        b = bundles.get(j.node)
+        if b is not None:
+            b.items.update(ev)
+            runkey = f"perf.{j.label}.run" if j.label else "perf.run"
+            b.meta[runkey.replace(".run", "")] = json.loads(ev[runkey].stdout)
+            if bundles_dir is not None:
+                b.write(bundles_dir)
+
+    run_fleet(jobs, lambda j: perf_node(j, opts, stop), error_evidence, record, opts.forks, stop, progress)

@@ -1,5 +1,5 @@
 """The performance script: render it for one node (``render``), and split its framed output
-(the burn-in's splitter: same framing, heartbeats and events; nodegate.burnin.script.split).
+(the splitter both phases share: same framing, heartbeats and events; nodegate.phase.script.split).
 
 Every spec value reaching the node is shell-quoted; ``{gpus}`` in nccl arguments becomes the
 node's GPU count (``nvidia-smi -L``) at run time.
@@ -7,12 +7,11 @@ node's GPU count (``nvidia-smi -L``) at run time.
 
 from __future__ import annotations
 
-import re
-import secrets
 import shlex
 from importlib import resources
 
-from ..burnin.script import Stream, split  # noqa: F401 - re-exported: the perf stream is framed alike
+from ..phase import script as P
+from ..phase.script import Stream, split  # noqa: F401 - re-exported: the perf stream is framed alike
 from .spec import PerfSpec
 
 #: Per-tool output cap on the node, bytes (nvbandwidth/nccl outputs are tens of kB; gpu_burn's
@@ -23,6 +22,8 @@ TOOL_CAP = 4 * 1024 * 1024
 STATE_FIELDS = ("index,pci.bus_id,clocks_event_reasons.active,pcie.link.gen.current,pcie.link.gen.max,"
                 "pcie.link.width.current,pcie.link.width.max,clocks.sm,power.draw,power.limit,temperature.gpu,"
                 "utilization.gpu")
+#: Seconds one nvidia-smi call (sample, compute apps) may take on the node before ``timeout`` ends it.
+SAMPLE_TIMEOUT_S = 30
 APPS_QUERY = "--query-compute-apps=gpu_bus_id,pid,process_name --format=csv,noheader"
 
 BINARY_DEFAULT = {"nvbandwidth": "nvbandwidth", "nccl": "all_reduce_perf", "dcgmi": "dcgmi", "gpu_burn": "gpu_burn",
@@ -30,7 +31,8 @@ BINARY_DEFAULT = {"nvbandwidth": "nvbandwidth", "nccl": "all_reduce_perf", "dcgm
 
 
 def template() -> str:
-    return resources.files(__package__).joinpath("perf.sh").read_text()
+    """perf.sh with the shared prelude (nodegate/phase/prelude.sh) spliced in."""
+    return P.template(__package__, "perf.sh")
 
 
 def builtin_source() -> str:
@@ -77,9 +79,6 @@ def commands(spec: PerfSpec) -> list[tuple[str, str, str]]:
 
 def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
     """Return ``(script, marker)``."""
-    marker = marker or f"@@NG-{secrets.token_hex(12)}"
-    if not re.fullmatch(r"@@NG-[0-9a-f]{8,64}", marker):
-        raise ValueError("bad marker")
     lines = []
     for t in spec.tests:
         if t == "ib_write_bw":
@@ -91,14 +90,12 @@ def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
                 if key == f"perf.{t}":
                     lines.append(f"ng_test {key} {shlex.quote(b)} {int(spec.timeout_s)} {shlex.quote(cmd)}")
     bins = " ".join(shlex.quote(binary(spec, t)) for t in spec.tests if t in BINARY_DEFAULT)
-    fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "MARKER": marker, "INTERVAL": str(int(spec.interval_s)), "KILL": str(int(spec.stop_grace_s)),
+    fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "INTERVAL": str(int(spec.interval_s)),
+              "KILL": str(int(spec.stop_grace_s)), "TIMEOUT": str(SAMPLE_TIMEOUT_S),
               "CAP": str(TOOL_CAP), "PREFIX": shlex.quote(" ".join(shlex.quote(w) for w in spec.prefix)),
               "HCAS": shlex.quote(" ".join(spec.ib_hcas or [])), "BINARIES": bins or "true",
               "TESTS": "\n".join(lines) or ":"}
-    s = template()
-    for k, v in fields.items():
-        s = s.replace(f"@@{k}@@", v)
-    return s, marker
+    return P.render(template(), fields, marker)
 
 
 def deadline_s(spec: PerfSpec, n_hcas: int = 8) -> float:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import SpecError
+from ..phase.spec import BINARY as _BINARY, check_command, load_section, section_spec
 
 TestName = Literal["nvbandwidth", "nccl", "dcgmi", "gpu_burn", "ib_write_bw", "builtin", "command"]
-_BINARY = re.compile(r"^[A-Za-z0-9_./+-]{1,255}$")
 _HCA = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 #: nvbandwidth tests judged by default: host<->device copy engine and the device-to-device read
@@ -99,9 +98,7 @@ class PerfSpec(BaseModel):
     @field_validator("command")
     @classmethod
     def _command(cls, v):
-        if v is not None and (not v.strip() or len(v) > 4096 or "\x00" in v):
-            raise ValueError("perf.command must be a non-empty shell command (at most 4096 characters)")
-        return v
+        return check_command(v, "perf.command")
 
     @field_validator("prefix", "nvbandwidth_args", "nccl_args", "gpu_burn_args", "ib_write_bw_args")
     @classmethod
@@ -113,28 +110,9 @@ class PerfSpec(BaseModel):
 
 def load_perf_spec(raw: dict | None, source: str = "<spec>") -> PerfSpec:
     """Validate a raw ``perf:`` mapping; SpecError naming ``nodegate.perf.<key>``."""
-    if raw is None:
-        return PerfSpec()
-    if not isinstance(raw, dict):
-        raise SpecError(f"{source}: nodegate.perf: expected a mapping, got {type(raw).__name__}")
-    try:
-        return PerfSpec.model_validate(raw)
-    except ValidationError as e:
-        msgs = []
-        for err in e.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            reason = "unknown key (not allowed)" if err["type"] == "extra_forbidden" else err["msg"]
-            msgs.append(f"nodegate.perf{'.' + loc if loc else ''}: {reason}")
-        raise SpecError(f"{source}: " + "; ".join(msgs)) from None
+    return load_section(PerfSpec, "perf", raw, source)
 
 
 def perf_spec(spec, raw_spec: dict | None = None) -> PerfSpec:
     """The node's PerfSpec: ``spec.perf`` when mounted (None = defaults), else the raw mapping."""
-    v = getattr(spec, "perf", None) if spec is not None else None
-    if isinstance(v, PerfSpec):
-        return v
-    if isinstance(v, dict):
-        return load_perf_spec(v)
-    if raw_spec and isinstance(raw_spec, dict) and raw_spec.get("perf") is not None:
-        return load_perf_spec(raw_spec.get("perf"))
-    return PerfSpec()
+    return section_spec(PerfSpec, "perf", spec, raw_spec)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from nodegate.burnin.exec import run_stream
+from nodegate.phase.exec import run_stream
 from nodegate.run import GatherOptions, NodeJob, gather_node
 from nodegate.transport import Deadline, HostKeyPolicy, Target, TransportError, interrupt_all, set_stop
 from nodegate.transport import paramiko_ssh

@@ -1,4 +1,4 @@
-"""One long exec per node with a stop switch: the burn-in's transport.
+"""One long exec per node with a stop switch: the transport of the burn-in and performance phases.
 
 ``run_stream(target, script, deadline_s, stop)`` runs the script the way the probe runs
 (``Target.run``: testinfra URL, known_hosts policy, and ONE deadline for every stage from TCP
@@ -20,7 +20,7 @@ from ..transport import ExecResult, Target
 #: After a stop, how long a local script gets to stop its load before its group is killed.
 LOCAL_STOP_GRACE_S = 40.0
 
-#: Burn-in stderr kept per node, bytes.
+#: Phase stderr kept per node, bytes.
 STDERR_CAP = 1024 * 1024
 
 

@@ -1,0 +1,89 @@
+"""The pytest side both second-exec phase plugins share (plugins/nodegate_burnin.py,
+plugins/nodegate_perf.py): connection options, the --replay test, recording a verdict item,
+grouping items by node and the first item's pytest-html extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from ..outcomes import Outcome, Result
+from ..reports.records import attach_nodegate
+from ..run import GatherOptions
+from ..textsafe import shown  # node text pytest prints: control characters escaped
+from ..transport import HostKeyPolicy
+
+
+def gather_options(config) -> GatherOptions:
+    """Deadlines, pool size, sudo and host-key policy from the command line (defaults when an
+    option is absent: the phase plugins load without the lead's options too)."""
+    o = config.option
+    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
+    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
+                         command_timeout=getattr(o, "command_timeout", 30.0),
+                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
+                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
+
+
+def replay_has(config, *patterns: str) -> bool:
+    """Whether the first --replay PATH (nodegate.session.start.ReplayAction) is a directory with
+    a file matching one of ``patterns`` (glob, relative to it)."""
+    d = config.getoption("replay", None)
+    if not d:
+        return False
+    root = Path(d)
+    return root.is_dir() and any(any(root.glob(p)) for p in patterns)
+
+
+def record_verdict(request, info_key, info: dict[str, Any], props: tuple[str, ...], check_id: str,
+                   res: Result) -> None:
+    """Stash ``info`` (report.nodegate) on the item, add ``props`` of it to its user_properties,
+    and end the setup: ERROR fails it ("could not evaluate"), SKIP skips it."""
+    request.node.stash[info_key] = info
+    for k in props:
+        request.node.user_properties.append((k, info[k]))
+    if res.outcome is Outcome.ERROR:
+        pytest.fail(shown(f"[{check_id}] could not evaluate: {res.message}"), pytrace=False)
+    if res.outcome is Outcome.SKIP:
+        pytest.skip(shown(f"[{check_id}] {res.message}"))
+
+
+def group_by_node(items, param: str, first_key, node_of: Callable[[Any], str | None]) -> None:
+    """Mark every item parametrized with ``param`` with its node's xdist group and stash
+    ``first_key`` = True on each node's first item. ``node_of(param value)``: its node, None
+    for an item to leave alone."""
+    first: set[str] = set()
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is None or param not in cs.params:
+            continue
+        node = node_of(cs.params[param])
+        if node is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(node))
+        if node not in first:
+            first.add(node)
+            item.stash[first_key] = True
+
+
+def report_with_extra(item, rep, info_key, first_key, extra: Callable[[Any, dict], str | None]):
+    """pytest_runtest_makereport's body: attach report.nodegate; on the final report of a node's
+    first item (``first_key``) add ``extra(item, info)``'s HTML as a pytest-html extra (none
+    without pytest-html, when ``extra`` raises ImportError, or when it returns None)."""
+    info = item.stash.get(info_key, None)
+    if info is None:
+        return rep
+    attach_nodegate(rep, info)
+    final = rep.when == "call" or (rep.when == "setup" and not rep.passed)
+    if final and item.stash.get(first_key, False):
+        try:
+            import pytest_html
+            html = extra(item, info)
+        except ImportError:
+            return rep
+        if html is not None:
+            rep.extras = list(getattr(rep, "extras", [])) + [pytest_html.extras.html(html)]
+    return rep
