@@ -227,12 +227,16 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
 def streaming(config) -> bool:
     """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
     after. Not with pytest-xdist (the controller schedules from every bundle), --burn-in (it
-    loads every node first) or --perf. --baseline streams: each current node is compared with its baseline
+    loads every node first), --perf or a replay of --perf bundles. --baseline streams: each current node is compared with its baseline
     node while both are loaded (nodegate.baseline.run.BaselineRun)."""
+    from .phase import replay_has
     o = config.option
     return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
                 or getattr(o, "dist", "no") not in ("no", None)
-                or getattr(o, "burn_in", None) or getattr(o, "perf", False))
+                or getattr(o, "burn_in", None) or getattr(o, "perf", False)
+                # a replay of --perf bundles: the fleet rule and the perf items of every node are
+                # made from every node's figures at collection (plugins/nodegate_perf.py)
+                or replay_has(config, "perf*.run.out", "*/perf*.run.out"))
 
 
 def why_gather_first(config) -> str | None:
