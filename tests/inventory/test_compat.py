@@ -67,6 +67,7 @@ def test_the_fork_server_answers_as_the_plain_cli():
             with tempfile.TemporaryDirectory() as tree:
                 r = compat._run([str(compat.BIN / "ansible"), *argv], compat._env(tree), plain=plain)
                 files = {p.name: json.loads(p.read_text()) for p in sorted(compat.Path(tree).iterdir())}
-            got.append((r.returncode, r.stdout, files))
+            # ansible prints each host's ad-hoc result as its fork ends: the order is the machine's
+            got.append((r.returncode, sorted(r.stdout.splitlines()), files))
         assert got[0] == got[1], argv
-        assert got[0][0] == 0 and (got[0][2] or "hosts (" in got[0][1])
+        assert got[0][0] == 0 and (got[0][2] or any("hosts (" in ln for ln in got[0][1]))
