@@ -10,7 +10,7 @@ grouped on one worker with ``pytest.mark.xdist_group(PROFILE_FLEET)``, see below
   outcomes, messages, exec channels opened per node by the run). tests/e2e/test_fleet_ssh.py and
   tests/fleet/test_fabric_profiles.py read it; tests/fleet/test_fleet_ssh.py probes the same fleet.
 
-Scheduling (``make test`` passes ``-n 2 --dist loadgroup``): every test file is one unit of work
+Scheduling (``make test`` passes ``-n 4 --dist loadgroup``): every test file is one unit of work
 (its module-scoped fixtures, fleets and suite runs, are built once, never once per worker), files
 marked with the same ``xdist_group`` are one unit together, and the heaviest units start first
 (HEAVY) so that no long file starts last and runs alone.
