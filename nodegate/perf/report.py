@@ -1,6 +1,7 @@
 """HTML for people: a node's performance table (GPU x metric: value, floor, node median, fleet
 median, verdict) and an inline SVG bar chart per metric (bars per subject, the floor and the
-median drawn in). Every text is HTML-escaped; numbers are formatted here, never node text raw."""
+median drawn in). Every text is HTML-escaped; numbers are formatted here, never node text raw.
+The fleet's per-SKU distribution page is nodegate.reports.perf_fleet."""
 
 from __future__ import annotations
 
@@ -68,33 +69,3 @@ def node_html(node: str, items: list[Item]) -> str:
     charts = "".join(svg_chart(v) for v in list(kinds.values())[:24])
     return (f"<div class=\"ng-perf\"><h3>Performance: {escape(node)}</h3>{table_html(items)}"
             f"<div class=\"ng-perf-charts\">{charts}</div></div>")
-
-
-def fleet_distribution(all_items: dict[str, list[Item]], sku_of: dict[str, str]) -> list[dict]:
-    """Per SKU and metric kind: count, min, median, max and the FAIL outliers (node, subject,
-    value, rules) for the fleet report."""
-    import statistics
-    groups: dict[tuple, list[tuple[str, Item]]] = {}
-    for node, items in all_items.items():
-        for i in items:
-            if i.value is not None and i.outcome is not Outcome.ERROR:
-                groups.setdefault((sku_of.get(node, ""), i.label, i.kind), []).append((node, i))
-    out = []
-    for (sku, label, _), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        vals = [i.value for _, i in rows]
-        out.append({"sku": sku, "metric": label, "n": len(vals), "min": min(vals), "median": statistics.median(vals),
-                    "max": max(vals), "outliers": [{"node": n, "subject": i.subject, "value": i.value,
-                                                    "rules": list(i.rules)} for n, i in rows
-                                                   if i.outcome is Outcome.FAIL][:200]})
-    return out
-
-
-def fleet_html(dist: list[dict]) -> str:
-    rows = "".join(
-        f"<tr><td>{escape(d['sku'] or 'unknown')}</td><td>{escape(d['metric'])}</td><td>{d['n']}</td>"
-        f"<td>{_f(d['min'])}</td><td>{_f(d['median'])}</td><td>{_f(d['max'])}</td><td>"
-        + ", ".join(f"<a href=\"nodes/{escape(o['node'], quote=True)}.html\">{escape(o['node'])} "
-                    f"{escape(o['subject'])} {_f(o['value'])}</a>" for o in d["outliers"][:20])
-        + "</td></tr>" for d in dist)
-    return ("<table class=\"ng-perf-fleet\"><tr><th>SKU</th><th>metric</th><th>n</th><th>min</th><th>median</th>"
-            f"<th>max</th><th>outliers</th></tr>{rows}</table>")
