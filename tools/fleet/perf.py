@@ -44,9 +44,10 @@ BIN = "/usr/local/bin"
 #: - all_reduce_perf: 10 s. The spec's sweep is -b 1G -e 16G -f 2 (5 sizes); nccl-tests' time column
 #:   is the microseconds of one iteration: at the shim's 478 GB/s busbw (algbw = busbw * n/(2(n-1))
 #:   = 273 GB/s on 8 GPUs) 1G..16G take 3.9+7.9+15.7+31.5+63 = 122 ms per iteration (../shared/perf/
-#:   304, 8x2 H100: 4607.6 us at 1 GiB, 17286 us at 4 GiB, the same order); times (20 iterations +
-#:   5 warm-up, 301/302/307's headers) times (out-of-place + in-place) = 6.1 s, plus NCCL's
-#:   communicator set-up and the 16 GiB buffers' allocation and initialisation (a few seconds).
+#:   304, 8x2 H100: 4607.6 us at 1 GiB, 17286 us at 4 GiB, the same order); times 21-25 runs (-n 20,
+#:   nccl-tests' default, plus 1 warm-up by default, 5 in 301/302/307's headers) times 2 (out-of-place
+#:   and in-place) = 5.1-6.1 s, plus NCCL's communicator set-up and the 16 GiB buffers' allocation and
+#:   initialisation (a few seconds; no sample prints it).
 #: - ib_write_bw: 2 s per HCA. 5000 iterations of 8 MiB (the spec's -s 8388608 -n 5000) at 392 Gb/s
 #:   is 0.86 s of transfer (../shared/perf/361: 20000 x 8 MiB at 24056.72 MB/s = 6.97 s, the same
 #:   arithmetic), plus the loopback server/client connection set-up (~1 s).
