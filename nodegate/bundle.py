@@ -269,35 +269,28 @@ def file_type(mode: int) -> str:
 
 
 def _os_why(e: OSError) -> str:
-    if e.errno in (errno.ELOOP, errno.EMLINK):
+    # safeio.LinkRefused (a directory on the way, from safeio.open_dir): the kernel's own
+    # error, which these words have always named
+    code = getattr(e, "os_errno", e.errno)
+    if code in (errno.ELOOP, errno.EMLINK):
         return "a symbolic link (not followed)"
-    if e.errno == errno.ENOTDIR:
+    if code == errno.ENOTDIR:
         return "not a directory (or a symbolic link to one)"
     return e.strerror or type(e).__name__
 
 
 def _open_dir(d: Path, root: Path | None) -> int:
     """An fd of ``d``, opened component by component from ``root`` without following a
-    symbolic link (``root`` itself is the operator's path and is followed); without ``root``
-    (or ``d`` outside it) only ``d``'s last component is refused as a link."""
-    rel = None
+    symbolic link (``root`` itself is the operator's path and is followed: safeio.open_dir,
+    nothing created); without ``root`` (or ``d`` outside it) only ``d``'s last component is
+    refused as a link."""
     if root is not None:
+        from . import safeio
         try:
-            rel = Path(os.path.abspath(d)).relative_to(os.path.abspath(root))
+            return safeio.open_dir(d, anchor=root, create=False)
         except ValueError:
-            rel = None
-    if rel is None:
-        return os.open(d, _DIR_FLAGS)
-    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        for part in rel.parts:
-            nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+            pass   # d is not under root
+    return os.open(d, _DIR_FLAGS)
 
 
 def lstat_entry(dir_fd: int, name: str) -> os.stat_result:

@@ -33,11 +33,14 @@ _ANCHOR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLO
 
 class LinkRefused(OSError):
     """A directory nodegate would write into (or below) is a symbolic link or no directory:
-    nothing is written through it. ``str()`` names the path and what is there."""
+    nothing is written through it. ``str()`` names the path and what is there; ``os_errno`` is
+    the kernel's own error for the refused open (Linux: ENOTDIR for a link opened with
+    ``O_DIRECTORY | O_NOFOLLOW``), for a reader that words it (nodegate.bundle's ``_os_why``)."""
 
-    def __init__(self, path: str, what: str):
+    def __init__(self, path: str, what: str, *, os_errno: int = errno.ELOOP):
         super().__init__(errno.ELOOP, f"{path} {what}; nodegate never writes through a link", path)
         self.what = what
+        self.os_errno = os_errno
 
     def __str__(self) -> str:
         return self.strerror
@@ -85,7 +88,7 @@ def open_dir(path, anchor=None, create: bool = True) -> int:
                 nfd = _open_sub(fd, part, here)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise _refused(fd, part, here) from None
+                    raise _refused(fd, part, here, e.errno) from None
                 raise
             os.close(fd)
             fd = nfd
@@ -100,22 +103,22 @@ def _open_sub(fd: int, part: str, here: str) -> int:
         return os.open(part, _DIR_FLAGS, dir_fd=fd)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            raise _refused(fd, part, here) from None
+            raise _refused(fd, part, here, e.errno) from None
         raise
 
 
-def _refused(fd: int, part: str, here: str) -> LinkRefused:
+def _refused(fd: int, part: str, here: str, os_errno: int) -> LinkRefused:
     try:
         st = os.stat(part, dir_fd=fd, follow_symlinks=False)
     except OSError:
-        return LinkRefused(here, "is not a directory")
+        return LinkRefused(here, "is not a directory", os_errno=os_errno)
     if stat.S_ISLNK(st.st_mode):
         try:
             to = os.readlink(part, dir_fd=fd)
         except OSError:
             to = "?"
-        return LinkRefused(here, f"is a symbolic link (to {to!r})")
-    return LinkRefused(here, "exists and is not a directory")
+        return LinkRefused(here, f"is a symbolic link (to {to!r})", os_errno=os_errno)
+    return LinkRefused(here, "exists and is not a directory", os_errno=os_errno)
 
 
 def makedirs(path, anchor=None) -> None:

@@ -27,9 +27,9 @@ from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
 from nodegate.errors import SpecError
-from nodegate.outcomes import Outcome
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
+from nodegate.session.phase import record_verdict
 from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
 
 BASELINE_KEY = pytest.StashKey[BaselineRun]()
@@ -295,11 +295,5 @@ def regression(request):
             "observed": res.observed, "message": res.message, "evidence": res.evidence, "remediation": remediation,
             "outcome": res.outcome.value,
             "bundle_dir": str(getattr(b, "path", "") or br.bundles.get(node) or "")}
-    request.node.stash[_INFO_KEY] = info
-    for k in _PROPS:
-        request.node.user_properties.append((k, info[k]))
-    if res.outcome is Outcome.ERROR:
-        pytest.fail(shown(f"[{info['check_id']}] could not evaluate: {res.message}"), pytrace=False)
-    if res.outcome is Outcome.SKIP:
-        pytest.skip(shown(f"[{info['check_id']}] {res.message}"))
+    record_verdict(request, _INFO_KEY, info, _PROPS, info["check_id"], res)
     return res

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..outcomes import Outcome
 from .floors import Floor, floor_for, hca_floor
@@ -196,6 +197,19 @@ def _judge_status(ni: NodeInput, key: str, s: StatusResult) -> Item:
                 serial=ni.serials.get(s.gpu, ""))
 
 
+def _hold(thresholds: list[float], fired: list[tuple[str, str]], passed: list[str], limit: float, fires: bool,
+          rule: str, why_fired: Callable[[], str], why_passed: Callable[[], str]) -> None:
+    """One rule held against a figure (floor, in-node peers, fleet, baseline): ``limit`` joins the
+    thresholds it had to reach; ``fires``: (``rule``, why) joins the rules that fired, else the
+    why joins what it passed. Each text is formatted only when used (the baseline's divides by
+    the baseline figure)."""
+    thresholds.append(limit)
+    if fires:
+        fired.append((rule, why_fired()))
+    else:
+        passed.append(why_passed())
+
+
 def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], fleet, baseline, th) -> Item:
     it = Item(ni.node, m.tool, key, m.metric, m.label, m.subject, Outcome.PASS, "", m.value, m.unit,
               gpu=m.gpu, peer=m.peer, hca=m.hca, serial=ni.serials.get(m.gpu, "") if m.gpu is not None else "",
@@ -230,39 +244,32 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
             passed.append(f"floor {_fmt(fl.value)} not applied: the sweep stopped at {ref} B, below the "
                           f"{fl.ref_size_b} B it was measured at")
         else:
-            thresholds.append(fl.value)
-            if m.value < fl.value:
-                fired.append(("sku_floor", f"{_fmt(m.value)} {m.unit} below the {ni.sku_label or ni.sku} floor "
-                              f"{_fmt(fl.value)} ({fl.source})"))
-            else:
-                passed.append(f"floor {_fmt(fl.value)}")
+            _hold(thresholds, fired, passed, fl.value, m.value < fl.value, "sku_floor",
+                  lambda: f"{_fmt(m.value)} {m.unit} below the {ni.sku_label or ni.sku} floor "
+                          f"{_fmt(fl.value)} ({fl.source})",
+                  lambda: f"floor {_fmt(fl.value)}")
     if it.node_median is not None:
         lim = th.peer_ratio * it.node_median
-        thresholds.append(lim)
-        if m.value < lim:
-            fired.append(("in_node_peers", f"{_fmt(m.value)} < {th.peer_ratio:.2f} x the median "
-                          f"{_fmt(it.node_median)} of {it.node_peers} in-node peers"))
-        else:
-            passed.append(f"{it.node_peers} peers median {_fmt(it.node_median)}")
+        _hold(thresholds, fired, passed, lim, m.value < lim, "in_node_peers",
+              lambda: f"{_fmt(m.value)} < {th.peer_ratio:.2f} x the median "
+                      f"{_fmt(it.node_median)} of {it.node_peers} in-node peers",
+              lambda: f"{it.node_peers} peers median {_fmt(it.node_median)}")
     if fs is not None and fs.n_nodes >= th.fleet_min_nodes:
         drop = 1 - m.value / fs.median if fs.median else 0.0
         z = 0.6745 * (m.value - fs.median) / fs.mad if fs.mad > 0 else (-1e9 if drop > 0 else 0.0)
-        thresholds.append(fs.median * (1 - th.fleet_drop))
-        if drop > th.fleet_drop and z < -th.fleet_z:
-            fired.append(("fleet", f"{drop * 100:.1f}% below the fleet median {_fmt(fs.median)} of {fs.n_values} "
-                          f"on {fs.n_nodes} nodes (robust z {max(z, -999):.1f})"))
-        else:
-            passed.append(f"fleet median {_fmt(fs.median)} of {fs.n_values}")
+        _hold(thresholds, fired, passed, fs.median * (1 - th.fleet_drop), drop > th.fleet_drop and z < -th.fleet_z,
+              "fleet",
+              lambda: f"{drop * 100:.1f}% below the fleet median {_fmt(fs.median)} of {fs.n_values} "
+                      f"on {fs.n_nodes} nodes (robust z {max(z, -999):.1f})",
+              lambda: f"fleet median {_fmt(fs.median)} of {fs.n_values}")
     elif fs is not None:
         passed.append(f"fleet rule needs {th.fleet_min_nodes} nodes, {fs.n_nodes} here")
     if it.baseline is not None:
         lim = it.baseline * (1 - th.baseline_drop)
-        thresholds.append(lim)
-        if m.value < lim:
-            fired.append(("baseline", f"{(1 - m.value / it.baseline) * 100:.1f}% below this node's baseline "
-                          f"{_fmt(it.baseline)} (limit -{th.baseline_drop * 100:.0f}%)"))
-        else:
-            passed.append(f"baseline {_fmt(it.baseline)}")
+        _hold(thresholds, fired, passed, lim, m.value < lim, "baseline",
+              lambda: f"{(1 - m.value / it.baseline) * 100:.1f}% below this node's baseline "
+                      f"{_fmt(it.baseline)} (limit -{th.baseline_drop * 100:.0f}%)",
+              lambda: f"baseline {_fmt(it.baseline)}")
     it.threshold = max(thresholds) if thresholds else None
     it.rules = [r for r, _ in fired]
     notes = "; ".join(rep.notes)
