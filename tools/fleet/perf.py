@@ -183,6 +183,9 @@ def render_perf(r) -> None:
     host = r.d["node"]["hostname"]
 
     secs = {**TOOL_SECONDS, **(cfg.get("tool_seconds") or {})}
+    for k, v in secs.items():
+        if not (v == "arg" or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 7200)):
+            raise ValueError(f"perf.tool_seconds.{k}: {v!r} is neither seconds (0..7200) nor 'arg'")
 
     def tool(tname: str, inv: Invocation, key: str | None = None):
         t = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: unsupported arguments\n", rc=2))
