@@ -23,7 +23,9 @@ For each fleet size, on the same fleet (tools/fleet: chroot nodes behind real ss
    SSH connections and exec channels per node (``--site-only``: this row alone).
 6. at 64 nodes (``--perf-at``): the ``--perf`` row (bench/perf_row.py): a fleet of ``perf-healthy``
    nodes run with and without ``--perf``; the overhead beyond the tools' own run time (target
-   under 10 %) (``--perf-only``: this row alone; ``--no-perf``: without it).
+   under 10 % of the tools' run time; the shims take the real tools' time, gpu_burn the spec's 60 s)
+   (``--perf-only``: this row alone; ``--no-perf``: without it; ``--perf-gpu-burn-seconds``,
+   ``--perf-tool-seconds``: shorter tools).
 
 Prints a table and writes reports/bench.json (a list, one object per fleet size). Needs root,
 openssh-server, busybox-static and dash (tools/fleet). The benchmark reports; it does not gate.
@@ -236,10 +238,12 @@ def perf_size(n: int, args, base: Path) -> dict:
     work = base / f"perf{n}"
     work.mkdir(parents=True)
     t0 = time.monotonic()
-    with perf_row.perf_fleet(n, f"bench-perf-{os.getpid()}-{n}") as fleet:
+    with perf_row.perf_fleet(n, f"bench-perf-{os.getpid()}-{n}", args.perf_gpu_burn_seconds,
+                             args.perf_tool_seconds) as fleet:
         print(f"[{n:>3} nodes] perf fleet up in {time.monotonic() - t0:.1f}s; with and without --perf ...",
               flush=True)
-        return perf_row.run_perf_row(fleet, n, work, args.forks, run_nodegate)
+        return perf_row.run_perf_row(fleet, n, work, args.forks, run_nodegate, args.perf_gpu_burn_seconds,
+                                     args.perf_tool_seconds)
 
 
 def bench_size(n: int, args, base: Path) -> dict:
@@ -392,6 +396,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="size at which the --perf row runs (bench/perf_row.py)")
     ap.add_argument("--no-perf", action="store_true", help="skip the --perf row")
     ap.add_argument("--perf-only", action="store_true", help="only the --perf row, at each --sizes")
+    ap.add_argument("--perf-gpu-burn-seconds", type=int, default=None, metavar="S",
+                    help="the --perf row's gpu_burn duration (spec perf.gpu_burn_seconds, 5..7200; default: the "
+                         "spec's default, 60)")
+    ap.add_argument("--perf-tool-seconds", type=float, default=None, metavar="S",
+                    help="the --perf row's other shims' run time each (default: the real tools' times, "
+                         "tools/fleet/perf.py TOOL_SECONDS)")
     ap.add_argument("--out", default=None, help="JSON written (default reports/bench.json, with --scale "
                                                 "reports/bench-scale.json)")
     ap.add_argument("--scale", nargs="?", const=",".join(str(n) for n in scale.SIZES), default=None,

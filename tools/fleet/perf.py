@@ -15,6 +15,8 @@ Profile key ``perf`` (all optional; values are the healthy figures of an 8x H200
       throttle: [4]                     # HW slowdown + HW thermal during every test
       apps: {6: "4242, python3"}        # another compute process on a GPU
       hang: [nvbandwidth]               # never returns (the deadline stops it)
+      tool_seconds: {nvbandwidth: 5, all_reduce_perf: 10, ib_write_bw: 2, dcgmi: 0, gpu_burn: arg}
+                                        # how long each shim runs before it answers (TOOL_SECONDS)
 
 ``tools_absent`` removes a tool (``all_reduce_perf`` ...): its test is ERROR naming it.
 """
@@ -32,6 +34,29 @@ from .smi_xml import bus_id_smi
 DEFAULTS = {"h2d": 55.2, "d2h": 55.1, "p2p": 372.0, "allreduce": 478.0, "gflops": 52000.0, "ib": 392.0}
 NCCL_SIZES = [1 << 30, 1 << 31, 1 << 32, 1 << 33, 1 << 34]
 BIN = "/usr/local/bin"
+
+#: Seconds each shim runs before it answers, as the real tool does with the spec's default arguments
+#: on an 8x H200 node (the shims sleep: no CPU). A profile's ``perf.tool_seconds`` overrides any of
+#: them (the test profiles use 0: tests/perf stays fast; bench/perf_row.py keeps these).
+#: - gpu_burn: "arg", the duration on its command line, like the real gpu_burn (wilicc/gpu-burn runs
+#:   for its last argument's seconds; ../shared/perf/351's "Summary at" lines tick through that
+#:   time), i.e. the spec's ``gpu_burn_seconds`` (default 60).
+#: - all_reduce_perf: 10 s. The spec's sweep is -b 1G -e 16G -f 2 (5 sizes); nccl-tests' time column
+#:   is the microseconds of one iteration: at the shim's 478 GB/s busbw (algbw = busbw * n/(2(n-1))
+#:   = 273 GB/s on 8 GPUs) 1G..16G take 3.9+7.9+15.7+31.5+63 = 122 ms per iteration (../shared/perf/
+#:   304, 8x2 H100: 4607.6 us at 1 GiB, 17286 us at 4 GiB, the same order); times 21-25 runs (-n 20,
+#:   nccl-tests' default, plus 1 warm-up by default, 5 in 301/302/307's headers) times 2 (out-of-place
+#:   and in-place) = 5.1-6.1 s, plus NCCL's communicator set-up and the 16 GiB buffers' allocation and
+#:   initialisation (a few seconds; no sample prints it).
+#: - ib_write_bw: 2 s per HCA. 5000 iterations of 8 MiB (the spec's -s 8388608 -n 5000) at 392 Gb/s
+#:   is 0.86 s of transfer (../shared/perf/361: 20000 x 8 MiB at 24056.72 MB/s = 6.97 s, the same
+#:   arithmetic), plus the loopback server/client connection set-up (~1 s).
+#: - nvbandwidth: 5 s. The copies are short (its defaults: 512 MiB buffer, 3 samples: 8 GPUs x 3 x
+#:   9.7 ms per host<->device direction at 55 GB/s, 56 pairs x 3 x 1.4 ms for the 372 GB/s read
+#:   matrix: under 1 s in all, by ../shared/perf/323's figures); CUDA context creation on 8 GPUs
+#:   and the per-test set-up make up the rest (an estimate: no published output prints its time).
+#: - dcgmi: 0 (not in the perf-healthy tests; a level-3 diag takes tens of minutes, not simulated).
+TOOL_SECONDS = {"nvbandwidth": 5.0, "all_reduce_perf": 10.0, "ib_write_bw": 2.0, "dcgmi": 0.0, "gpu_burn": "arg"}
 
 
 def _g(cfg: dict, gpu: int, key: str) -> float:
@@ -157,10 +182,17 @@ def render_perf(r) -> None:
     uuids = [r.states[i]["uuid"] for i in r.present]
     host = r.d["node"]["hostname"]
 
+    secs = {**TOOL_SECONDS, **(cfg.get("tool_seconds") or {})}
+    for k, v in secs.items():
+        if not (v == "arg" or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 7200)):
+            raise ValueError(f"perf.tool_seconds.{k}: {v!r} is neither seconds (0..7200) nor 'arg'")
+
     def tool(tname: str, inv: Invocation, key: str | None = None):
         t = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: unsupported arguments\n", rc=2))
         if tname in hang:
             inv = Invocation(hang=True)
+        elif secs.get(tname) not in (None, 0, 0.0, "0"):
+            inv.sleep = secs[tname]
         if key is None:
             t.default = inv
         else:
@@ -174,4 +206,5 @@ def render_perf(r) -> None:
     ib = r.tool("ib_write_bw", f"{BIN}/ib_write_bw", Invocation(err="ib_write_bw: no such device\n", rc=1))
     for dev in r.d["infiniband"]:
         v = float((cfg.get("hca") or {}).get(dev, cfg.get("ib", DEFAULTS["ib"])))
-        ib.cases[f"-d {dev} *"] = Invocation(hang=True) if "ib_write_bw" in hang else Invocation(out=ib_text(dev, v))
+        ib.cases[f"-d {dev} *"] = Invocation(hang=True) if "ib_write_bw" in hang else \
+            Invocation(out=ib_text(dev, v), sleep=secs.get("ib_write_bw") or None)

@@ -56,12 +56,15 @@ CLOCKS_QUERY_OLD = "--query-gpu=index,pci.bus_id,pstate,clocks_throttle_reasons.
 
 @dataclass
 class Invocation:
-    """One recorded answer of a shim: stdout, stderr, exit code, or a hang."""
+    """One recorded answer of a shim: stdout, stderr, exit code, or a hang; ``sleep``: seconds the
+    shim sleeps before it answers (a real tool's run time), or ``"arg"``: as many seconds as its
+    last argument says (gpu_burn's duration); None: answers at once."""
 
     out: str = ""
     err: str = ""
     rc: int = 0
     hang: bool = False
+    sleep: float | str | None = None
 
 
 @dataclass

@@ -97,6 +97,12 @@ def shim_script(name: str, table: ToolTable) -> str:
             "  trap '' TERM INT\n"
             '  i=0; while [ "$i" -lt 900 ]; do sleep 1; i=$((i + 1)); done\n'
             "fi\n"
+            "# a real tool's run time: N seconds, or \"arg\": its last argument's (gpu_burn SECONDS)\n"
+            'if [ -e "$D/$n.sleep" ]; then\n'
+            '  read -r s < "$D/$n.sleep"\n'
+            '  if [ "$s" = arg ]; then eval "s=\\${$#}"; fi\n'
+            '  sleep "$s"\n'
+            "fi\n"
             '[ -s "$D/$n.err" ] && cat "$D/$n.err" >&2\n'
             '[ -s "$D/$n.out" ] && cat "$D/$n.out"\n'
             'read -r rc < "$D/$n.rc"\n'
@@ -136,6 +142,8 @@ def add_shims(tree: Tree, tools: dict[str, ToolTable], shim_bin: Path | None = N
                 tree.file(base + ".err", inv.err)
             if inv.hang:
                 tree.file(base + ".hang", "")
+            if inv.sleep is not None:
+                tree.file(base + ".sleep", f"{inv.sleep}\n")
 
 
 def build_root(render: NodeRender, root: Path, shared: dict[str, Path], absent: list[str],

@@ -6,15 +6,20 @@
  * Data: /usr/lib/nodegate-fleet/<tool>/cases (<tool>: the name it was run as)  lines "<n>\t<pattern>"; a pattern ending in '*'
  * matches as a prefix of the arguments joined by spaces ("$*"), else exactly; no match: n=0.
  * Then <n>.hang (ignore TERM/INT and sleep: only KILL ends it), <n>.err to stderr, <n>.out to
- * stdout, exit status from <n>.rc. */
+ * stdout, exit status from <n>.rc. Before answering, <n>.sleep (a real tool's run time: "N" seconds, or
+ * "arg": as many as the last argument says, gpu_burn's duration) sleeps without using CPU. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <errno.h>
+#include <time.h>
 
+#ifndef DATA   /* a test compiles it against a directory of its own (-DDATA=...) */
 #define DATA "/usr/lib/nodegate-fleet/"
+#endif
 
 static void copy(const char *path, int fd) {
     char buf[65536];
@@ -73,6 +78,18 @@ int main(int argc, char **argv) {
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         for (int i = 0; i < 900; i++) sleep(1);
+    }
+    snprintf(path, sizeof path, DATA "%s/%d.sleep", tool, n);
+    f = fopen(path, "r");
+    if (f) {
+        char word[64] = "";
+        if (fscanf(f, "%63s", word) != 1) word[0] = 0;
+        fclose(f);
+        double s = strcmp(word, "arg") == 0 ? (argc > 1 ? atof(argv[argc - 1]) : 0.0) : atof(word);
+        if (s > 0) {
+            struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+            while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        }
     }
     snprintf(path, sizeof path, DATA "%s/%d.err", tool, n);
     copy(path, 2);
