@@ -11,13 +11,14 @@ grouped on one worker with ``pytest.mark.xdist_group(PROFILE_FLEET)``, see below
   tests/fleet/test_fabric_profiles.py read it; tests/fleet/test_fleet_ssh.py probes the same fleet.
 
 Scheduling (``make test`` passes ``-n 4 --dist loadgroup``): every test file is one unit of work
-(its module-scoped fixtures, fleets and suite runs, are built once, never once per worker), files
-marked with the same ``xdist_group`` are one unit together, and the heaviest units start first
+(its module-scoped fixtures, fleets and suite runs, are built once, never once per worker), the
+files of one ``FILE_GROUPS`` entry are one unit together, and the heaviest units start first
 (HEAVY) so that no long file starts last and runs alone.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -29,6 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: the xdist group of the files that use ``profile_fleet`` / ``profile_fleet_run``
 PROFILE_FLEET = "profile-fleet"
+
+#: test files that share a session fixture, so must run on ONE worker: file -> unit name. The
+#: scheduler below reads this table, not the ``xdist_group`` marks (kept on the files, and still
+#: honoured when a node id carries xdist's "@group" suffix): with pytest 9.2, xdist 3.8 no longer
+#: groups by the mark (its worker renames ``item._nodeid``, which pytest 9.2's structured node ids
+#: do not read: pytest-dev/pytest-xdist#1386), and each worker built its own 43-node profile fleet
+#: (three at once: the load that cut healthy nodes' SSH handshakes). tests/core/test_scheduling.py
+#: checks that every file using the shared fixtures is listed, and ``profile_fleet`` refuses to be
+#: built twice in one run.
+FILE_GROUPS = {
+    "tests/e2e/test_fleet_ssh.py": PROFILE_FLEET,
+    "tests/fleet/test_fabric_profiles.py": PROFILE_FLEET,
+    "tests/fleet/test_fleet_ssh.py": PROFILE_FLEET,
+}
 
 #: deadlines of the shared run. nvidia-smi hangs on two nodes: the command deadline ends smi-hang's
 #: hung calls (5 + 3 s each), the probe deadline smi-hang-no-timeout's probe (the run lasts that
@@ -65,8 +80,17 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda it: _weight(it.nodeid))
 
 
+def unit_of(nodeid: str) -> str:
+    """The unit of work of a test id: its ``FILE_GROUPS`` entry, else its file (an xdist "@group"
+    suffix, where xdist still adds one, wins)."""
+    if nodeid.rfind("@") > nodeid.rfind("]"):   # xdist's own "@group" suffix (loadgroup)
+        return nodeid.rsplit("@", 1)[-1]
+    path = nodeid.split("::", 1)[0]
+    return FILE_GROUPS.get(path, path)
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup``: one unit per file, or per ``xdist_group`` (files together)."""
+    """``--dist loadgroup``: one unit per file, or per ``FILE_GROUPS`` entry (files together)."""
     if getattr(config.option, "dist", None) != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -76,22 +100,37 @@ def pytest_xdist_make_scheduler(config, log):
 
     class FileGroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.rfind("@") > nodeid.rfind("]"):   # xdist's own "@group" suffix (loadgroup)
-                return nodeid.rsplit("@", 1)[-1]
-            return nodeid.split("::", 1)[0]
+            return unit_of(nodeid)
 
     return FileGroupScheduling(config, log)
 
 
 # ------------------------------------------------------------------------------ the profile fleet
+def _built_once_per_run(tmp_path_factory, name: str) -> None:
+    """Fail when another xdist worker of this run already built the fixture ``name`` (a marker
+    file created exclusively in the run's shared base directory): its files were split over
+    workers (FILE_GROUPS)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent          # pytest-N/, shared by the run's workers (popen-gwN/ below it)
+    try:
+        fd = os.open(base / f"{name}.built", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        pytest.fail(f"{name} built by two xdist workers of one run: list every file using it in "
+                    "tests/conftest.py FILE_GROUPS")
+    os.write(fd, os.environ.get("PYTEST_XDIST_WORKER", "main").encode())
+    os.close(fd)
+
+
 @pytest.fixture(scope="session")
-def profile_fleet():
+def profile_fleet(tmp_path_factory):
     """The fleet of every profile plus ``unreachable``, started once per session (skips where the
     simulated fleet cannot run: tools.fleet.sshd_available)."""
     from tools.fleet import Fleet, load_profiles, sshd_available
     why = sshd_available()
     if why is not None:
         pytest.skip(f"simulated fleet unavailable: {why}")
+    _built_once_per_run(tmp_path_factory, "profile-fleet")
     f = Fleet(load_profiles().values())
     f.add_unreachable("unreachable")
     with f:

@@ -289,14 +289,20 @@ class Fleet:
         by_addr = count_connections([g.log for g in self.groups])
         return {n.name: by_addr.get(n.address, 0) for n in self.nodes.values() if n.reachable}
 
-    def settle_logs(self, timeout_s: float = 15.0) -> None:
+    def settle_logs(self, timeout_s: float = 120.0) -> None:
         """Wait until sshd has logged every node's start-up check connection (its forked child
         writes the line, late on a busy machine): counts taken after this only grow by what
-        came later."""
+        came later. Returns as soon as every line is there; RuntimeError when one is still
+        missing after ``timeout_s`` (counting then would charge that line to the next run: a
+        15 s wait that returned silently counted 3 connections for 2 under a load of 6)."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if all(v >= 1 for v in self.connection_counts().values()):
+        while True:
+            late = sorted(n for n, v in self.connection_counts().items() if v < 1)
+            if not late:
                 return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"sshd logged no start-up connection for {', '.join(late[:5])} "
+                                   f"within {timeout_s:g} s")
             time.sleep(0.05)
 
     def rekey(self, node: str) -> str:
