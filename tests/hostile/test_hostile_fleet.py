@@ -22,8 +22,10 @@ from tools.fleet.sshd import keygen
 pytestmark = needs_fleet
 
 #: CONNECT_TIMEOUT ends the mute and black-hole nodes; 25 nodes connect at once, so a short one
-#: raced the load on the good nodes' handshakes (issue 30)
-CMD_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 1, 30, 10
+#: raced the load on the good nodes' handshakes (issue 30: with 10 s the "drop" node was once not
+#: gathered at all under a load of 6). 30 s costs no wall time: the mute node ends in parallel with
+#: the hung nodes, which the 30 s probe deadline ends anyway.
+CMD_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 1, 30, 30
 #: The caps are judged in the second run, whose deadlines are far past the time the caps need: in
 #: the main run a 1 s command deadline raced an 8 MiB item through sshd on a loaded machine (the
 #: timeout won at 3.6 MiB: issue 30). The caps end these items (SIGPIPE at `head -c`), not the
@@ -269,7 +271,7 @@ def test_wrong_client_key_sends_no_command(env):
 def test_connection_dropped_mid_probe_keeps_earlier_evidence_and_errors_the_rest(env):
     run = env["run"]
     meta = run.meta("drop")
-    assert meta["complete"] is False and meta["cut_at"] == "smi.version"
+    assert meta["complete"] is False and meta.get("cut_at") == "smi.version", meta
     assert "ended early" in meta["cut_reason"]
     assert (run.bundles / "drop" / "dkms.status.out").is_file()
     assert not (run.bundles / "drop" / "smi.qx.out").exists()
