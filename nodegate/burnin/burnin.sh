@@ -87,6 +87,14 @@ ng_f_fields() {
       return "$ng_rc"
     done
   done
+  # Every name refused (an nvidia-smi answering "Invalid combination of input arguments" to any
+  # query also matches *nvalid*): no field means no sample and no load, so say why here, in
+  # burnin.fields, instead of an empty field list and items that only read "burnin.samples not
+  # collected" (found running --perf --burn-in on the simulated fleet, tests/perf/test_perf_burnin.py).
+  if [ -z "$ng_got" ]; then
+    printf 'nvidia-smi accepted none of the sample fields; its answer to index,%s: %s\n' "$f" "$ng_r" | head -n 3
+    return 1
+  fi
   echo "${ng_got#,}"
 }
 

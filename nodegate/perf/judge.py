@@ -130,9 +130,22 @@ def thresholds(spec: PerfSpec) -> Thresholds:
     return Thresholds(t.peer_ratio, t.fleet_drop, t.fleet_min_nodes, t.fleet_z, t.baseline_drop)
 
 
-def baseline_figures(b: Bundle, ctx: NodeContext, spec: PerfSpec) -> dict[str, float]:
-    """Item id -> figure of the node's last accepted bundle (only items that PASSed there)."""
-    ni = node_input(b, ctx, spec)
+def baseline_label(b: Bundle, label: str = "") -> str | None:
+    """The perf phase of baseline bundle ``b`` that this run's ``label`` phase is compared with: the
+    same phase where ``b`` has it, else a plain ``--perf`` run's, else the other phase of a
+    ``--perf --burn-in`` run (a bundle holds either ``perf.run`` or ``perf.before/after.run``). None:
+    no perf evidence. Without this a baseline taken by the before/after recipe (docs/perf.md) had no
+    ``perf.run`` and the baseline rule silently never applied (tests/perf/test_perf_burnin.py)."""
+    for lab in dict.fromkeys((label, "", "before", "after")):
+        if run_record(b, lab) is not None:
+            return lab
+    return None
+
+
+def baseline_figures(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> dict[str, float]:
+    """Item id -> figure of the node's last accepted bundle (only items that PASSed there), from
+    its perf phase ``label`` ("" a plain --perf run, "before"/"after" the burn-in's)."""
+    ni = node_input(b, ctx, spec, label)
     if "perf" in ni.problems:
         return {}
     items = judge_node(ni, {}, None, thresholds(spec))

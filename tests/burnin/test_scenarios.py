@@ -132,3 +132,14 @@ def test_load_that_exits_0_long_before_the_window_ends_died_early(scenario):
                             early_exit_tolerance_s=2)
     assert got == {**HEALTHY, "burnin_load": "fail"}
     assert data.load.rc == 0
+
+
+def test_nvidia_smi_refusing_every_field_errors_every_item_naming_it(scenario):
+    # every name refused: no field, so no sample and no load; burnin.fields says why (it was an empty,
+    # "ok" item and every item read "evidence not collected: burnin.samples")
+    b, data, got = scenario(Scenario(fields=("no.such.field",)), duration=2)
+    assert data is None
+    assert list(got) == ["error"]
+    assert got["error"].startswith("exit code 1: nvidia-smi accepted none of the sample fields; its answer to index,")
+    assert "is not a valid field to query" in got["error"] and got["error"].endswith("[burnin.fields]")
+    assert not b.has("burnin.samples") and not b.has("burnin.load")

@@ -1,7 +1,8 @@
 """Performance tool shims for the simulated fleet (issue 29): nvbandwidth, all_reduce_perf, dcgmi,
 gpu_burn and ib_write_bw printing the real formats (../shared/perf samples: nvbandwidth v0.6
 text, nccl-tests 2.17 with #wrong and OK/FAILED, DCGM 4.x JSON, gpu_burn progress and verdicts,
-perftest with --report_gbits), plus the nvidia-smi answers the perf script samples with.
+perftest with --report_gbits), plus the nvidia-smi answers the perf script samples with, and the
+burn-in's samples (so ``--perf --burn-in`` runs on a perf node: tests/perf/test_perf_burnin.py).
 
 Profile key ``perf`` (all optional; values are the healthy figures of an 8x H200 node)::
 
@@ -24,7 +25,9 @@ Profile key ``perf`` (all optional; values are the healthy figures of an 8x H200
 from __future__ import annotations
 
 import json
+import re
 
+from nodegate.burnin.script import template as burnin_template
 from nodegate.perf.script import APPS_QUERY, STATE_FIELDS
 
 from .profile import gpu_bus
@@ -156,6 +159,27 @@ def dcgmi_json(n: int) -> str:
                                            "metadata": {"DCGM Version": "4.2.3"}}}, indent=2) + "\n"
 
 
+def burnin_fields() -> list[str]:
+    """The burn-in's sample fields as its first call asks for them: the first alternative of each
+    ``NG_WANT`` entry (nodegate/burnin/burnin.sh ng_f_fields), read from the script itself so the
+    answer below cannot drift from what the script asks."""
+    m = re.search(r"^NG_WANT='([^']*)'", burnin_template(), re.M)
+    if m is None:
+        raise RuntimeError("nodegate/burnin/burnin.sh: NG_WANT not found")
+    return [g.split("|")[0] for g in m.group(1).split()]
+
+
+def burnin_row(k: int, bus: str, pc: dict, mask: int, fields: list[str]) -> str:
+    """One GPU's row of a burn-in sample: busy (P0, no GpuIdle) at the perf rows' figures, link at
+    its max, no ECC error, no remap, clocks event reason counters 0 (tests/burnin/shims.py BUSY)."""
+    v = {"timestamp": "2026/12/02 08:00:00.000", "index": str(k), "pci.bus_id": bus, "pstate": "P0",
+         "clocks_event_reasons.active": f"0x{mask:016x}", "pcie.link.gen.current": str(pc["max_gen"]),
+         "pcie.link.width.current": str(pc["max_width"]), "temperature.gpu": "88" if mask else "62",
+         "temperature.gpu.tlimit": "3" if mask else "25", "power.draw": "650.10",
+         "clocks.sm": "1410" if mask else "1980", "utilization.gpu": "100", "remapped_rows.pending": "No"}
+    return ", ".join(v.get(f, "0") for f in fields) + "\n"
+
+
 def render_perf(r) -> None:
     """Add the perf shims and the sampled nvidia-smi answers to a node being rendered."""
     cfg = r.d.get("perf") or {}
@@ -164,7 +188,8 @@ def render_perf(r) -> None:
     name = GPU_MODELS[r.d["gpus"]["model"]]["product_name"]
     hang = set(cfg.get("hang") or [])
     throttle = set(cfg.get("throttle") or [])
-    rows, apps = [], []
+    rows, apps, brows = [], [], []
+    bfields = burnin_fields()
     for k, i in enumerate(r.present):
         st = r.states[i]
         pc = st["pcie"]
@@ -172,6 +197,7 @@ def render_perf(r) -> None:
         bus = bus_id_smi(*gpu_bus(r.d, i))
         rows.append(f"{k}, {bus}, 0x{mask:016x}, {pc['max_gen']}, {pc['max_gen']}, {pc['max_width']}, "
                     f"{pc['max_width']}, {1410 if mask else 1980}, 650.10, 700.00, {88 if mask else 62}, 100\n")
+        brows.append(burnin_row(k, bus, pc, mask, bfields))
         if k in (cfg.get("apps") or {}):
             apps.append(f"{bus}, {cfg['apps'][k]}\n")
     # a GPU node's userland has util-linux setsid: the perf script stops a tool's whole session with it
@@ -179,6 +205,10 @@ def render_perf(r) -> None:
     smi = r.tools["nvidia-smi"]
     smi.cases[f"--query-gpu={STATE_FIELDS} --format=csv,noheader,nounits"] = Invocation(out="".join(rows))
     smi.cases[APPS_QUERY] = Invocation(out="".join(apps))
+    # the burn-in's samples (one call with every field: a 580 driver accepts them all), so that
+    # `--perf --burn-in` (perf before and after the soak, docs/perf.md) runs on a perf node; without
+    # it nvidia-smi's "Invalid combination" answer left the burn-in with no field and no load
+    smi.cases[f"--query-gpu={','.join(bfields)} --format=csv,noheader,nounits"] = Invocation(out="".join(brows))
     uuids = [r.states[i]["uuid"] for i in r.present]
     host = r.d["node"]["hostname"]
 
