@@ -93,40 +93,72 @@ class SshdGroup:
         self.conf.write_text("\n".join(lines) + "\n")
         os.chmod(self.conf, 0o600)
 
-    def start(self) -> None:
+    def start(self, timeout_s: float = 90.0) -> None:
+        """Start this group's sshd and wait until it listens on every node address. A restart
+        (``Fleet.rekey``) may find a port still held by the old sshd or its sessions on a loaded
+        machine: sshd then logs "Address already in use", cannot bind and exits without a pid
+        file; it is started again until ``timeout_s`` (a 15 s single try failed under a load of 6)."""
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
-        subprocess.run([SSHD, "-f", str(self.conf), "-E", str(self.log)], check=True,
-                       stdin=subprocess.DEVNULL, capture_output=True)
-        deadline = time.monotonic() + 15
-        while True:  # sshd writes its PidFile after daemonizing: wait for a complete line
-            txt = self.pidfile.read_text() if self.pidfile.exists() else ""
-            if txt.endswith("\n"):
-                self.pid = int(txt.split()[0])
+        deadline = time.monotonic() + timeout_s
+        while True:
+            seen = self.log.stat().st_size if self.log.exists() else 0
+            self.pidfile.unlink(missing_ok=True)     # a SIGKILLed sshd leaves its old one
+            subprocess.run([SSHD, "-f", str(self.conf), "-E", str(self.log)], check=True,
+                           stdin=subprocess.DEVNULL, capture_output=True)
+            if self._wait_pidfile(deadline, seen):
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"sshd {self.conf} wrote no pid file; see {self.log}")
-            time.sleep(0.02)
+                raise RuntimeError(f"sshd {self.conf} wrote no pid file within {timeout_s:g} s; see {self.log}")
+            time.sleep(0.5)      # could not bind yet: the old sshd is still going away
         for addr, _ in self.nodes.values():
             wait_listening(addr, 22, deadline)
 
+    def _wait_pidfile(self, deadline: float, log_from: int) -> bool:
+        """True once sshd wrote its PidFile (a complete line, after daemonizing); False when it
+        logged that it cannot bind (it has exited: try again) or at ``deadline``."""
+        while time.monotonic() <= deadline:
+            txt = self.pidfile.read_text() if self.pidfile.exists() else ""
+            if txt.endswith("\n"):
+                self.pid = int(txt.split()[0])
+                return True
+            if self.log.exists():
+                with open(self.log, "rb") as fh:
+                    fh.seek(log_from)
+                    if b"Cannot bind any address" in fh.read():
+                        return False
+            time.sleep(0.02)
+        return False
+
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL if sshd is still there after 30 s (a loaded machine); returns
+        once it is gone (a zombie counts as gone: its sockets are closed)."""
         if self.pid is None and self.pidfile.exists():
             txt = self.pidfile.read_text().split()
             self.pid = int(txt[0]) if txt else None
         if self.pid is None:
             return
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
+        for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
             try:
-                os.kill(self.pid, 0)
+                os.kill(self.pid, sig)
             except ProcessLookupError:
                 break
-            time.sleep(0.02)
+            if _gone_within(self.pid, wait_s):
+                break
         self.pid = None
+        self.pidfile.unlink(missing_ok=True)
+
+
+def _gone_within(pid: int, wait_s: float) -> bool:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def wait_listening(addr: str, port: int, deadline: float) -> None:
