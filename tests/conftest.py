@@ -50,7 +50,7 @@ FILE_GROUPS = {
 #: long). Both stay far from what a node that does not hang needs, even with 43 nodes connecting at
 #: once on a loaded 2-core machine (with 60 / 5, a healthy node's probe or SSH handshake was cut at
 #: a load of 15: issue 30); nothing listens at ``unreachable``, so the connect deadline costs nothing.
-COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 5, 90, 30
+COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 5, 90, 60
 
 #: test paths (prefixes) whose files take longest, longest first (measured: docs/contributing.md);
 #: these start first. Files not listed keep pytest's order after them.

@@ -60,7 +60,7 @@ def _run_suites(fleet: Fleet, tmp: Path, *extra: str) -> tuple[dict[str, str], s
     junit = tmp / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider",
            "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
-           "--junitxml", str(junit), "--reports-dir", str(tmp / "reports"), "--connect-timeout", "30", *extra]
+           "--junitxml", str(junit), "--reports-dir", str(tmp / "reports"), "--connect-timeout", "60", *extra]
     t0 = time.monotonic()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert junit.is_file(), f"no JUnit (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"

@@ -45,7 +45,7 @@ def _run(fleet: Fleet, tmp: Path, *extra: str) -> tuple[subprocess.CompletedProc
     out = tmp / "reports"
     cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "--tb=no",
            "--inventory", str(fleet.inventory_path), "--known-hosts", str(fleet.known_hosts_path),
-           "--reports-dir", str(out), "--connect-timeout", "30", *extra]
+           "--reports-dir", str(out), "--connect-timeout", "60", *extra]
     env = dict(os.environ, COLUMNS="160")
     env.pop("PYTEST_ADDOPTS", None)
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)

@@ -24,7 +24,7 @@ RUN_BOUND_S = 170
 #: to stay far from what a HEALTHY node needs with 32 nodes connecting at once on a loaded 2-core
 #: machine: with 30 / 5 one healthy node of 57 was ERROR on every item in a CI run (issue 30); the
 #: unreachable nodes fail at once (refused port, a .invalid name), so a long connect deadline is free.
-COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 1, 90, 30
+COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 1, 90, 60
 
 
 

@@ -32,7 +32,7 @@ BURNIN_KEYS = ("run", "tools", "fields", "samples", "load", "events", "klog_star
 #: "What runs on the node": ONE exec per node per perf phase; docs/burnin.md: ONE exec for the burn-in)
 EXECS = 4
 #: deadlines for a loaded 2-core machine (tests/conftest.py: the shared fleet run's figures)
-CONNECT_TIMEOUT, PROBE_TIMEOUT = 30, 90
+CONNECT_TIMEOUT, PROBE_TIMEOUT = 60, 90
 
 
 def _suite(args: list[str], reports: Path) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
