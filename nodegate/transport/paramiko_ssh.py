@@ -245,7 +245,13 @@ class SecureParamikoBackend(ParamikoBackend):
                                              "banner (not an SSH server, or sshd refused it: MaxStartups, "
                                              "TCP wrappers)")
             kind = "unreachable" if isinstance(e, OSError) else "ssh"
-            return TransportError(kind, f"{target}: {e or type(e).__name__}")
+            if not str(e):
+                # paramiko raises a bare EOFError/SSHException when the peer hangs up mid-handshake
+                # (sshd's LoginGraceTime, a dropped connection): say so instead of an empty message
+                stage = _handshake_stage(t) if t is not None else "the SSH handshake"
+                return TransportError(kind, f"{target}: connection closed by the peer during {stage} "
+                                            f"({type(e).__name__}, after {took:.1f}s)")
+            return TransportError(kind, f"{target}: {e}")
         return TransportError("ssh", f"{target}: {type(e).__name__}: {e}")
 
     def close(self) -> None:

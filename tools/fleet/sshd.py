@@ -85,7 +85,11 @@ class SshdGroup:
             # one line per session in the log: exec channels per node are counted from it
             "LogLevel VERBOSE",
             # fan-out of hundreds of parallel connects (testbed notes)
-            "MaxStartups 200:30:400", "MaxSessions 64", "LoginGraceTime 30",
+            "MaxStartups 200:30:400", "MaxSessions 64",
+            # OpenSSH's default (sshd_config(5)): with 30, a loaded 2-core machine running two 40-node
+            # fleets at once saw sshd drop connections whose key exchange and authentication had not
+            # finished in 30 s (the client saw a bare EOF, "node not gathered")
+            "LoginGraceTime 120",
             "ClientAliveInterval 0",
         ]
         for name, (addr, root) in self.nodes.items():
