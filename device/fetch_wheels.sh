@@ -17,6 +17,6 @@ $PIP download -q --no-deps --only-binary=:all: --python-version "$PYV" --impleme
   pynacl==1.6.2 invoke==3.0.3 pytest-html==4.2.0 pytest-metadata==3.1.1 defusedxml==0.7.1 \
   pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 \
   typing-extensions==4.16.0 pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4 pygments==2.21.0 \
-  pytest-xdist==3.8.0 execnet==2.1.2
+  pytest-xdist==3.8.0 execnet==2.1.2 ansible-core==2.19.14 resolvelib==1.2.1
 ls -1 .whl
 du -sh .whl
