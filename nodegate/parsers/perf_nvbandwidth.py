@@ -138,11 +138,18 @@ def parse_nvbandwidth(text: str | bytes) -> NvbRun:
             run.tests.append(NvbTest(name or "(unnamed)", status="waived"))
             cur = None
         elif m := _SUM.match(st):
+            if cur is not None and cur.name == "":
+                cur.name = m.group(1)[:120]          # its 'Running' line was trimmed: the SUM names it
+                run.notes.append(f"test named from its SUM line ({cur.name}): its 'Running' line is missing")
             if cur is not None and cur.name == m.group(1):
                 try:
                     cur.sum = float(figure(m.group(2), what="SUM"))
                 except InvalidFigure:
                     pass
+        elif cur is None and st.startswith(("memcpy", "memory latency")):
+            # a matrix whose 'Running' line was trimmed ('...'): kept, named by its SUM line if any
+            cur, ncols = NvbTest("", description=st, unit=_unit(st)), 0
+            run.tests.append(cur)
         elif cur is None:
             continue
         elif "bandwidth" in st and "(" in st or st.startswith(("memcpy", "memory latency")):

@@ -95,6 +95,10 @@ def from_nvbandwidth(run: NvbRun) -> ToolReport:
         if t.status == "error" and not t.matrix:
             rep.problems.append(f"nvbandwidth {t.name} did not run: {'; '.join(t.errors)[:300] or 'status error'}")
             continue
+        if not t.name:
+            rep.invalid.append("a result matrix whose test is not named (its 'Running' line was trimmed and no SUM "
+                               "line names it): which copy it measured is unknown")
+            continue
         m = _NVB.match(t.name)
         if not m or t.unit not in ("GB/s",):
             continue

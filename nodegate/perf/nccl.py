@@ -90,19 +90,16 @@ def infer(t: NcclTable, rows: list[NcclRow]) -> tuple[list[str], int | None, str
         return [], None, why
     if rooted:
         return (["reduce"] if reduction else ["broadcast", "gather", "scatter"]), None, why
+    if per_rank and per_rank > 1:
+        # one rank's share printed: n = size / (count x element size), whatever the rounded ratio says
+        return (["reduce_scatter"] if reduction else ["all_gather", "alltoall"]), per_rank, why
     if ratio < 0.01:
         # bus bandwidth 0 with data moved: one rank (every factor (n-1)/n, 2(n-1)/n is 0 at n = 1)
-        if reduction:
-            return (["all_reduce"] if per_rank in (1, None) else ["reduce_scatter"]), 1, why
-        return ["all_gather", "alltoall"], 1, why
+        return (["all_reduce"] if reduction or per_rank == 1 else ["all_gather", "alltoall"]), 1, why
     if ratio > 1.02:
-        n = round(2 / (2 - ratio)) if ratio < 1.999 else None
-        return ["all_reduce"], n, why
+        return ["all_reduce"], (round(2 / (2 - ratio)) if ratio < 1.999 else None), why
     if ratio < 0.98:
-        n = round(1 / (1 - ratio)) if ratio > 0.01 else 1
-        if per_rank and per_rank > 1:
-            n = per_rank
-        return (["reduce_scatter"] if reduction else ["all_gather", "alltoall"]), n, why
+        return (["reduce_scatter"] if reduction else ["all_gather", "alltoall"]), round(1 / (1 - ratio)), why
     # ratio 1: broadcast/reduce/sendrecv, or all_reduce on exactly 2 ranks
     if reduction and per_rank == 1:
         return ["all_reduce"], 2, why
@@ -238,7 +235,11 @@ def _integrity(rep: ToolReport, t: NcclTable, rows: list[NcclRow], nranks: int |
                 corrupt.append(f"error {w:g} at {r.size_b} B above nccl-tests' tolerance {tol:g} "
                                f"({r.dtype} x (nranks - 1))")
     oob_bad = t.oob_ok is False or (t.oob_values or 0) > 0
-    if corrupt or oob_bad:
+    if corrupt and t.oob_ok is True and t.oob_values == 0:
+        # the rows say corruption, the footer counts none: contradictory evidence (issue 37 item 3)
+        rep.integrity.append(Integrity("nccl", None, f"contradictory: {corrupt[0]} but the footer says 'Out of bounds "
+                                       f"values : 0 OK' (nccl-tests counts every row past its tolerance there)"))
+    elif corrupt or oob_bad:
         what = "; ".join(dict.fromkeys(corrupt[:5])) + (f" (and {len(corrupt) - 5} more rows)" if len(corrupt) > 5 else "")
         if oob_bad:
             what = (what + "; " if what else "") + f"out of bounds values: {t.oob_values} FAILED"

@@ -183,7 +183,7 @@ def fleet_stats(nodes: list[NodeInput]) -> dict[tuple, FleetStat]:
 
 
 def _fmt(v: float | None) -> str:
-    return "n/a" if v is None else (f"{v:.1f}" if abs(v) < 1000 else f"{v:,.0f}")
+    return "n/a" if v is None else (f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}" if abs(v) < 1000 else f"{v:,.0f}")
 
 
 def _validity(ni: NodeInput, key: str, m: Measurement) -> tuple[str | None, str]:
@@ -310,7 +310,7 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
     invalid, desc = _validity(ni, key, m)
     it.validity = desc
     if m.value is None:
-        it.outcome, it.message = Outcome.ERROR, m.why or "not measured"
+        it.outcome, it.message = Outcome.ERROR, (m.why or "not measured") + "".join(f"; {w}" for w in rep.invalid)
         return it
     if rep.invalid or invalid:
         it.outcome = Outcome.ERROR
@@ -373,8 +373,8 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
     it.threshold = (max(thresholds) if up else min(thresholds)) if thresholds else None
     it.rules = [r for r, _ in fired]
     notes = "; ".join(x for x in [m.note, *rep.notes] if x)
-    key_hint = (f"{m.metric}.{m.engine}" if m.engine else
-                f"{m.metric}.{m.direction}" if m.direction != "uni" else m.metric)
+    key_hint = (f"{m.metric}.{m.engine}" if m.engine else f"{m.metric}.{m.direction}" if m.direction != "uni" else
+                f"{m.metric}.{m.mode}" if m.mode and not up else m.metric)
     if fired:
         it.outcome = Outcome.FAIL
         it.message = "; ".join(f"rule {r}: {t}" for r, t in fired)
