@@ -37,11 +37,13 @@ items (ERROR naming it, issue 37 item 2): one node's output never stops the othe
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..outcomes import Outcome
+from ..parsers._figures import MAX_FIGURE
 from .floors import Floor, floor_for, hca_floor
 from .model import Integrity, Measurement, StatusResult, ToolReport
 from .validity import GpuState
@@ -312,6 +314,11 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
     if m.value is None:
         it.outcome, it.message = Outcome.ERROR, (m.why or "not measured") + "".join(f"; {w}" for w in rep.invalid)
         return it
+    if not (isinstance(m.value, (int, float)) and math.isfinite(m.value) and 0 <= abs(m.value) <= MAX_FIGURE):
+        # a figure that no comparison can judge (NaN compares false: no rule would ever fire)
+        it.value, it.outcome = None, Outcome.ERROR
+        it.message = f"invalid figure {str(m.value)[:40]!r}: not a finite measurement (no rule can judge it)"
+        return it
     if rep.invalid or invalid:
         it.outcome = Outcome.ERROR
         it.validity = f"invalid: {invalid or '; '.join(rep.invalid)}"
@@ -331,6 +338,9 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
     f_med, f_n, f_nodes = fs.excluding(ni.node) if fs is not None else (None, 0, 0)
     it.fleet_median, it.fleet_n = f_med, f_n
     it.baseline = (baseline or {}).get(it.id)
+    if it.baseline is not None and not (isinstance(it.baseline, (int, float)) and math.isfinite(it.baseline)
+                                        and 0 < it.baseline <= MAX_FIGURE):
+        it.baseline = None          # a baseline figure no comparison can use: that rule does not apply
     fired, passed, thresholds, relative, skipped = [], [], [], [], []
     if fl is not None:
         bad = m.value < fl.value if up else m.value > fl.value
@@ -361,6 +371,8 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
               lambda: f"fleet median {_fmt(f_med)} of {f_n}")
     else:
         skipped.append(f"fleet: {f_nodes} other node(s) of the SKU with this figure, {th.fleet_min_nodes} needed")
+        if fs is not None:
+            passed.append(f"fleet rule needs {th.fleet_min_nodes} other nodes, {f_nodes} here")
     if it.baseline is not None:
         relative.append("baseline")
         lim = it.baseline * (1 - th.baseline_drop) if up else it.baseline * (1 + th.baseline_drop)
