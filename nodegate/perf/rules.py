@@ -201,7 +201,8 @@ def _validity(ni: NodeInput, key: str, m: Measurement) -> tuple[str | None, str]
 
 def _usable(ni: NodeInput, key: str, m: Measurement) -> bool:
     """A figure the relative rules may use: measured, stable, taken in valid conditions."""
-    return m.value is not None and not m.unstable and _validity(ni, key, m)[0] is None
+    return (isinstance(m.value, (int, float)) and math.isfinite(m.value) and not m.unstable
+            and _validity(ni, key, m)[0] is None)
 
 
 def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str, float] | None = None,
