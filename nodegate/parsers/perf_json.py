@@ -44,8 +44,22 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
 
 
 def _last_object(text: str) -> dict:
+    """The last JSON object that starts a line and holds ``measurements`` (else the last object at
+    all). A document a terminal wrapped (a line break inside a string or a number) is rejoined
+    first: its wrapped lines may start with "{" of an inner object (``_perftext.load_json``)."""
+    s = text.strip()
+    if s.startswith("{") and s.endswith("}"):
+        try:
+            obj, _ = load_json(s, "perf JSON")
+            if isinstance(obj, dict):
+                return obj
+        except ParseError:
+            pass
+    first = None
     end = text.rfind("}")
-    while end >= 0:
+    tries = 0
+    while end >= 0 and tries < 64:
+        tries += 1
         start = text.rfind("\n{", 0, end)
         start = 0 if start < 0 and text.startswith("{") else (start + 1 if start >= 0 else -1)
         if start < 0:
@@ -53,10 +67,14 @@ def _last_object(text: str) -> dict:
         try:
             obj, _ = load_json(text[start:end + 1], "perf JSON")
             if isinstance(obj, dict):
-                return obj
+                if "measurements" in obj:
+                    return obj
+                first = first if first is not None else obj
         except ParseError:
             pass
         end = text.rfind("}", 0, start)
+    if first is not None:
+        return first
     raise ParseError("perf JSON: no JSON object at the start of a line")
 
 

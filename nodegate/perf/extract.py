@@ -212,7 +212,8 @@ def from_gpu_burn(run: GpuBurnRun) -> ToolReport:
         if run.verdicts and verdict == "FAULTY":
             extra = f"; {run.bad_errors[g]}" if g in run.bad_errors else ""
             rep.integrity.append(Integrity("gpu_burn", False, f"gpu_burn says FAULTY (errors {errs}){extra}", g))
-        elif died or why.startswith("not measured"):
+        elif died or why:
+            # no valid figure: its error count proves nothing either (0 errors of a GPU that never ran)
             rep.integrity.append(Integrity("gpu_burn", None, f"not checked: {why.removeprefix('not measured: ')}", g))
         elif g in run.contradictions:
             rep.integrity.append(Integrity("gpu_burn", None, f"contradictory: {run.contradictions[g]}", g))
@@ -243,13 +244,18 @@ def from_perftest(run: PerftestRun, tool: str, hca: str | None) -> ToolReport:
         rep.invalid.append(f"the output is an RDMA {run.verb} test ({run.title}) where {tool} was run")
     if not run.bw and not run.lat:
         if run.bare:
-            rep.invalid.append(f"{tool} on {name} printed only a bare figure ({run.bare[-1]:g}): perftest "
-                               "--output=bandwidth|latency names neither the test, the message size nor the unit")
+            why = (f"{tool} on {name} printed only a bare figure ({run.bare[-1]:g}): perftest --output=bandwidth|latency "
+                   "names neither the test, the message size nor the unit")
         elif run.bad:
-            rep.invalid.append(f"{tool} on {name}: invalid figure: {run.bad[0]}")
+            why = f"invalid figure: {run.bad[0]}"
         else:
-            rep.invalid.append(f"{tool} on {name} printed no result row"
-                               + ("" if run.unit or run.lat_cols else " (no column header either: the test never started)"))
+            why = (f"not measured: {tool} on {name} printed no result row"
+                   + ("" if run.unit or run.lat_cols else " (no column header either: the test never started)"))
+        # the HCA is named (its own item, ERROR): the figure it should have had is missing
+        for mode in (("",) if want == "bw" else ("typical", "p99")):
+            rep.measurements.append(Measurement(tool, tool, None, "Gb/s" if want == "bw" else "usec", "hca", hca=name,
+                                                direction="bidir" if run.bidirectional else "uni",
+                                                higher_is_better=want == "bw", mode=mode, why=why))
         return rep
     if want == "bw":
         size = max(run.bw)

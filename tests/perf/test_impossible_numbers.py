@@ -117,7 +117,8 @@ def test_perftest_bandwidth(tok):
     text = body("361").replace("24056.72", tok)
     items = _judge("ib_write_bw", text, hca="ib0", rates={"ib0": 200.0})
     assert [i.outcome for i in items] == [E]
-    assert items[0].message.startswith("invalid measurement: ib_write_bw on ib0: invalid figure: bandwidth row size")
+    assert items[0].subject == "hca-ib0" and items[0].message.startswith(
+        "invalid figure: bandwidth row size 8388608: bandwidth row column 4: invalid figure ")
 
 
 @pytest.mark.parametrize("tok", BAD)
