@@ -211,9 +211,18 @@ def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str,
     items: list[Item] = []
     for key, why in sorted(ni.problems.items()):
         items.append(Item(ni.node, key.split(".")[0], key, "tool", key, "node", Outcome.ERROR, why))
+    # in-node peers of a figure: the valid figures of its kind in every report of the same tool
+    # (perftest runs per HCA: ib_write_bw.mlx5_0, ib_write_bw.mlx5_1... are one tool's reports)
+    pool: dict[str, list[Measurement]] = {}
+    for key, rep in ni.reports.items():
+        try:
+            if not rep.invalid:
+                pool.setdefault(key.split(".")[0], []).extend(m for m in rep.measurements if _usable(ni, key, m))
+        except Exception:  # noqa: BLE001 - the report's own judging below says what is wrong with it
+            pass
     for key, rep in sorted(ni.reports.items()):
         try:
-            items.extend(_judge_report(ni, key, rep, fleet, baseline, th))
+            items.extend(_judge_report(ni, key, rep, fleet, baseline, th, pool.get(key.split(".")[0], [])))
         except Exception as e:  # noqa: BLE001 - contained to this tool's items (issue 37 item 2)
             items.append(Item(ni.node, rep.tool, key, "judging", key, "node", Outcome.ERROR,
                               f"internal error judging {key}: {type(e).__name__}: {str(e)[:300]} (the other tools "
@@ -221,14 +230,15 @@ def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str,
     return items
 
 
-def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th) -> list[Item]:
+def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Measurement] | None = None) -> list[Item]:
     out: list[Item] = []
     if rep.invalid and not rep.measurements and not rep.statuses and not rep.integrity:
         return [Item(ni.node, rep.tool, key, "output", key, "node", Outcome.ERROR,
                      f"invalid measurement: {'; '.join(rep.invalid)}")]
-    usable = [(m, _usable(ni, key, m) and not rep.invalid) for m in rep.measurements]
-    for m, _ in usable:
-        peers = [p for p, ok in usable if ok and p.kind == m.kind and p.subject != m.subject]
+    if pool is None:
+        pool = [m for m in rep.measurements if _usable(ni, key, m)] if not rep.invalid else []
+    for m in rep.measurements:
+        peers = [p for p in pool if p.kind == m.kind and p.subject != m.subject]
         out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
     for integ in rep.integrity:
         out.append(_judge_integrity(ni, key, integ))
