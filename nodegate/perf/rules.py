@@ -382,7 +382,7 @@ def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], f
               lambda: f"fleet median {_fmt(f_med)} of {f_n}")
     else:
         skipped.append(f"fleet: {f_nodes} other node(s) of the SKU with this figure, {th.fleet_min_nodes} needed")
-        if fs is not None:
+        if f_nodes > 0:
             passed.append(f"fleet rule needs {th.fleet_min_nodes} other nodes, {f_nodes} here")
     if it.baseline is not None:
         relative.append("baseline")
