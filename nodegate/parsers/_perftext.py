@@ -22,7 +22,10 @@ from . import _values as V
 #: Nesting any tool's JSON has (nvbandwidth 4, dcgmi 6, nccl-tests 4): far above, far below Python's limit.
 MAX_JSON_DEPTH = 64
 _QUOTE = re.compile(r"^(?:> ?)+")
-_TRIM = re.compile(r"^\s*(?:\.\.\.+|…|\[?\s*=*\s*SNIP\b.*|\[\.\.\.\]|<snip>|\(\.\.\.\)|\[truncated\].*)\s*$", re.I)
+#: a trim marker, matched on a stripped line of at most 200 characters (bounded: no backtracking
+#: over a long run of spaces)
+_TRIM = re.compile(r"(?:\.\.\.+|…|\[ ?=* ?SNIP\b.{0,200}|=+ ?SNIP\b.{0,200}|\[\.\.\.\]|<snip>|\(\.\.\.\)|\[truncated\].{0,200})",
+                   re.I)
 
 
 @dataclass
@@ -47,7 +50,8 @@ def prepare(text, *, cap: int, what: str) -> Prepared:
             out.text = "\n".join(_QUOTE.sub("", ln.lstrip()) if ln.lstrip().startswith(">") else ln for ln in lines)
             out.quoted = True
             out.notes.append("quoted output ('> ' markers removed)")
-    trims = [i + 1 for i, ln in enumerate(out.text.split("\n")) if _TRIM.match(ln)]
+    trims = [i + 1 for i, ln in enumerate(out.text.split("\n"))
+             if len(ln) <= 400 and (st := ln.strip()) and len(st) <= 200 and _TRIM.fullmatch(st)]
     if trims:
         out.trimmed = len(trims)
         out.notes.append(f"output trimmed at line {trims[0]}" + (f" and {len(trims) - 1} more" if len(trims) > 1 else "")
