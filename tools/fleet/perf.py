@@ -292,8 +292,10 @@ def render_perf(r) -> None:
         raise ValueError(f"perf.drift.factor {factor!r}: a drift of at most 50 % a run")
     runs = [scaled(cfg, (1 + factor) ** k) for k in range(DRIFT_RUNS if drift else 1)]
 
-    def answer(render) -> Invocation:
-        outs = tuple(render(c) for c in runs)
+    def answer(render, calls: int = 1) -> Invocation:
+        """``calls``: the shim's calls in one run (perftest: the server and the client, nodegate/perf/perf.sh
+        ng_ib_tests), so that both calls of run k answer run k."""
+        outs = tuple(render(c) for c in runs for _ in range(calls))
         return Invocation(out=outs[0], seq=outs if drift else ())
 
     tool("nvbandwidth", answer(lambda c: nvbandwidth_text(c, n, name)))
@@ -311,7 +313,7 @@ def render_perf(r) -> None:
             def bw(c, d=dev, k=key, t=title):
                 v = c["hca"].get(d, c[k]) if k == "ib" else c[k]
                 return ib_text(d, float(v), t)
-            inv = Invocation(hang=True) if tname in hang else answer(bw)
+            inv = Invocation(hang=True) if tname in hang else answer(bw, calls=2)
             if not inv.hang:
                 inv.sleep = secs.get(tname) or None
             ib.cases[f"-d {dev} *"] = inv
@@ -322,7 +324,7 @@ def render_perf(r) -> None:
             def lt(c, d=dev, vb=verb):
                 typ, p99 = (c["hca_lat"].get(d) or {}).get(vb, c["lat"][vb])
                 return ib_lat_text(d, vb, float(typ), float(p99))
-            inv = Invocation(hang=True) if tname in hang else answer(lt)
+            inv = Invocation(hang=True) if tname in hang else answer(lt, calls=2)
             if not inv.hang:
                 inv.sleep = secs.get(tname) or None
             lat.cases[f"-d {dev} *"] = inv
