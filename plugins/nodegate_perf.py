@@ -139,20 +139,26 @@ def _judged(config) -> dict:
         if run.spec_errors.get(node):
             errors[node] = f"spec error: {run.spec_errors[node]}"
             continue
-        ctx = J.node_context(run.facts.get(node))
-        th_by_node[node] = J.thresholds(ps)
-        if br is not None and node in br.bundles:
-            # read now and dropped after (BaselineRun holds no bundle: bounded memory). Per label:
-            # "after the soak" is compared with the baseline's own after-soak figures where it has
-            # them (judge.baseline_label), never silently with nothing
-            from nodegate.collect import NodeFacts
-            bb = br.bundle(node)
-            bctx = J.node_context(NodeFacts(bb))
-            for lab in _labels(b):
-                blab = J.baseline_label(bb, lab)
-                baselines.setdefault(lab, {})[node] = {} if blab is None else J.baseline_figures(bb, bctx, ps, blab)
-        for lab in _labels(b):
-            by_label.setdefault(lab, []).append(J.node_input(b, ctx, ps, lab))
+        try:
+            ctx = J.node_context(run.facts.get(node))
+            th_by_node[node] = J.thresholds(ps)
+            if br is not None and node in br.bundles:
+                # read now and dropped after (BaselineRun holds no bundle: bounded memory). Per label:
+                # "after the soak" is compared with the baseline's own after-soak figures where it has
+                # them (judge.baseline_label), never silently with nothing
+                from nodegate.collect import NodeFacts
+                bb = br.bundle(node)
+                bctx = J.node_context(NodeFacts(bb))
+                for lab in _labels(b):
+                    blab = J.baseline_label(bb, lab)
+                    baselines.setdefault(lab, {})[node] = {} if blab is None else J.baseline_figures(bb, bctx, ps, blab)
+            inputs = [(lab, J.node_input(b, ctx, ps, lab)) for lab in _labels(b)]
+        except Exception as e:  # noqa: BLE001 - one node's evidence never stops the others (issue 37 item 2)
+            errors[node] = (f"internal error reading this node's performance evidence: {type(e).__name__}: "
+                            f"{str(e)[:300]}")
+            continue
+        for lab, ni in inputs:
+            by_label.setdefault(lab, []).append(ni)
     for lab, inputs in by_label.items():
         for node, items in J.judge_run(inputs, baselines.get(lab), th_by_node=th_by_node).items():
             out.setdefault(node, []).extend((lab, it) for it in items)

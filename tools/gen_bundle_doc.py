@@ -127,10 +127,11 @@ its k-th recording); one that is not there is ERROR "not recorded in the bundle:
 | `perf.run` | JSON: tests asked for, status (`ok`, `interrupted`, `timeout`, `incomplete`, or the connection error), start/end, per-key timing (the tool's own run time from the node's uptime at its start and exit), heartbeats, events (`tool-start`, `stop` at a deadline, `tool-exit` with rc) |
 | `perf.tools` | GPU count, the sampled nvidia-smi fields, the command prefix, where each tool was found |
 | `perf.nvbandwidth` | nvbandwidth's output exactly as printed (text or `-j` JSON); rc its exit status, 127 = not found |
-| `perf.nccl` | all_reduce_perf's output |
+| `perf.nccl` | the nccl-tests binary's output (text, or the `-J` JSON); the binary is named in `perf.tools` |
 | `perf.dcgmi` | `dcgmi diag -r <level> -j` output |
 | `perf.gpu_burn` | gpu_burn's output (`\\r`-joined progress kept byte-exact) |
-| `perf.ib_write_bw.<hca>` | the loopback pair's output for one HCA (`perf.ib_write_bw` alone: no HCA found) |
+| `perf.ib_write_bw.<hca>` | the loopback pair's output for one HCA (`perf.ib_write_bw` alone: no HCA found); likewise `perf.ib_read_bw.<hca>`, `perf.ib_send_bw.<hca>`, `perf.ib_write_lat.<hca>`, `perf.ib_read_lat.<hca>`, `perf.ib_send_lat.<hca>` |
+| `perf.dcgmproftester.t<id>` | `dcgmproftester -t <id>` output per test id (1004 tensor, 1006 FP64, 1007 FP32, 1008 FP16) |
 | `perf.builtin` | the built-in measurement's JSON (docs/perf.md) |
 | `perf.command` | the site command's output (perf JSON) |
 | `perf.<tool>[.<hca>].state` | GPU state during that test: `# fields: ...`, per sample `# sample <n> uptime=<s> epoch=<s> rc=<n>` and CSV rows, then `# apps` and the compute processes on the GPUs when it started |

@@ -22,7 +22,8 @@ import re
 from typing import Callable
 
 from ..errors import ParseError
-from . import (perf_dcgmi, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl, perf_nvbandwidth)
+from . import (perf_dcgmi, perf_dcgmproftester, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl,
+               perf_nvbandwidth, perf_perftest)
 from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
@@ -79,6 +80,8 @@ PARSERS: dict[str, Callable] = {
     "perf_gpu_burn": perf_gpu_burn.parse_gpu_burn,
     "perf_ib_write_bw": perf_ib_write_bw.parse_ib_write_bw,
     "perf_json": perf_json.parse_perf_json,
+    "perf_perftest": perf_perftest.parse_perftest,
+    "perf_dcgmproftester": perf_dcgmproftester.parse_dcgmproftester,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -100,7 +103,9 @@ FORM_BY_KEY: dict[str, str] = {
     "fabricmanager.log": "fabricmanager_log", "dmi.id": "dmi",
     "perf.nccl": "perf_nccl", "perf.nvbandwidth": "perf_nvbandwidth", "perf.dcgmi": "perf_dcgmi",
     "perf.gpu_burn": "perf_gpu_burn", "perf.ib_write_bw": "perf_ib_write_bw", "perf.builtin": "perf_json",
-    "perf.command": "perf_json",
+    "perf.command": "perf_json", "perf.ib_read_bw": "perf_perftest", "perf.ib_send_bw": "perf_perftest",
+    "perf.ib_write_lat": "perf_perftest", "perf.ib_read_lat": "perf_perftest", "perf.ib_send_lat": "perf_perftest",
+    "perf.dcgmproftester": "perf_dcgmproftester",
 }
 
 

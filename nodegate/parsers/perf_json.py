@@ -16,7 +16,10 @@ Schema (the last JSON object in the output is read; everything before it is igno
     parse_perf_json(text, tool) -> ToolReport(tool, measurements, errors, invalid)
 
 A measurement with ``peer`` is a link (gpu -> peer), with ``hca`` an HCA, with neither ``gpu``
-nor ``peer`` the node; values must be finite numbers >= 0. ParseError on any other shape.
+nor ``peer`` the node. A value that is no figure (NaN, infinite, 1e308, negative, a string: the
+bounded reader ``_figures.checked``) or 0 is that subject "not measured" (``value`` None, ``why``),
+never a number (issue 37 item 1). ParseError on any other shape, or JSON nested deeper than any
+tool writes (``_perftext.load_json``).
 
 Example::
 
@@ -28,12 +31,12 @@ Example::
 from __future__ import annotations
 
 import json
-import math
 import re
 
 from ..errors import ParseError
-from ..perf.model import DataError, Measurement, ToolReport
-from . import _values as V
+from ..perf.model import Integrity, Measurement, ToolReport
+from ._figures import InvalidFigure, checked
+from ._perftext import load_json, prepare
 
 MAX_CHARS = 8 * 1024 * 1024
 MAX_ITEMS = 100_000
@@ -41,19 +44,37 @@ _NAME = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
 
 
 def _last_object(text: str) -> dict:
+    """The last JSON object that starts a line and holds ``measurements`` (else the last object at
+    all). A document a terminal wrapped (a line break inside a string or a number) is rejoined
+    first: its wrapped lines may start with "{" of an inner object (``_perftext.load_json``)."""
+    s = text.strip()
+    if s.startswith("{") and s.endswith("}"):
+        try:
+            obj, _ = load_json(s, "perf JSON")
+            if isinstance(obj, dict):
+                return obj
+        except ParseError:
+            pass
+    first = None
     end = text.rfind("}")
-    while end >= 0:
+    tries = 0
+    while end >= 0 and tries < 64:
+        tries += 1
         start = text.rfind("\n{", 0, end)
         start = 0 if start < 0 and text.startswith("{") else (start + 1 if start >= 0 else -1)
         if start < 0:
             break
         try:
-            obj = json.loads(text[start:end + 1])
+            obj, _ = load_json(text[start:end + 1], "perf JSON")
             if isinstance(obj, dict):
-                return obj
-        except ValueError:
+                if "measurements" in obj:
+                    return obj
+                first = first if first is not None else obj
+        except ParseError:
             pass
         end = text.rfind("}", 0, start)
+    if first is not None:
+        return first
     raise ParseError("perf JSON: no JSON object at the start of a line")
 
 
@@ -67,7 +88,7 @@ def _int(v, what):
 
 def parse_perf_json(text: str | bytes, tool: str = "command") -> ToolReport:
     """Empty -> ToolReport with ``invalid`` saying so."""
-    text = V.check_text(text, cap=MAX_CHARS, what="perf JSON")
+    text = prepare(text, cap=MAX_CHARS, what="perf JSON").text
     rep = ToolReport(tool)
     if not text.strip():
         rep.invalid.append(f"{tool} printed nothing")
@@ -82,8 +103,13 @@ def parse_perf_json(text: str | bytes, tool: str = "command") -> ToolReport:
         metric, unit, val = m.get("metric"), m.get("unit"), m.get("value")
         if not (isinstance(metric, str) and _NAME.match(metric) and isinstance(unit, str) and 0 < len(unit) <= 16):
             raise ParseError(f"perf JSON: bad metric/unit in {json.dumps(m)[:120]}")
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val) or val < 0:
-            raise ParseError(f"perf JSON: value must be a finite number >= 0 in {json.dumps(m)[:120]}")
+        why = ""
+        try:
+            val = checked(val, what=f"{metric} value")
+            if val == 0:
+                why = f"not measured: {metric} is 0 {unit} (no transfer or computation happened)"
+        except InvalidFigure as e:
+            val, why = None, f"invalid figure {e.token!r} ({e.why})"
         gpu, peer, hca = _int(m.get("gpu"), "gpu"), _int(m.get("peer"), "peer"), m.get("hca")
         if hca is not None and not (isinstance(hca, str) and _NAME.match(hca)):
             raise ParseError("perf JSON: bad hca name")
@@ -92,11 +118,18 @@ def parse_perf_json(text: str | bytes, tool: str = "command") -> ToolReport:
         dirn = m.get("direction") or "uni"
         if eng not in ("", "ce", "sm") or dirn not in ("uni", "bidir"):
             raise ParseError("perf JSON: engine must be ce|sm, direction uni|bidir")
-        rep.measurements.append(Measurement(tool, metric, float(val), unit, scope, gpu, peer, hca, eng, dirn,
-                                            not bool(m.get("lower_is_better")), str(m.get("source") or "")[:120]))
+        rep.measurements.append(Measurement(tool, metric, None if why else float(val), unit, scope, gpu, peer, hca,
+                                            eng, dirn, not bool(m.get("lower_is_better")),
+                                            str(m.get("source") or "")[:120], why=why))
     for e in errs:
         if not isinstance(e, dict):
             raise ParseError("perf JSON: an error is not an object")
-        rep.errors.append(DataError(tool, str(e.get("what", "data error"))[:300], _int(e.get("gpu"), "gpu")))
+        rep.integrity.append(Integrity(tool, False, str(e.get("what", "data error"))[:300], _int(e.get("gpu"), "gpu")))
+    if tool == "builtin" and "errors" in obj:
+        # the built-in measurement checks the data of every copy it times (builtin_bench.py): each
+        # GPU it measured without an error passed that check (judged apart from the bandwidth)
+        bad = {i.gpu for i in rep.integrity}
+        for g in sorted({m.gpu for m in rep.measurements if m.gpu is not None and m.value is not None} - bad):
+            rep.integrity.append(Integrity(tool, True, "every timed copy read back unchanged", g))
     rep.invalid.extend(str(x)[:300] for x in inv[:20])
     return rep

@@ -20,7 +20,11 @@ Schema::
                                       matrix=[[float | None]], sum, errors=[str])])
 
 A cell is None for ``N/A``; a diagonal ``0.00`` of a device-to-device matrix is also None (not
-measured: ``min()`` over it would read a false 0). ParseError for text that is neither layout.
+measured: ``min()`` over it would read a false 0). A cell that is no figure (``nan``, ``inf``, 26
+digits, a negative: the bounded reader ``_figures.figure``) is None too and ``NvbTest.bad`` says
+why, by (row, column): that subject is "invalid figure", never a number (issue 37 item 1).
+ParseError for text that is neither layout. Ticket ``> `` quote markers are removed
+(``_perftext.prepare``; also on a lone quoted ``> Running ...`` line).
 
 Example::
 
@@ -34,20 +38,20 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
 from ..errors import ParseError
-from . import _values as V
+from ._figures import InvalidFigure, figure
+from ._perftext import load_json, prepare
 
 MAX_CHARS = 16 * 1024 * 1024
 MAX_DIM = 256
-_RUNNING = re.compile(r"^Running (\S+?)\.?\s*$")
-_DEVICE = re.compile(r"^Device (\d+): (.+?)\s*(?:\([0-9A-Fa-f:.]+\))?\s*$")
+_RUNNING = re.compile(r"^(?:>\s*)?Running (\S{1,120}?)\.?\s*$")
+_DEVICE = re.compile(r"^Device (\d{1,4}): (.+?)\s*(?:\([0-9A-Fa-f:.]+\))?\s*$")
 _SUM = re.compile(r"^SUM (\S+) (\S+)\s*$")
-_ROW = re.compile(r"^\s*(\d+)((?:\s+(?:-?\d+(?:\.\d+)?|N/A))+)\s*$")
-_HDR = re.compile(r"^\s*\d+(?:\s+\d+)*\s*$")
+_ROW = re.compile(r"^\s*(\d{1,4})((?:\s+\S{1,64}){1,256})\s*$")
+_HDR = re.compile(r"^\s*\d{1,4}(?:\s+\d{1,4}){0,255}\s*$")
 _BAD = re.compile(r"ASSERT|pattern|mismatch|verification failed|data validation", re.I)
 
 
@@ -60,6 +64,7 @@ class NvbTest:
     matrix: list[list[float | None]] = field(default_factory=list)
     sum: float | None = None
     errors: list[str] = field(default_factory=list)
+    bad: dict = field(default_factory=dict)       # (row, column) -> why the cell is no figure
 
 
 @dataclass
@@ -68,6 +73,7 @@ class NvbRun:
     devices: dict[int, str] = field(default_factory=dict)
     tests: list[NvbTest] = field(default_factory=list)
     fmt: str = "text"
+    notes: list[str] = field(default_factory=list)
 
 
 def _unit(desc: str) -> str:
@@ -86,25 +92,35 @@ def _fix_diagonal(t: NvbTest) -> None:
                 row[i] = None
 
 
-def _cell(tok) -> float | None:
-    s = str(tok).strip()
-    if s.upper() == "N/A":
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        raise ParseError(f"nvbandwidth: bad matrix cell {s[:40]!r}") from None
+def _cells(t: NvbTest, toks) -> list[float | None]:
+    """One matrix row; a cell that is no figure is None with ``t.bad[(row, col)]`` saying why."""
+    r = len(t.matrix)
+    out: list[float | None] = []
+    for c, tok in enumerate(toks):
+        s = str(tok).strip()
+        if s.upper() == "N/A":
+            out.append(None)
+            continue
+        try:
+            out.append(float(figure(s, what=f"{t.name} cell {r},{c}")))
+        except InvalidFigure as e:
+            t.bad[(r, c)] = f"invalid figure {e.token!r} ({e.why})"
+            out.append(None)
+    return out
 
 
 def parse_nvbandwidth(text: str | bytes) -> NvbRun:
     """Every test of one run, in output order. Empty -> NvbRun() with no tests."""
-    text = V.check_text(text, cap=MAX_CHARS, what="nvbandwidth")
-    s = text.lstrip()
+    p = prepare(text, cap=MAX_CHARS, what="nvbandwidth")
+    s = p.text.lstrip()
     if s.startswith("{"):
-        return _parse_json(s)
-    run = NvbRun()
+        run = _parse_json(s)
+        run.notes[:0] = p.notes
+        return run
+    run = NvbRun(notes=list(p.notes))
     cur: NvbTest | None = None
-    for line in text.replace("\r", "\n").split("\n"):
+    ncols = 0
+    for line in p.text.replace("\r", "\n").split("\n"):
         st = line.strip()
         if not st:
             continue
@@ -113,7 +129,7 @@ def parse_nvbandwidth(text: str | bytes) -> NvbRun:
         elif (m := _DEVICE.match(st)) and cur is None:
             run.devices[int(m.group(1))] = m.group(2)
         elif m := _RUNNING.match(st):
-            cur = NvbTest(m.group(1))
+            cur, ncols = NvbTest(m.group(1)), 0
             run.tests.append(cur)
             if len(run.tests) > 1024:
                 raise ParseError("nvbandwidth: too many tests")
@@ -122,11 +138,18 @@ def parse_nvbandwidth(text: str | bytes) -> NvbRun:
             run.tests.append(NvbTest(name or "(unnamed)", status="waived"))
             cur = None
         elif m := _SUM.match(st):
+            if cur is not None and cur.name == "":
+                cur.name = m.group(1)[:120]          # its 'Running' line was trimmed: the SUM names it
+                run.notes.append(f"test named from its SUM line ({cur.name}): its 'Running' line is missing")
             if cur is not None and cur.name == m.group(1):
                 try:
-                    cur.sum = float(m.group(2))
-                except ValueError:
+                    cur.sum = float(figure(m.group(2), what="SUM"))
+                except InvalidFigure:
                     pass
+        elif cur is None and st.startswith(("memcpy", "memory latency")):
+            # a matrix whose 'Running' line was trimmed ('...'): kept, named by its SUM line if any
+            cur, ncols = NvbTest("", description=st, unit=_unit(st)), 0
+            run.tests.append(cur)
         elif cur is None:
             continue
         elif "bandwidth" in st and "(" in st or st.startswith(("memcpy", "memory latency")):
@@ -135,28 +158,30 @@ def parse_nvbandwidth(text: str | bytes) -> NvbRun:
         elif _BAD.search(st):
             cur.status = "error"
             cur.errors.append(st[:300])
-        elif _HDR.match(st) and not cur.matrix:
-            continue
-        elif m := _ROW.match(line):
-            cells = [_cell(t) for t in m.group(2).split()]
-            if len(cur.matrix) >= MAX_DIM or len(cells) > MAX_DIM:
+        elif _HDR.match(st) and not cur.matrix and not ncols:
+            ncols = len(st.split())
+        elif (m := _ROW.match(line)) and int(m.group(1)) == len(cur.matrix) and \
+                (not ncols or len(m.group(2).split()) == ncols):
+            if len(cur.matrix) >= MAX_DIM:
                 raise ParseError("nvbandwidth: matrix too large")
-            cur.matrix.append(cells)
+            cur.matrix.append(_cells(cur, m.group(2).split()))
     for t in run.tests:
         _fix_diagonal(t)
     return run
 
 
 def _parse_json(s: str) -> NvbRun:
-    try:
-        obj = json.loads(s)
-    except ValueError as e:
-        raise ParseError(f"nvbandwidth -j: JSON unparsable: {e}") from None
+    obj, rejoined = load_json(s[:s.rfind("}") + 1] if "}" in s else s, "nvbandwidth -j")
     body = obj.get("nvbandwidth") if isinstance(obj, dict) else None
     if not isinstance(body, dict):
         raise ParseError("nvbandwidth -j: no 'nvbandwidth' object")
-    run = NvbRun(version=str(body.get("version") or body.get("git_version") or "") or None, fmt="json")
-    for tc in body.get("testcases") or []:
+    run = NvbRun(version=str(body.get("version") or body.get("git_version") or "")[:40] or None, fmt="json")
+    if rejoined:
+        run.notes.append("JSON rejoined from terminal-wrapped lines")
+    tcs = body.get("testcases") or []
+    if not isinstance(tcs, list) or len(tcs) > 1024:
+        raise ParseError("nvbandwidth -j: testcases must be a list of at most 1024")
+    for tc in tcs:
         if not isinstance(tc, dict):
             continue
         status = str(tc.get("status", "")).strip().lower()
@@ -169,9 +194,12 @@ def _parse_json(s: str) -> NvbRun:
         for row in mat:
             if not isinstance(row, list) or len(row) > MAX_DIM:
                 raise ParseError("nvbandwidth -j: bad bandwidth_matrix row")
-            t.matrix.append([_cell(c) for c in row])
-        if isinstance(tc.get("sum"), (int, float)):
-            t.sum = float(tc["sum"])
+            t.matrix.append(_cells(t, row))
+        if isinstance(tc.get("sum"), (int, float)) and not isinstance(tc.get("sum"), bool):
+            try:
+                t.sum = float(figure(repr(float(tc["sum"])), what="sum"))
+            except InvalidFigure:
+                t.sum = None
         if t.status == "error":
             t.errors.append(f"status {tc.get('status')!r}")
         _fix_diagonal(t)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ..bundle import Bundle
+from ..outcomes import Outcome
 from .extract import extract
 from .floors import sku_for, sku_name
 from .locate import localise
@@ -22,8 +23,11 @@ from .rules import Item, NodeInput, Thresholds, fleet_stats, judge_node
 from .spec import PerfSpec
 from .validity import gpu_states
 
-_TOOL_KEY = re.compile(r"^perf\.(?:(before|after)\.)?(nvbandwidth|nccl|dcgmi|gpu_burn|ib_write_bw|builtin|command)"
+_TOOL_KEY = re.compile(r"^perf\.(?:(before|after)\.)?(nvbandwidth|nccl|dcgmi|gpu_burn|ib_write_bw|ib_read_bw|ib_send_bw|"
+                       r"ib_write_lat|ib_read_lat|ib_send_lat|dcgmproftester|builtin|command)"
                        r"(?:\.([A-Za-z0-9_.-]{1,64}?))?$")
+#: tools whose exit status carries no verdict: gpu_burn exits 0 even when every GPU is FAULTY
+#: (wilicc/gpu-burn issue 12), dcgmi exits non-zero when a test fails and says which in its output
 _RC_MEANINGLESS = ("gpu_burn", "dcgmi")
 
 
@@ -93,9 +97,14 @@ def node_input(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> 
         if ev.status != "ok" or ev.rc is None:
             ni.problems[short] = f"{tool}: output {ev.status} ({ev.why or 'deadline or interruption'})"
             continue
-        rep = extract(tool, ev.text, hca=hca)
+        try:
+            rep = extract(tool, ev.text, hca=hca, hint=_hint(b, label, tool, hca))
+        except Exception as e:  # noqa: BLE001 - a parser bug on hostile output: this tool ERRORs, nothing else
+            ni.problems[short] = f"{tool}: internal error reading its output: {type(e).__name__}: {str(e)[:300]}"
+            continue
         if ev.rc != 0 and tool not in _RC_MEANINGLESS:
-            stopped = any(e.get("name") == "stop" and e.get("key") == key for e in rec.get("events") or [])
+            evs = rec.get("events") if isinstance(rec.get("events"), list) else []
+            stopped = any(isinstance(e, dict) and e.get("name") == "stop" and e.get("key") == key for e in evs)
             rep.invalid.append(f"{tool} stopped at the deadline (perf.timeout_s)" if stopped else
                                f"{tool} exit status {ev.rc}: {(ev.err_text or '').strip()[:200]}")
         ni.reports[short] = rep
@@ -105,29 +114,55 @@ def node_input(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> 
         nr = rep.info.get("nranks")
         if tool == "nccl" and isinstance(nr, int) and ni.gpu_count and nr > ni.gpu_count:
             ni.in_node_nranks_ok = False
-    for t in rec.get("tests") or []:
+    for t in (rec.get("tests") if isinstance(rec.get("tests"), list) else [])[:64]:
         if t not in found and isinstance(t, str):
             ni.problems[t] = (f"{t}: not run (the phase ended: {status}"
                               f"{': ' + str(rec.get('error'))[:200] if rec.get('error') else ''})")
     return ni
 
 
+def _hint(b: Bundle, label: str, tool: str, suffix: str | None) -> str | None:
+    """What the spec ran, from the phase's own ``perf.tools`` record (``tool all_reduce_perf:
+    /usr/bin/all_reduce_perf``): the nccl-tests binary; for dcgmproftester the test id is the key's
+    suffix (``t1004``). Used by extract only where the output agrees with it."""
+    if tool == "dcgmproftester":
+        return suffix
+    if tool != "nccl":
+        return None
+    key = f"perf.{label}.tools" if label else "perf.tools"
+    if not b.has(key):
+        return None
+    for ln in b.text(key).splitlines()[:64]:
+        if m := re.match(r"^tool (\S{1,200}_perf): ", ln):
+            return m.group(1).rsplit("/", 1)[-1]
+    return None
+
+
 def judge_run(inputs: list[NodeInput], baselines: dict[str, dict[str, float]] | None = None,
               th: Thresholds | None = None, th_by_node: dict[str, Thresholds] | None = None) -> dict[str, list[Item]]:
-    """Every node's items: fleet statistics over ``inputs``, then each node's rules and localisation."""
-    fs = fleet_stats(inputs)
+    """Every node's items: fleet statistics over ``inputs``, then each node's rules and localisation.
+    An exception while judging one node is contained to that node (issue 37 item 2)."""
+    try:
+        fs = fleet_stats(inputs)
+    except Exception:  # noqa: BLE001 - no fleet rule rather than no verdicts (each item says fleet: 0 nodes)
+        fs = {}
     out = {}
     for ni in inputs:
         t = (th_by_node or {}).get(ni.node) or th or Thresholds()
-        items = judge_node(ni, fs, (baselines or {}).get(ni.node), t)
-        items.extend(localise(items))
+        try:
+            items = judge_node(ni, fs, (baselines or {}).get(ni.node), t)
+            items.extend(localise(items))
+        except Exception as e:  # noqa: BLE001 - one node's evidence never stops the others
+            items = [Item(ni.node, "perf", "perf", "judging", "perf", "node", Outcome.ERROR,
+                          f"internal error judging this node's performance evidence: {type(e).__name__}: "
+                          f"{str(e)[:300]}")]
         out[ni.node] = items
     return out
 
 
 def thresholds(spec: PerfSpec) -> Thresholds:
     t = spec.thresholds
-    return Thresholds(t.peer_ratio, t.fleet_drop, t.fleet_min_nodes, t.fleet_z, t.baseline_drop)
+    return Thresholds(t.peer_ratio, t.fleet_drop, t.fleet_min_nodes, t.fleet_z, t.baseline_drop, t.min_peers)
 
 
 def baseline_label(b: Bundle, label: str = "") -> str | None:
@@ -149,5 +184,6 @@ def baseline_figures(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "
     if "perf" in ni.problems:
         return {}
     items = judge_node(ni, {}, None, thresholds(spec))
-    return {i.id: i.value for i in items if i.value is not None and i.outcome.value in ("pass", "error")
-            and not i.message.startswith("invalid measurement")}
+    # a valid figure that PASSed, or had nothing to be judged against there ("no floor"): never
+    # an invalid, unstable or unmeasured one, nor one that FAILed
+    return {i.id: i.value for i in items if i.valid_figure and i.outcome.value in ("pass", "error")}

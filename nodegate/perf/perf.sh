@@ -135,12 +135,13 @@ ng_test() {
   ng_item "$ng_tk" ng_out_item
 }
 
-# ib_write_bw loopback on every HCA: server in the background, client to localhost, NUMA-bound
-# to the HCA's node when numactl exists (perftest's own README runs the pair this way).
-ng_ib_tests() {  # ng_ib_tests BINARY TIMEOUT ARGS USE_CUDA
+# perftest loopback on every HCA (ib_write_bw, ib_read_bw, ib_send_bw and the _lat tools): server in
+# the background, client to localhost, NUMA-bound to the HCA's node when numactl exists (perftest's
+# own README runs the pair this way). Key: perf.<tool>.<hca>.
+ng_ib_tests() {  # ng_ib_tests BINARY TIMEOUT ARGS USE_CUDA TOOL
   ng_hl=$NG_HCAS
   [ -n "$ng_hl" ] || ng_hl=$(ls /sys/class/infiniband 2>/dev/null)
-  if [ -z "$ng_hl" ]; then ng_item perf.ib_write_bw ng_fail "no HCA: /sys/class/infiniband is empty and perf.ib_hcas is not set" 127; return 0; fi
+  if [ -z "$ng_hl" ]; then ng_item "perf.$5" ng_fail "no HCA: /sys/class/infiniband is empty and perf.ib_hcas is not set" 127; return 0; fi
   ng_hi=0
   for ng_h in $ng_hl; do
     case "$ng_h" in *[!A-Za-z0-9_.-]*) continue ;; esac
@@ -149,7 +150,7 @@ ng_ib_tests() {  # ng_ib_tests BINARY TIMEOUT ARGS USE_CUDA
     ng_cuda=
     if [ "$4" = 1 ] && [ "$NG_GPUS" -gt 0 ]; then ng_cuda="--use_cuda=$((ng_hi % NG_GPUS))"; fi
     ng_c="$NG_PREFIX $ng_numa $1 -d $ng_h $3 $ng_cuda"
-    ng_test "perf.ib_write_bw.$ng_h" "$1" "$2" "$ng_c & sleep 2; $ng_c localhost; ng_r=\$?; wait; exit \$ng_r"
+    ng_test "perf.$5.$ng_h" "$1" "$2" "$ng_c & sleep 2; $ng_c localhost; ng_r=\$?; wait; exit \$ng_r"
     ng_hi=$((ng_hi + 1))
   done
 }

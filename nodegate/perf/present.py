@@ -34,7 +34,7 @@ def rma_line(it: Item) -> str:
         who = "node"
     parts = [f"{who}: {it.label} {_f(it.value)} {it.unit}".rstrip()]
     if it.floor is not None and it.floor.value is not None:
-        parts.append(f"floor {_f(it.floor.value)}")
+        parts.append(f"{'ceiling' if it.floor.ceiling else 'floor'} {_f(it.floor.value)}")
     if it.node_median is not None:
         parts.append(f"{it.node_peers} peers median {_f(it.node_median)}")
     if it.fleet_median is not None:
@@ -47,9 +47,15 @@ def rma_line(it: Item) -> str:
 
 
 def expected_text(it: Item) -> str:
-    if it.value is None:
+    if it.metric == "integrity":
+        return "the tool's own data check clean"
+    if it.value is None and not it.kind:
         return "tool ran and reported no failure"
-    bits = [f">= {_f(it.threshold)} {it.unit}" if it.threshold is not None else "a reference to judge against"]
+    if it.value is None:
+        return "a valid measured figure"
+    low = bool(it.floor and it.floor.ceiling) or (len(it.kind) > 5 and it.kind[5] in ("typical", "p99", "avg"))
+    bits = [f"{'<=' if low else '>='} {_f(it.threshold)} {it.unit}" if it.threshold is not None
+            else "a reference to judge against"]
     return bits[0] + " (SKU floor, 0.90x in-node peers' median, fleet, baseline: whichever apply)"
 
 
@@ -60,9 +66,14 @@ def to_result(it: Item) -> Result:
 
 
 def info_fields(it: Item) -> dict:
-    """Extra fields for results.jsonl / JUnit (records.FIELDS): value, unit, threshold, rule."""
+    """Extra fields for results.jsonl / JUnit (records.FIELDS): value, unit, threshold, rule, and the
+    absolute floor that judged the item (``floor``: the SKU table's or the site's perf.floors, so the
+    fleet chart draws what judged each node: issue 36 item 9)."""
+    fl = it.floor.value if it.floor is not None and it.floor.value is not None else None
     return {"value": _f(it.value), "unit": it.unit, "threshold": _f(it.threshold), "rule": ",".join(it.rules),
-            "scope": "gpu" if it.gpu is not None and it.peer is None else "node"}
+            "scope": "gpu" if it.gpu is not None and it.peer is None else "node", "floor": _f(fl),
+            "floor_source": "site" if it.floor is not None and it.floor.site and fl is not None else
+                            ("table" if fl is not None else "")}
 
 
 def is_failure(it: Item) -> bool:

@@ -1,31 +1,51 @@
-"""The four performance rules, judged per GPU, per link (GPU pair) and per HCA (docs/perf.md).
+"""The performance rules, judged per GPU, per link (GPU pair) and per HCA (docs/perf.md "Rules").
 
-Per measurement, in order: data corruption reported for the subject = FAIL whatever the figure;
-the tool's output unusable or the GPU state during the test invalid = ERROR "invalid measurement:
-<why>"; then every rule that applies, each one that fires named with its numbers:
+Per measured subject, in order:
 
-- ``sku_floor``: below the SKU table's floor (floors.py; nodegate/data/perf_floors.yaml, every
-  number with its public source) or the spec's override.
-- ``in_node_peers``: below ``peer_ratio`` (0.90) x the median of the same node's other subjects
-  of the same kind (catches the one slow GPU with no SKU table at all).
-- ``fleet``: with at least ``fleet_min_nodes`` nodes of the SKU in the run, more than
-  ``fleet_drop`` (5 %, SuperBench's fail band) below the fleet median AND a robust z-score
-  0.6745 (x - median) / MAD below -``fleet_z`` (3.5: Iglewicz and Hoaglin's outlier cut-off).
-- ``baseline``: with ``--baseline``, more than ``baseline_drop`` (5 %) below the node's own figure
-  in its last accepted bundle.
+1. no valid figure (not measured, invalid figure, unstable rows) -> ERROR naming why, whatever the
+   peers show (issue 36 item 1, issue 37 items 1 and 3);
+2. the tool's output unusable or the GPU state during the test invalid -> ERROR "invalid
+   measurement: <why>";
+3. every rule that applies, each that fires named with its numbers -> FAIL:
 
-Only the same kind is ever compared (model.Measurement.kind: tool, metric, unit, engine, direction).
+   - ``sku_floor``: below the SKU table's floor (floors.py; nodegate/data/perf_floors.yaml, every
+     number with its public source), the spec's override, or an HCA's port-rate floor; above a
+     latency's ceiling;
+   - ``in_node_peers``: below ``peer_ratio`` (0.90) x the median of the same node's OTHER subjects
+     of the same kind with a valid figure, when there are at least ``min_peers`` (3) of them;
+   - ``fleet``: with at least ``fleet_min_nodes`` OTHER nodes of the SKU holding valid figures of the
+     kind, more than ``fleet_drop`` (5 %, SuperBench's fail band) below the fleet median of their
+     figures AND a robust z-score 0.6745 (x - median) / MAD below -``fleet_z`` (3.5: Iglewicz and
+     Hoaglin's outlier cut-off);
+   - ``baseline``: with ``--baseline``, more than ``baseline_drop`` (5 %) below the node's own figure
+     in its last accepted bundle.
+
+   A latency is judged the other way round (above a ceiling, above the peers' median / 0.90...).
+4. no rule fired: PASS when the SKU floor applied, or when only relative rules applied (the
+   message then says plainly that no absolute floor exists); ERROR "no floor: <SKU> <metric> (set
+   perf.floors...)" when no rule applied at all (issue 36 item 2: never a silent PASS).
+
+Data integrity (a tool's own check: #wrong, gpu_burn's errors and FAULTY, pattern checks) is an
+item of its own per subject, judged whether or not a throughput floor exists: clean -> PASS,
+corruption -> FAIL, not checked (the run never got there) -> ERROR.
+
+Only the same kind is ever compared (model.Measurement.kind: tool, metric, unit, engine,
+direction, mode). An exception while judging one tool's evidence is contained to that tool's
+items (ERROR naming it, issue 37 item 2): one node's output never stops the others.
 """
 
 from __future__ import annotations
 
+import bisect
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..outcomes import Outcome
+from ..parsers._figures import MAX_FIGURE
 from .floors import Floor, floor_for, hca_floor
-from .model import Measurement, StatusResult, ToolReport
+from .model import Integrity, Measurement, StatusResult, ToolReport
 from .validity import GpuState
 
 RULES = ("sku_floor", "in_node_peers", "fleet", "baseline", "data_corruption", "tool_verdict")
@@ -38,6 +58,7 @@ class Thresholds:
     fleet_min_nodes: int = 10
     fleet_z: float = 3.5
     baseline_drop: float = 0.05
+    min_peers: int = 3
 
 
 @dataclass
@@ -62,7 +83,8 @@ class NodeInput:
 @dataclass
 class Item:
     """One judged subject. ``rules``: the rules that fired; ``threshold``: the strictest figure the
-    value had to reach; ``validity``: the sampled GPU state, or why the measurement is invalid."""
+    value had to reach; ``validity``: the sampled GPU state, or why the measurement is invalid;
+    ``valid_figure``: the value is a measurement the relative rules may use."""
 
     node: str
     tool: str
@@ -88,6 +110,7 @@ class Item:
     hca: str | None = None
     serial: str = ""
     kind: tuple = ()
+    valid_figure: bool = False
 
     @property
     def id(self) -> str:
@@ -97,15 +120,41 @@ class Item:
 def _kind_suffix(kind: tuple) -> str:
     if len(kind) < 5:
         return ""
-    return (f"-{kind[3]}" if kind[3] else "") + ("-bidir" if kind[4] == "bidir" else "")
+    mode = kind[5] if len(kind) > 5 else ""
+    return (f"-{kind[3]}" if kind[3] else "") + ("-bidir" if kind[4] == "bidir" else "") + (f"-{mode}" if mode else "")
 
 
 @dataclass
 class FleetStat:
+    """Every valid figure of one (SKU, tool, scope, kind) in the run, sorted, and who gave it."""
+
     median: float
     mad: float
     n_values: int
     n_nodes: int
+    values: list[float] = field(default_factory=list, repr=False)
+    by_node: dict[str, list[float]] = field(default_factory=dict, repr=False)
+
+    def excluding(self, node: str) -> tuple[float | None, int, int]:
+        """(median, values, nodes) of the OTHER nodes' figures (bisect order statistics: O(log^2 n))."""
+        own = sorted(self.by_node.get(node, []))
+        n = len(self.values) - len(own)
+        if n <= 0:
+            return None, 0, 0
+
+        def kth(k: int) -> float:
+            lo, hi = 0, len(self.values) - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                v = self.values[mid]
+                if bisect.bisect_right(self.values, v) - bisect.bisect_right(own, v) >= k + 1:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return self.values[lo]
+
+        med = kth(n // 2) if n % 2 else (kth(n // 2 - 1) + kth(n // 2)) / 2
+        return med, n, self.n_nodes - (1 if own else 0)
 
 
 def fleet_key(sku, key: str, m: Measurement) -> tuple:
@@ -113,24 +162,30 @@ def fleet_key(sku, key: str, m: Measurement) -> tuple:
 
 
 def fleet_stats(nodes: list[NodeInput]) -> dict[tuple, FleetStat]:
-    """Median and MAD of every (SKU, tool, scope, kind) over every node of the run."""
+    """Per (SKU, tool, scope, kind): the valid figures of every node of the run (a figure taken in
+    invalid conditions, or no figure at all, is no one's reference)."""
     vals: dict[tuple, list[float]] = {}
-    who: dict[tuple, set] = {}
+    who: dict[tuple, dict[str, list[float]]] = {}
     for ni in nodes:
         for key, rep in ni.reports.items():
+            if rep.invalid:
+                continue
             for m in rep.measurements:
+                if not _usable(ni, key, m):
+                    continue
                 k = fleet_key(ni.sku, key, m)
                 vals.setdefault(k, []).append(m.value)
-                who.setdefault(k, set()).add(ni.node)
+                who.setdefault(k, {}).setdefault(ni.node, []).append(m.value)
     out = {}
     for k, v in vals.items():
+        v.sort()
         med = statistics.median(v)
-        out[k] = FleetStat(med, statistics.median(abs(x - med) for x in v), len(v), len(who[k]))
+        out[k] = FleetStat(med, statistics.median(abs(x - med) for x in v), len(v), len(who[k]), v, who[k])
     return out
 
 
 def _fmt(v: float | None) -> str:
-    return "n/a" if v is None else (f"{v:.1f}" if abs(v) < 1000 else f"{v:,.0f}")
+    return "n/a" if v is None else (f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}" if abs(v) < 1000 else f"{v:,.0f}")
 
 
 def _validity(ni: NodeInput, key: str, m: Measurement) -> tuple[str | None, str]:
@@ -144,8 +199,10 @@ def _validity(ni: NodeInput, key: str, m: Measurement) -> tuple[str | None, str]
     return ("; ".join(why) or None), desc
 
 
-def _data_errors(rep: ToolReport, m: Measurement) -> list[str]:
-    return [e.what for e in rep.errors if e.gpu is None or e.gpu in (m.gpu, m.peer)]
+def _usable(ni: NodeInput, key: str, m: Measurement) -> bool:
+    """A figure the relative rules may use: measured, stable, taken in valid conditions."""
+    return (isinstance(m.value, (int, float)) and math.isfinite(m.value) and not m.unstable
+            and _validity(ni, key, m)[0] is None)
 
 
 def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str, float] | None = None,
@@ -154,42 +211,68 @@ def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str,
     items: list[Item] = []
     for key, why in sorted(ni.problems.items()):
         items.append(Item(ni.node, key.split(".")[0], key, "tool", key, "node", Outcome.ERROR, why))
+    # in-node peers of a figure: the valid figures of its kind in every report of the same tool
+    # (perftest runs per HCA: ib_write_bw.mlx5_0, ib_write_bw.mlx5_1... are one tool's reports)
+    pool: dict[str, list[Measurement]] = {}
+    for key, rep in ni.reports.items():
+        try:
+            if not rep.invalid:
+                pool.setdefault(key.split(".")[0], []).extend(m for m in rep.measurements if _usable(ni, key, m))
+        except Exception:  # noqa: BLE001 - the report's own judging below says what is wrong with it
+            pass
     for key, rep in sorted(ni.reports.items()):
-        items.extend(_judge_report(ni, key, rep, fleet, baseline, th))
+        try:
+            items.extend(_judge_report(ni, key, rep, fleet, baseline, th, pool.get(key.split(".")[0], [])))
+        except Exception as e:  # noqa: BLE001 - contained to this tool's items (issue 37 item 2)
+            items.append(Item(ni.node, rep.tool, key, "judging", key, "node", Outcome.ERROR,
+                              f"internal error judging {key}: {type(e).__name__}: {str(e)[:300]} (the other tools "
+                              "and nodes are judged as usual)"))
     return items
 
 
-def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th) -> list[Item]:
+def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Measurement] | None = None) -> list[Item]:
     out: list[Item] = []
-    if rep.invalid and not rep.measurements and not rep.statuses:
+    if rep.invalid and not rep.measurements and not rep.statuses and not rep.integrity:
         return [Item(ni.node, rep.tool, key, "output", key, "node", Outcome.ERROR,
                      f"invalid measurement: {'; '.join(rep.invalid)}")]
-    covered = set()
+    if pool is None:
+        pool = [m for m in rep.measurements if _usable(ni, key, m)] if not rep.invalid else []
     for m in rep.measurements:
-        it = _judge_measurement(ni, key, rep, m, [x for x in rep.measurements if x.kind == m.kind and x is not m],
-                                fleet, baseline, th)
-        covered.update(g for g in (m.gpu, m.peer) if g is not None)
-        out.append(it)
-    for e in rep.errors:
-        if e.gpu is None and not rep.measurements or e.gpu is not None and e.gpu not in covered:
-            subj = "node" if e.gpu is None else f"gpu{e.gpu}"
-            out.append(Item(ni.node, rep.tool, key, "data", "data corruption", subj, Outcome.FAIL,
-                            f"rule data_corruption: {e.what}", rules=["data_corruption"], gpu=e.gpu,
-                            serial=ni.serials.get(e.gpu, "") if e.gpu is not None else ""))
+        peers = [p for p in pool if p.kind == m.kind and p.subject != m.subject]
+        out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
+    for integ in rep.integrity:
+        out.append(_judge_integrity(ni, key, integ))
     for s in rep.statuses:
         out.append(_judge_status(ni, key, s))
     for w in dict.fromkeys(rep.waived):
         out.append(Item(ni.node, rep.tool, key, "waived", w, w if w.isidentifier() else "test", Outcome.SKIP,
                         f"{rep.tool} waived {w}: the tool itself says the test does not apply to this system"))
+    for i, why in enumerate(dict.fromkeys(rep.problems)):
+        out.append(Item(ni.node, rep.tool, key, "run" if i == 0 else f"run{i + 1}", key, "node", Outcome.ERROR, why))
     return out
 
 
+def _judge_integrity(ni: NodeInput, key: str, integ: Integrity) -> Item:
+    subj = "node" if integ.gpu is None else f"gpu{integ.gpu}"
+    label = f"data integrity ({integ.tool}'s own check)"
+    serial = ni.serials.get(integ.gpu, "") if integ.gpu is not None else ""
+    if integ.ok is False:
+        return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.FAIL,
+                    f"rule data_corruption: {integ.what[:400]} (FAIL whatever the throughput)", rules=["data_corruption"],
+                    gpu=integ.gpu, serial=serial)
+    if integ.ok is None:
+        return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.ERROR, integ.what[:400],
+                    gpu=integ.gpu, serial=serial)
+    return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.PASS, integ.what[:400], gpu=integ.gpu,
+                serial=serial)
+
+
 def _judge_status(ni: NodeInput, key: str, s: StatusResult) -> Item:
-    word = {"pass": Outcome.PASS, "fail": Outcome.FAIL, "warn": Outcome.FAIL,
-            "skip": Outcome.SKIP, "not run": Outcome.SKIP}.get(s.status, Outcome.ERROR)
+    word = {"pass": Outcome.PASS, "fail": Outcome.FAIL, "warn": Outcome.FAIL, "skip": Outcome.SKIP,
+            "not run": Outcome.SKIP}.get(s.status, Outcome.ERROR)
     subj = "node" if s.gpu < 0 else f"gpu{s.gpu}"
     slug = "".join(c if c.isalnum() else "_" for c in s.test.lower()).strip("_") or "test"
-    msg = f"{s.tool} {s.test}: {s.status}" + (f": {'; '.join(s.messages)[:500]}" if s.messages else "")
+    msg = f"{s.tool} {s.test}: {s.status or 'no status'}" + (f": {'; '.join(s.messages)[:500]}" if s.messages else "")
     if word is Outcome.SKIP:
         msg += " (the tool did not run this test)"
     return Item(ni.node, s.tool, key, slug, s.test, subj, word, msg,
@@ -201,8 +284,7 @@ def _hold(thresholds: list[float], fired: list[tuple[str, str]], passed: list[st
           rule: str, why_fired: Callable[[], str], why_passed: Callable[[], str]) -> None:
     """One rule held against a figure (floor, in-node peers, fleet, baseline): ``limit`` joins the
     thresholds it had to reach; ``fires``: (``rule``, why) joins the rules that fired, else the
-    why joins what it passed. Each text is formatted only when used (the baseline's divides by
-    the baseline figure)."""
+    why joins what it passed. Each text is formatted only when used."""
     thresholds.append(limit)
     if fires:
         fired.append((rule, why_fired()))
@@ -210,88 +292,126 @@ def _hold(thresholds: list[float], fired: list[tuple[str, str]], passed: list[st
         passed.append(why_passed())
 
 
+def _base_item(ni: NodeInput, key: str, m: Measurement) -> Item:
+    return Item(ni.node, m.tool, key, m.metric, m.label, m.subject, Outcome.PASS, "", m.value, m.unit,
+                gpu=m.gpu, peer=m.peer, hca=m.hca, serial=ni.serials.get(m.gpu, "") if m.gpu is not None else "",
+                kind=m.kind)
+
+
+def _floor(ni: NodeInput, key: str, rep: ToolReport, m: Measurement) -> tuple[Floor | None, str]:
+    """(floor, why no floor applies)."""
+    if m.scope == "hca":
+        return hca_floor(m, ni.hca_rates.get(m.hca), ni.overrides)
+    fl = floor_for(m, ni.sku, ni.overrides)
+    sku = ni.sku_label or ni.sku
+    if fl is None or fl.value is None:
+        return None, (f"no published {sku} floor for it" if sku else "the GPU model is unknown (no single SKU)")
+    if m.tool == "nccl" and not fl.site:
+        nranks = rep.info.get("nranks")
+        if not ni.in_node_nranks_ok or (isinstance(nranks, int) and ni.gpu_count and nranks > ni.gpu_count):
+            return None, (f"the run spans more than this node ({nranks} ranks, {ni.gpu_count or '?'} GPUs here): the "
+                          f"table's floor {_fmt(fl.value)} is for one node")
+        ref = rep.info.get("plateau_size_b")
+        if fl.ref_size_b and ref is not None and ref < fl.ref_size_b:
+            return None, (f"the sweep stopped at {ref} B, below the {fl.ref_size_b} B the {sku} floor "
+                          f"{_fmt(fl.value)} was measured at")
+    return fl, ""
+
+
 def _judge_measurement(ni, key, rep, m: Measurement, peers: list[Measurement], fleet, baseline, th) -> Item:
-    it = Item(ni.node, m.tool, key, m.metric, m.label, m.subject, Outcome.PASS, "", m.value, m.unit,
-              gpu=m.gpu, peer=m.peer, hca=m.hca, serial=ni.serials.get(m.gpu, "") if m.gpu is not None else "",
-              kind=m.kind)
-    it.floor = hca_floor(ni.hca_rates.get(m.hca), ni.overrides) if m.scope == "hca" else \
-        floor_for(m, ni.sku, ni.overrides)
-    pv = [p.value for p in peers]
-    it.node_median, it.node_peers = (statistics.median(pv), len(pv)) if pv else (None, 0)
-    fs = fleet.get(fleet_key(ni.sku, key, m))
-    if fs is not None:
-        it.fleet_median, it.fleet_n = fs.median, fs.n_values
-    it.baseline = (baseline or {}).get(it.id)
+    it = _base_item(ni, key, m)
     invalid, desc = _validity(ni, key, m)
     it.validity = desc
-    bad = _data_errors(rep, m)
-    if bad:
-        it.outcome, it.rules = Outcome.FAIL, ["data_corruption"]
-        it.message = f"rule data_corruption: {'; '.join(bad)[:400]} (FAIL whatever the figure: {_fmt(m.value)} {m.unit})"
+    if m.value is None:
+        it.outcome, it.message = Outcome.ERROR, (m.why or "not measured") + "".join(f"; {w}" for w in rep.invalid)
+        return it
+    if not (isinstance(m.value, (int, float)) and math.isfinite(m.value) and 0 <= abs(m.value) <= MAX_FIGURE):
+        # a figure that no comparison can judge (NaN compares false: no rule would ever fire)
+        it.value, it.outcome = None, Outcome.ERROR
+        it.message = f"invalid figure {str(m.value)[:40]!r}: not a finite measurement (no rule can judge it)"
         return it
     if rep.invalid or invalid:
         it.outcome = Outcome.ERROR
         it.validity = f"invalid: {invalid or '; '.join(rep.invalid)}"
         it.message = f"invalid measurement: {invalid or '; '.join(rep.invalid)} ({_fmt(m.value)} {m.unit} not judged)"
         return it
-    fired, passed, thresholds = [], [], []
-    fl = it.floor
-    if fl is not None and fl.value is not None:
-        ref = rep.info.get("plateau_size_b")
-        if m.tool == "nccl" and not ni.in_node_nranks_ok and fl.source != "spec perf.floors":
-            passed.append(f"floor {_fmt(fl.value)} not applied: the run spans more than this node")
-        elif fl.ref_size_b and ref is not None and ref < fl.ref_size_b:
-            passed.append(f"floor {_fmt(fl.value)} not applied: the sweep stopped at {ref} B, below the "
-                          f"{fl.ref_size_b} B it was measured at")
-        else:
-            _hold(thresholds, fired, passed, fl.value, m.value < fl.value, "sku_floor",
-                  lambda: f"{_fmt(m.value)} {m.unit} below the {ni.sku_label or ni.sku} floor "
-                          f"{_fmt(fl.value)} ({fl.source})",
-                  lambda: f"floor {_fmt(fl.value)}")
-    if it.node_median is not None:
-        lim = th.peer_ratio * it.node_median
-        _hold(thresholds, fired, passed, lim, m.value < lim, "in_node_peers",
-              lambda: f"{_fmt(m.value)} < {th.peer_ratio:.2f} x the median "
+    if m.unstable:
+        it.outcome = Outcome.ERROR
+        it.message = f"unstable measurement: {m.unstable} (no one figure to judge; re-run the test)"
+        return it
+    it.valid_figure = True
+    up = m.higher_is_better
+    fl, no_floor_why = _floor(ni, key, rep, m)
+    it.floor = fl
+    pv = [p.value for p in peers]
+    it.node_median, it.node_peers = (statistics.median(pv), len(pv)) if pv else (None, 0)
+    fs = fleet.get(fleet_key(ni.sku, key, m))
+    f_med, f_n, f_nodes = fs.excluding(ni.node) if fs is not None else (None, 0, 0)
+    it.fleet_median, it.fleet_n = f_med, f_n
+    it.baseline = (baseline or {}).get(it.id)
+    if it.baseline is not None and not (isinstance(it.baseline, (int, float)) and math.isfinite(it.baseline)
+                                        and 0 < it.baseline <= MAX_FIGURE):
+        it.baseline = None          # a baseline figure no comparison can use: that rule does not apply
+    fired, passed, thresholds, relative, skipped = [], [], [], [], []
+    if fl is not None:
+        bad = m.value < fl.value if up else m.value > fl.value
+        word = "floor" if up else "ceiling"
+        _hold(thresholds, fired, passed, fl.value, bad, "sku_floor",
+              lambda: f"{_fmt(m.value)} {m.unit} {'below' if up else 'above'} the "
+                      f"{(ni.sku_label or ni.sku or 'HCA') if m.scope != 'hca' else 'HCA ' + str(m.hca)} {word} "
+                      f"{_fmt(fl.value)} ({fl.source})",
+              lambda: f"{word} {_fmt(fl.value)}")
+    if it.node_peers >= th.min_peers:
+        lim = th.peer_ratio * it.node_median if up else it.node_median / th.peer_ratio
+        relative.append("in-node peers")
+        _hold(thresholds, fired, passed, lim, m.value < lim if up else m.value > lim, "in_node_peers",
+              lambda: f"{_fmt(m.value)} {'<' if up else '>'} {'' if up else '1/'}{th.peer_ratio:.2f} x the median "
                       f"{_fmt(it.node_median)} of {it.node_peers} in-node peers",
               lambda: f"{it.node_peers} peers median {_fmt(it.node_median)}")
-    if fs is not None and fs.n_nodes >= th.fleet_min_nodes:
-        drop = 1 - m.value / fs.median if fs.median else 0.0
-        z = 0.6745 * (m.value - fs.median) / fs.mad if fs.mad > 0 else (-1e9 if drop > 0 else 0.0)
-        _hold(thresholds, fired, passed, fs.median * (1 - th.fleet_drop), drop > th.fleet_drop and z < -th.fleet_z,
-              "fleet",
-              lambda: f"{drop * 100:.1f}% below the fleet median {_fmt(fs.median)} of {fs.n_values} "
-                      f"on {fs.n_nodes} nodes (robust z {max(z, -999):.1f})",
-              lambda: f"fleet median {_fmt(fs.median)} of {fs.n_values}")
-    elif fs is not None:
-        passed.append(f"fleet rule needs {th.fleet_min_nodes} nodes, {fs.n_nodes} here")
+    else:
+        skipped.append(f"in-node peers: {it.node_peers} valid figure(s) of other subjects, {th.min_peers} needed")
+    if f_med is not None and f_nodes >= th.fleet_min_nodes:
+        relative.append("fleet")
+        drop = (1 - m.value / f_med if up else m.value / f_med - 1) if f_med else 0.0
+        z = 0.6745 * (m.value - f_med) / fs.mad if fs.mad > 0 else ((-1e9 if up else 1e9) if drop > 0 else 0.0)
+        z_bad = z < -th.fleet_z if up else z > th.fleet_z
+        _hold(thresholds, fired, passed, f_med * (1 - th.fleet_drop) if up else f_med * (1 + th.fleet_drop),
+              drop > th.fleet_drop and z_bad, "fleet",
+              lambda: f"{drop * 100:.1f}% {'below' if up else 'above'} the fleet median {_fmt(f_med)} of {f_n} on "
+                      f"{f_nodes} other nodes (robust z {max(min(z, 999), -999):.1f})",
+              lambda: f"fleet median {_fmt(f_med)} of {f_n}")
+    else:
+        skipped.append(f"fleet: {f_nodes} other node(s) of the SKU with this figure, {th.fleet_min_nodes} needed")
+        if f_nodes > 0:
+            passed.append(f"fleet rule needs {th.fleet_min_nodes} other nodes, {f_nodes} here")
     if it.baseline is not None:
-        lim = it.baseline * (1 - th.baseline_drop)
-        _hold(thresholds, fired, passed, lim, m.value < lim, "baseline",
-              lambda: f"{(1 - m.value / it.baseline) * 100:.1f}% below this node's baseline "
-                      f"{_fmt(it.baseline)} (limit -{th.baseline_drop * 100:.0f}%)",
+        relative.append("baseline")
+        lim = it.baseline * (1 - th.baseline_drop) if up else it.baseline * (1 + th.baseline_drop)
+        _hold(thresholds, fired, passed, lim, m.value < lim if up else m.value > lim, "baseline",
+              lambda: f"{abs(1 - m.value / it.baseline) * 100:.1f}% {'below' if up else 'above'} this node's "
+                      f"baseline {_fmt(it.baseline)} (limit {'-' if up else '+'}{th.baseline_drop * 100:.0f}%)",
               lambda: f"baseline {_fmt(it.baseline)}")
-    it.threshold = max(thresholds) if thresholds else None
+    else:
+        skipped.append("no baseline")
+    it.threshold = (max(thresholds) if up else min(thresholds)) if thresholds else None
     it.rules = [r for r, _ in fired]
-    notes = "; ".join(rep.notes)
+    notes = "; ".join(x for x in [m.note, *rep.notes] if x)
+    key_hint = (f"{m.metric}.{m.engine}" if m.engine else f"{m.metric}.{m.direction}" if m.direction != "uni" else
+                f"{m.metric}.{m.mode}" if m.mode and not up else m.metric)
     if fired:
         it.outcome = Outcome.FAIL
         it.message = "; ".join(f"rule {r}: {t}" for r, t in fired)
-    elif not thresholds and not ni.sku:
-        # the GPU model is unknown: no floor can even be looked up ("UNKNOWN without the SKU" in the
-        # shared samples' verdicts, e.g. nvbandwidth's README matrix of unnamed GPUs)
+    elif fl is None and not relative:
+        subject = ni.sku_label or ni.sku or "unknown GPU model"
+        if m.scope == "hca":
+            subject = f"HCA {m.hca}"
         it.outcome = Outcome.ERROR
-        it.message = (f"{_fmt(m.value)} {m.unit}: nothing to judge it against (unknown SKU, no in-node peer, "
-                      f"fleet under {th.fleet_min_nodes} nodes, no baseline; set perf.floors)"
-                      + "".join(f"; {p}" for p in passed))
-    elif not thresholds:
-        # a known SKU with no published floor for this figure (all_gather, a multi-node run, a sweep
-        # that stopped below the floor's size): a valid, uncorrupted measurement PASSes, marked
-        # uncertain, as the published samples' verdicts have it ("PASS (uncertain; no floor)",
-        # shared/perf/README.md 302, 303, 305, 307); perf.floors or --baseline make it relative
-        it.message = (f"{_fmt(m.value)} {m.unit}: uncertain: no published {ni.sku_label or ni.sku} floor for "
-                      f"this figure, no in-node peer, fleet under {th.fleet_min_nodes} nodes, no baseline; "
-                      f"valid and uncorrupted (set perf.floors to judge it)"
-                      + "".join(f"; {p}" for p in passed))
+        it.message = (f"no floor: {subject} {m.metric}{' ' + m.mode if m.mode else ''} "
+                      f"(set perf.floors.{key_hint} in {m.unit} to judge it): {_fmt(m.value)} {m.unit} not judged; "
+                      f"{no_floor_why}; " + "; ".join(skipped))
+    elif fl is None:
+        it.message = (f"{_fmt(m.value)} {m.unit}: no absolute floor ({no_floor_why}; set perf.floors.{key_hint}): "
+                      f"judged by {' and '.join(relative)} only: " + ", ".join(passed))
     else:
         it.message = f"{_fmt(m.value)} {m.unit}: " + ", ".join(passed)
     if notes:

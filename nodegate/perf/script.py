@@ -12,7 +12,7 @@ from importlib import resources
 
 from ..phase import script as P
 from ..phase.script import Stream, split  # noqa: F401 - re-exported: the perf stream is framed alike
-from .spec import PerfSpec
+from .spec import PERFTEST_TESTS, PerfSpec
 
 #: Per-tool output cap on the node, bytes (nvbandwidth/nccl outputs are tens of kB; gpu_burn's
 #: \r-joined progress ~60 kB a minute).
@@ -27,7 +27,7 @@ SAMPLE_TIMEOUT_S = 30
 APPS_QUERY = "--query-compute-apps=gpu_bus_id,pid,process_name --format=csv,noheader"
 
 BINARY_DEFAULT = {"nvbandwidth": "nvbandwidth", "nccl": "all_reduce_perf", "dcgmi": "dcgmi", "gpu_burn": "gpu_burn",
-                  "ib_write_bw": "ib_write_bw"}
+                  **{t: t for t in PERFTEST_TESTS}, "dcgmproftester": "dcgmproftester12"}
 
 
 def template() -> str:
@@ -50,7 +50,7 @@ def binary(spec: PerfSpec, tool: str) -> str:
 
 
 def commands(spec: PerfSpec) -> list[tuple[str, str, str]]:
-    """``[(key, binary to check, shell command)]`` per test except ib_write_bw (per HCA, on the node)."""
+    """``[(key, binary to check, shell command)]`` per test except the perftest tools (per HCA, on the node)."""
     pre = " ".join(shlex.quote(w) for w in spec.prefix)
     pre = pre + " " if pre else ""
     out = []
@@ -68,6 +68,11 @@ def commands(spec: PerfSpec) -> list[tuple[str, str, str]]:
             b = binary(spec, t)
             out.append(("perf.gpu_burn", b, pre + " ".join([shlex.quote(b)] + [_q(a) for a in spec.gpu_burn_args]
                                                           + [str(int(spec.gpu_burn_seconds))])))
+        elif t == "dcgmproftester":
+            b = binary(spec, t)
+            for tid in dict.fromkeys(spec.dcgmproftester_tests):
+                out.append((f"perf.dcgmproftester.t{int(tid)}", b, pre + " ".join(
+                    [shlex.quote(b)] + [_q(a) for a in spec.dcgmproftester_args] + ["-t", str(int(tid))])))
         elif t == "builtin":
             out.append(("perf.builtin", spec.python, f"{pre}{shlex.quote(spec.python)} -c "
                         f"{shlex.quote(builtin_source())} {float(spec.builtin_seconds)}"))
@@ -81,13 +86,13 @@ def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
     """Return ``(script, marker)``."""
     lines = []
     for t in spec.tests:
-        if t == "ib_write_bw":
-            args = " ".join(_q(a) for a in spec.ib_write_bw_args)
+        if t in PERFTEST_TESTS:
+            args = " ".join(_q(a) for a in (spec.ib_write_bw_args if t.endswith("_bw") else spec.ib_lat_args))
             lines.append(f"ng_ib_tests {shlex.quote(binary(spec, t))} {int(spec.timeout_s)} {shlex.quote(args)} "
-                         f"{1 if spec.ib_use_cuda else 0}")
+                         f"{1 if spec.ib_use_cuda else 0} {t}")
         else:
             for key, b, cmd in commands(spec):
-                if key == f"perf.{t}":
+                if key == f"perf.{t}" or key.startswith(f"perf.{t}."):
                     lines.append(f"ng_test {key} {shlex.quote(b)} {int(spec.timeout_s)} {shlex.quote(cmd)}")
     bins = " ".join(shlex.quote(binary(spec, t)) for t in spec.tests if t in BINARY_DEFAULT)
     fields = {"STATE_FIELDS": STATE_FIELDS, "APPS_QUERY": APPS_QUERY, "INTERVAL": str(int(spec.interval_s)),
@@ -101,5 +106,6 @@ def render(spec: PerfSpec, *, marker: str | None = None) -> tuple[str, str]:
 def deadline_s(spec: PerfSpec, n_hcas: int = 8) -> float:
     """Controller-side deadline for the whole exec: every test's deadline and stop signals, plus
     set-up, with margin (ib_write_bw counts per HCA: ``n_hcas``)."""
-    n = sum(n_hcas if t == "ib_write_bw" else 1 for t in spec.tests)
+    n = sum(n_hcas if t in PERFTEST_TESTS else len(set(spec.dcgmproftester_tests)) if t == "dcgmproftester" else 1
+            for t in spec.tests)
     return n * (spec.timeout_s + 3 * spec.stop_grace_s + 2 * spec.interval_s + 10) + 120

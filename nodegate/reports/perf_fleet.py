@@ -17,9 +17,11 @@ for 4,096 nodes x 56 GPU pairs, never the records themselves.
 - An outlier is an item the rules FAILed (SKU floor, in-node peers, fleet, baseline, data
   corruption: the record's ``rule``): drawn red, linked to its node page, and listed under the
   chart with its rules.
-- The floor line is the SKU floor table's (nodegate/data/perf_floors.yaml) for the metric; a
-  spec's ``perf.floors`` override judged those nodes and is in each item's ``threshold``, not drawn.
-  The median line is the median of the drawn figures.
+- The floor lines are the absolute floors that judged the items: each record's ``floor`` (the SKU
+  table's, or a site's ``perf.floors`` override for the nodes whose spec sets one: issue 36 item 9),
+  one line per distinct floor with the number of nodes it judged; records from before the
+  ``floor`` field fall back to the SKU table's floor for the metric. The median line is the median
+  of the drawn figures.
 
 Every string from a node (node names, SKU and metric titles, rules) goes through ``text.esc``.
 """
@@ -39,6 +41,8 @@ MAX_CHARTS = 200
 MAX_VALUES = 1_000_000
 #: outliers kept per chart (drawn and listed), the rest counted
 MAX_OUTLIERS = 50
+#: distinct floors drawn per chart (site overrides): the rest are counted under the chart
+MAX_FLOORS = 4
 #: up to this many figures one dot each; above, one bar per pixel column (its height the count)
 DOTS_MAX = 2000
 WIDTH, HEIGHT, PAD_L, PAD_R = 640, 96, 70, 70
@@ -72,6 +76,7 @@ class Dist:
     outliers: list[Outlier] = field(default_factory=list)
     n_outliers: int = 0
     last_node: str = ""
+    floors: dict = field(default_factory=dict)     # floor value -> nodes it judged (records' ``floor``)
 
 
 def _float(s: str) -> float | None:
@@ -142,6 +147,9 @@ class PerfFleet:
                 d = self.dists[k] = Dist(sku[1], sku[0], r.title, r.unit)
             if d.last_node != node:
                 d.last_node, d.nodes = node, d.nodes + 1
+                fl = _float(getattr(r, "floor", ""))
+                if fl is not None and (fl in d.floors or len(d.floors) < MAX_FLOORS):
+                    d.floors[fl] = d.floors.get(fl, 0) + 1
             if r.outcome == "error":
                 d.invalid += 1
                 continue
@@ -190,9 +198,11 @@ def chart_html(d: Dist) -> str:
     """One chart: a heading, the SVG, and the outliers listed (linked)."""
     vals = sorted(d.values)
     q1, med, q3 = _quartiles(vals)
-    floor = table_floor(d.sku_key, d.title, d.unit)
-    lo = min(vals[0], floor if floor is not None else vals[0])
-    hi = max(vals[-1], floor if floor is not None else vals[-1])
+    floors = d.floors or ({tf: d.nodes} if (tf := table_floor(d.sku_key, d.title, d.unit)) is not None else {})
+    # the floor most nodes were judged against is "the" floor; the others (site overrides) drawn too
+    floor = max(floors, key=lambda f: (floors[f], -f)) if floors else None
+    lo = min([vals[0], *floors])
+    hi = max([vals[-1], *floors])
     span = (hi - lo) or abs(hi) or 1.0
     lo, hi = lo - span * 0.05, hi + span * 0.05
 
@@ -223,9 +233,10 @@ def chart_html(d: Dist) -> str:
                          f'fill="#455a64"><title>{n}</title></rect>')
     parts.append(f'<line class="median" x1="{x(med):.1f}" y1="{mid - 20}" x2="{x(med):.1f}" y2="{mid + 20}" '
                  f'stroke="#1565c0" stroke-width="2"><title>median {_fmt(med)}</title></line>')
-    if floor is not None:
-        parts.append(f'<line class="floor" x1="{x(floor):.1f}" y1="20" x2="{x(floor):.1f}" y2="{HEIGHT - 22}" '
-                     f'stroke="#c62828" stroke-dasharray="4 2"><title>floor {_fmt(floor)}</title></line>')
+    for fv, n in sorted(floors.items()):
+        who = f" ({n} node{'s' if n != 1 else ''})" if len(floors) > 1 else ""
+        parts.append(f'<line class="floor" x1="{x(fv):.1f}" y1="20" x2="{x(fv):.1f}" y2="{HEIGHT - 22}" '
+                     f'stroke="#c62828" stroke-dasharray="4 2"><title>floor {_fmt(fv)}{who}</title></line>')
     for o in d.outliers:
         tip = esc(f"{o.node} {o.subject}: {_fmt(o.value)} {d.unit} ({o.rules})", 600, keep_newlines=False)
         dot = (f'<circle class="outlier" cx="{x(o.value):.1f}" cy="{mid}" r="4.5" fill="#c62828" '
@@ -248,7 +259,11 @@ def chart_html(d: Dist) -> str:
     unit = esc(d.unit, 40)
     facts = [f"{len(vals)} figure(s) on {d.nodes} node(s)", f"median {_fmt(med)} {unit}",
              f"quartiles {_fmt(q1)}-{_fmt(q3)}"]
-    facts.append(f"floor {_fmt(floor)} {unit}" if floor is not None else "no SKU table floor")
+    if len(floors) > 1:
+        facts.append("floors " + ", ".join(f"{_fmt(fv)} {unit} ({n} node{'s' if n != 1 else ''})"
+                                           for fv, n in sorted(floors.items())) + " (site perf.floors)")
+    else:
+        facts.append(f"floor {_fmt(floor)} {unit}" if floor is not None else "no floor (SKU table or site)")
     if d.invalid:
         facts.append(f"{d.invalid} invalid measurement(s) not drawn")
     if d.dropped:

@@ -26,7 +26,7 @@ OUTCOMES = ("pass", "fail", "skip", "error")
 FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
           "vbios_version", "driver_version", "check_id", "check_name", "title", "severity",
           "expected", "observed", "message", "remediation", "bundle_dir", "action", "scope",
-          "spec_source", "value", "unit", "threshold", "rule")
+          "spec_source", "value", "unit", "threshold", "rule", "floor")
 
 def param_node_gpu(nodeid: str) -> tuple[str, str] | None:
     r"""``suites/t.py::test_x[gpu01-gpu3]`` -> ("gpu01", "3"); ``...[gpu01]`` -> ("gpu01", ""); None
@@ -80,6 +80,7 @@ class Record:
     unit: str = ""
     threshold: str = ""
     rule: str = ""
+    floor: str = ""          # the absolute floor that judged a perf figure (table or site perf.floors)
     evidence: str = ""
     has_nodegate: bool = False
 

@@ -31,7 +31,7 @@ LINE_FIELDS = ("node", "check_id", "scope", "gpu_index", "pci_bus_id", "gpu_seri
                "observed", "expected", "severity", "action",
                "check_name", "title", "gpu_uuid", "board_part_number", "vbios_version", "driver_version",
                "remediation", "xids", "spec_source", "nodeid", "evidence", "bundle_dir",
-               "value", "unit", "threshold", "rule")
+               "value", "unit", "threshold", "rule", "floor")
 
 
 def to_line(rec: Record) -> dict:

@@ -123,9 +123,9 @@ def test_perf_items_exist_for_both_labels_and_pass(run):
     assert by_label["before"] and by_label["before"].keys() == by_label["after"].keys()
     assert {o for lab in LABELS for o in by_label[lab].values()} == {"pass"}
     scopes = {s: sum(1 for k in by_label["before"] if k.startswith(s + "[")) for s in ("gpu", "link", "hca", "node")}
-    # 8 GPUs x (host-to-device, device-to-host); 8 x 7 read pairs; one HCA; the all-reduce and the
-    # P2P matrix's localisation (docs/perf.md "Localisation")
-    assert scopes == {"gpu": 16, "link": 56, "hca": 1, "node": 2}
+    # 8 GPUs x (host-to-device, device-to-host); 8 x 7 read pairs; one HCA; the all-reduce's
+    # out-of-place and in-place halves, its data check, and the P2P matrix's localisation
+    assert scopes == {"gpu": 16, "link": 56, "hca": 1, "node": 4}
     t = res[f"test_perf_gpu[{NODE}-after-nvbandwidth-h2d-ce-gpu0]"]
     assert "(after burn-in)" in t["title"], t["title"]
 

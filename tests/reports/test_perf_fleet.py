@@ -93,7 +93,7 @@ def test_one_chart_per_sku_and_metric(report):
     assert '<line class="floor"' in h100_h2d and "<title>floor 48.0</title>" in h100_h2d
     assert '<line class="median"' in h100_h2d
     # no floor where the table has none (H200 p2p_read): said, not drawn
-    assert '<line class="floor"' not in charts[3] and "no SKU table floor" in charts[3]
+    assert '<line class="floor"' not in charts[3] and "no floor (SKU table or site)" in charts[3]
     for c in charts:   # every SVG is well-formed XML
         ET.fromstring(re.search(r"<svg.*?</svg>", c, re.S).group(0))
 
@@ -169,3 +169,30 @@ def test_sku_of_mixed_and_unknown_models():
     assert perf_fleet.sku_of(None) == (None, "unknown SKU")
     assert perf_fleet.sku_of("NVIDIA H100 80GB HBM3 x4, NVIDIA H200 x4")[0] is None
     assert perf_fleet.sku_of("Some Future GPU") == (None, "Some Future GPU")
+
+
+def test_site_floor_overrides_are_drawn_with_the_nodes_they_judged():
+    # issue 36 item 9: each record carries the absolute floor that judged it (the table's 48, or a
+    # site's perf.floors: here two nodes judged against 52): the chart draws both, labelled
+    pf = perf_fleet.PerfFleet()
+    for n in range(5):
+        node = f"n{n}"
+        recs = [_rec(node, H2D, f"gpu{g}", 55.0) for g in range(8)]
+        for r in recs:
+            r.floor = "52" if n < 2 else "48"
+        pf.add(node, H100, f"nodes/{node}.html", recs)
+    page = pf.html()
+    assert page.count('<line class="floor"') == 2
+    assert "<title>floor 48.0 (3 nodes)</title>" in page and "<title>floor 52.0 (2 nodes)</title>" in page
+    assert "floors 48.0 GB/s (3 nodes), 52.0 GB/s (2 nodes) (site perf.floors)" in page
+    # records without the field (results.jsonl of an older run): the SKU table's floor
+    pf = perf_fleet.PerfFleet()
+    pf.add("n0", H100, "", [_rec("n0", H2D, "gpu0", 55.0)])
+    assert "<title>floor 48.0</title>" in pf.html()
+
+
+def test_the_floor_field_travels_through_results_jsonl():
+    rec = _rec("n0", H2D, "gpu0", 55.0)
+    rec.floor = "52"
+    from nodegate.reports.results import from_line
+    assert from_line(json.loads(json.dumps(to_line(rec)))).floor == "52"

@@ -16,6 +16,12 @@ Profile key ``perf`` (all optional; values are the healthy figures of an 8x H200
       throttle: [4]                     # HW slowdown + HW thermal during every test
       apps: {6: "4242, python3"}        # another compute process on a GPU
       hang: [nvbandwidth]               # never returns (the deadline stops it)
+      ib_read: 390.0, ib_send: 391.0    # the other perftest bandwidths, Gb/s
+      lat: {write: [1.65, 1.92], read: [2.55, 2.90], send: [1.70, 1.98]}   # typical, p99 usec
+      hca_lat: {mlx5_1: {write: [4.1, 6.0]}}    # one HCA's latency
+      proftester: {1004: 650000, 1006: 45000, 1007: 50000, 1008: 100000}   # gflops per test id
+      drift: {factor: -0.03}            # memory of earlier runs: run k reports every figure x (1 + factor)^k
+                                        # (latencies / (1 + factor)^k), the shim counting its calls
       tool_seconds: {nvbandwidth: 5, all_reduce_perf: 10, ib_write_bw: 2, dcgmi: 0, gpu_burn: arg}
                                         # how long each shim runs before it answers (TOOL_SECONDS)
 
@@ -29,12 +35,21 @@ import re
 
 from nodegate.burnin.script import template as burnin_template
 from nodegate.perf.script import APPS_QUERY, STATE_FIELDS
+from nodegate.perf.spec import PROFTESTER_DEFAULT
 
 from .profile import gpu_bus
 from .render import Invocation
 from .smi_xml import bus_id_smi
 
-DEFAULTS = {"h2d": 55.2, "d2h": 55.1, "p2p": 372.0, "allreduce": 478.0, "gflops": 52000.0, "ib": 392.0}
+DEFAULTS = {"h2d": 55.2, "d2h": 55.1, "p2p": 372.0, "allreduce": 478.0, "gflops": 52000.0, "ib": 392.0,
+            "ib_read": 390.0, "ib_send": 391.0}
+#: typical and 99th-percentile latency (usec) of 2-byte messages per verb on NDR (ngc_multinode_perf
+#: passes send/write at 2.5 us, read at 4.5 us)
+LAT = {"write": (1.65, 1.92), "read": (2.55, 2.90), "send": (1.70, 1.98)}
+#: dcgmproftester gflops per test id on an H200 (DCGM diag-skus.yaml.in: "-t 1007 measures ~50000")
+PROFTESTER = {1004: 650000.0, 1006: 45000.0, 1007: 50000.0, 1008: 100000.0}
+#: how many successive answers a drifting node's shims hold (later calls repeat the last)
+DRIFT_RUNS = 8
 NCCL_SIZES = [1 << 30, 1 << 31, 1 << 32, 1 << 33, 1 << 34]
 BIN = "/usr/local/bin"
 
@@ -59,7 +74,9 @@ BIN = "/usr/local/bin"
 #:   matrix: under 1 s in all, by ../shared/perf/323's figures); CUDA context creation on 8 GPUs
 #:   and the per-test set-up make up the rest (an estimate: no published output prints its time).
 #: - dcgmi: 0 (not in the perf-healthy tests; a level-3 diag takes tens of minutes, not simulated).
-TOOL_SECONDS = {"nvbandwidth": 5.0, "all_reduce_perf": 10.0, "ib_write_bw": 2.0, "dcgmi": 0.0, "gpu_burn": "arg"}
+TOOL_SECONDS = {"nvbandwidth": 5.0, "all_reduce_perf": 10.0, "ib_write_bw": 2.0, "dcgmi": 0.0, "gpu_burn": "arg",
+                "ib_read_bw": 2.0, "ib_send_bw": 2.0, "ib_write_lat": 1.0, "ib_read_lat": 1.0, "ib_send_lat": 1.0,
+                "dcgmproftester12": 0.0}
 
 
 def _g(cfg: dict, gpu: int, key: str) -> float:
@@ -139,9 +156,48 @@ def gpu_burn_text(cfg: dict, n: int, name: str, uuids: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
-def ib_text(dev: str, gbits: float) -> str:
+def scaled(cfg: dict, f: float) -> dict:
+    """``cfg`` with every figure x ``f`` (latencies / ``f``): one run of a drifting node."""
+    out = dict(cfg)
+    for k in DEFAULTS:
+        out[k] = float(cfg.get(k, DEFAULTS[k])) * f
+    out["per_gpu"] = {g: {k: float(v) * f for k, v in d.items()} for g, d in (cfg.get("per_gpu") or {}).items()}
+    out["cells"] = {c: float(v) * f for c, v in (cfg.get("cells") or {}).items()}
+    out["hca"] = {h: float(v) * f for h, v in (cfg.get("hca") or {}).items()}
+    out["lat"] = {vb: [x / f for x in v] for vb, v in {**LAT, **(cfg.get("lat") or {})}.items()}
+    out["hca_lat"] = {h: {vb: [x / f for x in v] for vb, v in d.items()} for h, d in (cfg.get("hca_lat") or {}).items()}
+    out["proftester"] = {int(t): float(v) * f for t, v in {**PROFTESTER, **(cfg.get("proftester") or {})}.items()}
+    return out
+
+
+def ib_lat_text(dev: str, verb: str, typical: float, p99: float) -> str:
+    """perftest latency output (perftest_parameters.h RESULT_FMT_LAT / REPORT_FMT_LAT)."""
+    title = {"write": "RDMA_Write", "read": "RDMA_Read", "send": "Send"}[verb]
+    rule = "---------------------------------------------------------------------------------------"
+    return "\n".join([rule, f"                    {title} Latency Test", f" Dual-port       : OFF\t\tDevice         : {dev}",
+                      " Number of qps   : 1\t\tTransport type : IB", " Connection type : RC\t\tUsing SRQ      : OFF",
+                      " Mtu             : 4096[B]", " Link type       : IB", rule,
+                      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+                      "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ",
+                      f" 2       10000          {typical * 0.97:.2f}           {p99 * 2.1:.2f}         {typical:.2f}     "
+                      f"\t       {typical * 1.01:.2f}        \t0.04\t\t{p99:.2f} \t\t{p99 * 2.1:.2f}   ", rule]) + "\n"
+
+
+def proftester_text(n: int, tid: int, gflops: float) -> str:
+    """dcgmproftester 4.x with --cublas (DCGM dcgmproftester/PhysicalGpu.cpp: ``{:#.3}`` gflops)."""
+    label = {1004: "TensorEngineActive", 1006: "Fp64EngineActive", 1007: "Fp32EngineActive",
+             1008: "Fp16EngineActive"}[tid]
+    out = ["Skipping CreateDcgmGroups() since DCGM validation is disabled"]
+    for g in range(n):
+        out += [f"Worker {g}:0 [{tid}]: {label}:  generated ???, dcgm 0 ({format(gflops * x, '#.3')} gflops)."
+                for x in (0.99, 1.0, 1.0)]
+    out += [f"GPU {g}, TestField {tid} test PASSED." for g in range(n)] + ["All Tests Passed."]
+    return "\n".join(out) + "\n"
+
+
+def ib_text(dev: str, gbits: float, title: str = "RDMA_Write BW Test") -> str:
     head = ["---------------------------------------------------------------------------------------",
-            "                    RDMA_Write BW Test",
+            f"                    {title}",
             f" Dual-port       : OFF\t\tDevice         : {dev}",
             " Number of qps   : 1\t\tTransport type : IB", " Connection type : RC\t\tUsing SRQ      : OFF",
             " TX depth        : 128", " CQ Moderation   : 100", " Mtu             : 4096[B]",
@@ -218,7 +274,7 @@ def render_perf(r) -> None:
             raise ValueError(f"perf.tool_seconds.{k}: {v!r} is neither seconds (0..7200) nor 'arg'")
 
     def tool(tname: str, inv: Invocation, key: str | None = None):
-        t = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: unsupported arguments\n", rc=2))
+        t = r.tools.get(tname) or r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: unsupported arguments\n", rc=2))
         if tname in hang:
             inv = Invocation(hang=True)
         elif secs.get(tname) not in (None, 0, 0.0, "0"):
@@ -229,12 +285,46 @@ def render_perf(r) -> None:
             t.cases[key] = inv
         return t
 
-    tool("nvbandwidth", Invocation(out=nvbandwidth_text(cfg, n, name)))
-    tool("all_reduce_perf", Invocation(out=nccl_text(cfg, n, name, host)))
-    tool("gpu_burn", Invocation(out=gpu_burn_text(cfg, n, name, uuids)))
+    # memory of earlier runs: a drifting node's shims answer run k with every figure x (1 + factor)^k
+    drift = cfg.get("drift") or {}
+    factor = float(drift.get("factor", 0.0))
+    if not -0.5 < factor < 0.5:
+        raise ValueError(f"perf.drift.factor {factor!r}: a drift of at most 50 % a run")
+    runs = [scaled(cfg, (1 + factor) ** k) for k in range(DRIFT_RUNS if drift else 1)]
+
+    def answer(render, calls: int = 1) -> Invocation:
+        """``calls``: the shim's calls in one run (perftest: the server and the client, nodegate/perf/perf.sh
+        ng_ib_tests), so that both calls of run k answer run k."""
+        outs = tuple(render(c) for c in runs for _ in range(calls))
+        return Invocation(out=outs[0], seq=outs if drift else ())
+
+    tool("nvbandwidth", answer(lambda c: nvbandwidth_text(c, n, name)))
+    tool("all_reduce_perf", answer(lambda c: nccl_text(c, n, name, host)))
+    tool("gpu_burn", answer(lambda c: gpu_burn_text(c, n, name, uuids)))
     tool("dcgmi", Invocation(out=dcgmi_json(n), rc=0), "diag *")
-    ib = r.tool("ib_write_bw", f"{BIN}/ib_write_bw", Invocation(err="ib_write_bw: no such device\n", rc=1))
-    for dev in r.d["infiniband"]:
-        v = float((cfg.get("hca") or {}).get(dev, cfg.get("ib", DEFAULTS["ib"])))
-        ib.cases[f"-d {dev} *"] = Invocation(hang=True) if "ib_write_bw" in hang else \
-            Invocation(out=ib_text(dev, v), sleep=secs.get("ib_write_bw") or None)
+    for tid in PROFTESTER:
+        # the spec's default arguments (nodegate/perf/spec.py PROFTESTER_DEFAULT), then -t <id>
+        tool("dcgmproftester12", answer(lambda c, t=tid: proftester_text(n, t, c["proftester"][t])),
+             " ".join([*PROFTESTER_DEFAULT, "-t", str(tid)]))
+    for tname, key, title in (("ib_write_bw", "ib", "RDMA_Write BW Test"), ("ib_read_bw", "ib_read", "RDMA_Read BW Test"),
+                              ("ib_send_bw", "ib_send", "Send BW Test")):
+        ib = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: no such device\n", rc=1))
+        for dev in r.d["infiniband"]:
+            def bw(c, d=dev, k=key, t=title):
+                v = c["hca"].get(d, c[k]) if k == "ib" else c[k]
+                return ib_text(d, float(v), t)
+            inv = Invocation(hang=True) if tname in hang else answer(bw, calls=2)
+            if not inv.hang:
+                inv.sleep = secs.get(tname) or None
+            ib.cases[f"-d {dev} *"] = inv
+    for verb in ("write", "read", "send"):
+        tname = f"ib_{verb}_lat"
+        lat = r.tool(tname, f"{BIN}/{tname}", Invocation(err=f"{tname}: no such device\n", rc=1))
+        for dev in r.d["infiniband"]:
+            def lt(c, d=dev, vb=verb):
+                typ, p99 = (c["hca_lat"].get(d) or {}).get(vb, c["lat"][vb])
+                return ib_lat_text(d, vb, float(typ), float(p99))
+            inv = Invocation(hang=True) if tname in hang else answer(lt, calls=2)
+            if not inv.hang:
+                inv.sleep = secs.get(tname) or None
+            lat.cases[f"-d {dev} *"] = inv

@@ -58,13 +58,16 @@ CLOCKS_QUERY_OLD = "--query-gpu=index,pci.bus_id,pstate,clocks_throttle_reasons.
 class Invocation:
     """One recorded answer of a shim: stdout, stderr, exit code, or a hang; ``sleep``: seconds the
     shim sleeps before it answers (a real tool's run time), or ``"arg"``: as many seconds as its
-    last argument says (gpu_burn's duration); None: answers at once."""
+    last argument says (gpu_burn's duration); None: answers at once. ``seq``: a memory of earlier
+    runs: the k-th call answers ``seq[min(k, len - 1)]`` instead of ``out`` (tools/fleet/perf.py's
+    drifting nodes)."""
 
     out: str = ""
     err: str = ""
     rc: int = 0
     hang: bool = False
     sleep: float | str | None = None
+    seq: tuple = ()          # successive stdout answers: the k-th call answers seq[min(k, len - 1)]
 
 
 @dataclass

@@ -24,6 +24,8 @@ from .render import NodeRender, ToolTable
 from .tree import Tree, write_tree
 
 SHIM_DATA = "/usr/lib/nodegate-fleet"
+#: where a shim with a sequence of answers counts its calls (shim.c RUNS; world-writable, sticky)
+RUNS = "/var/lib/nodegate-fleet-runs"
 
 #: busybox applets every node gets (unless listed in ``tools_absent``); shim names never appear here.
 APPLETS = ("[", "[[", "awk", "basename", "cat", "chmod", "cp", "cut", "date", "dirname", "echo", "egrep", "env",
@@ -104,7 +106,16 @@ def shim_script(name: str, table: ToolTable) -> str:
             '  sleep "$s"\n'
             "fi\n"
             '[ -s "$D/$n.err" ] && cat "$D/$n.err" >&2\n'
-            '[ -s "$D/$n.out" ] && cat "$D/$n.out"\n'
+            "# a sequence (a node whose figures drift run after run): the k-th call answers out.<min(k, m-1)>\n"
+            'if [ -e "$D/$n.seq" ]; then\n'
+            f'  read -r m < "$D/$n.seq"; c={RUNS}/{name}.$n; k=0\n'
+            '  [ -e "$c" ] && read -r k < "$c"\n'
+            '  echo $((k + 1)) > "$c"\n'
+            '  [ "$k" -lt "$m" ] || k=$((m - 1))\n'
+            '  cat "$D/$n.out.$k"\n'
+            'else\n'
+            '  [ -s "$D/$n.out" ] && cat "$D/$n.out"\n'
+            'fi\n'
             'read -r rc < "$D/$n.rc"\n'
             'exit "$rc"\n')
 
@@ -136,7 +147,12 @@ def add_shims(tree: Tree, tools: dict[str, ToolTable], shim_bin: Path | None = N
         for i, inv in [(0, table.default)] + list(enumerate(table.cases.values(), start=1)):
             base = f"{SHIM_DATA}/{name}/{i}"
             tree.file(base + ".rc", f"{inv.rc}\n")
-            if inv.out:
+            if inv.seq:
+                tree.dir(RUNS, 0o1777)
+                tree.file(base + ".seq", f"{len(inv.seq)}\n")
+                for k, out in enumerate(inv.seq):
+                    tree.file(f"{base}.out.{k}", out)
+            elif inv.out:
                 tree.file(base + ".out", inv.out)
             if inv.err:
                 tree.file(base + ".err", inv.err)

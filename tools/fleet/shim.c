@@ -7,7 +7,9 @@
  * matches as a prefix of the arguments joined by spaces ("$*"), else exactly; no match: n=0.
  * Then <n>.hang (ignore TERM/INT and sleep: only KILL ends it), <n>.err to stderr, <n>.out to
  * stdout, exit status from <n>.rc. Before answering, <n>.sleep (a real tool's run time: "N" seconds, or
- * "arg": as many as the last argument says, gpu_burn's duration) sleeps without using CPU. */
+ * "arg": as many as the last argument says, gpu_burn's duration) sleeps without using CPU.
+ * Memory of earlier runs (tools/fleet/perf.py: a node whose figures drift run after run): with
+ * <n>.seq holding m, the k-th call (counted in RUNS/<tool>.<n>) answers <n>.out.<min(k, m-1)>. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,9 @@
 
 #ifndef DATA   /* a test compiles it against a directory of its own (-DDATA=...) */
 #define DATA "/usr/lib/nodegate-fleet/"
+#endif
+#ifndef RUNS   /* where a shim with a sequence counts its calls (world-writable, sticky) */
+#define RUNS "/var/lib/nodegate-fleet-runs/"
 #endif
 
 static void copy(const char *path, int fd) {
@@ -93,8 +98,32 @@ int main(int argc, char **argv) {
     }
     snprintf(path, sizeof path, DATA "%s/%d.err", tool, n);
     copy(path, 2);
-    snprintf(path, sizeof path, DATA "%s/%d.out", tool, n);
-    copy(path, 1);
+    snprintf(path, sizeof path, DATA "%s/%d.seq", tool, n);
+    f = fopen(path, "r");
+    if (f) {
+        int m = 0, k = 0;
+        if (fscanf(f, "%d", &m) != 1) m = 0;
+        fclose(f);
+        char cnt[4096];
+        snprintf(cnt, sizeof cnt, RUNS "%s.%d", tool, n);
+        FILE *c = fopen(cnt, "r");
+        if (c) {
+            if (fscanf(c, "%d", &k) != 1) k = 0;
+            fclose(c);
+        }
+        c = fopen(cnt, "w");
+        if (c) {
+            fprintf(c, "%d\n", k + 1);
+            fclose(c);
+        }
+        if (m > 0) {
+            snprintf(path, sizeof path, DATA "%s/%d.out.%d", tool, n, k < m - 1 ? k : m - 1);
+            copy(path, 1);
+        }
+    } else {
+        snprintf(path, sizeof path, DATA "%s/%d.out", tool, n);
+        copy(path, 1);
+    }
     int rc = 0;
     snprintf(path, sizeof path, DATA "%s/%d.rc", tool, n);
     f = fopen(path, "r");
