@@ -23,6 +23,7 @@ from typing import Callable
 
 from ..errors import ParseError
 from . import (perf_dcgmi, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl, perf_nvbandwidth)
+from . import ib_guids, ib_write_lat, ibdiagnet, iblinkinfo, ibnetdiscover, nccl_json  # issue 38: cross-node
 from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
@@ -79,6 +80,13 @@ PARSERS: dict[str, Callable] = {
     "perf_gpu_burn": perf_gpu_burn.parse_gpu_burn,
     "perf_ib_write_bw": perf_ib_write_bw.parse_ib_write_bw,
     "perf_json": perf_json.parse_perf_json,
+    # issue 38: cross-node (nodegate/crossnode)
+    "ib_guids": ib_guids.parse_ib_guids,
+    "iblinkinfo": iblinkinfo.parse_iblinkinfo,
+    "ibnetdiscover": ibnetdiscover.parse_ibnetdiscover,
+    "ibdiagnet": ibdiagnet.parse_ibdiagnet,
+    "ib_write_lat": ib_write_lat.parse_ib_write_lat,
+    "nccl_json": nccl_json.parse_nccl_json,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -101,6 +109,7 @@ FORM_BY_KEY: dict[str, str] = {
     "perf.nccl": "perf_nccl", "perf.nvbandwidth": "perf_nvbandwidth", "perf.dcgmi": "perf_dcgmi",
     "perf.gpu_burn": "perf_gpu_burn", "perf.ib_write_bw": "perf_ib_write_bw", "perf.builtin": "perf_json",
     "perf.command": "perf_json",
+    "ib.guids": "ib_guids", "ib.iblinkinfo": "iblinkinfo",
 }
 
 

@@ -125,7 +125,7 @@ def parse_nccl(text: str | bytes) -> NcclRun:
                 run.version = m.group(1)
             elif m := re.search(r"\bnGpus (\d+)\b.*\bvalidation: (\d+)", body):
                 run.ngpus, run.validation = int(m.group(1)), int(m.group(2))
-            elif m := re.match(r"Rank\s+(\d+)\b.*\bon (\S+) device\s+\d+ \[[^\]]*\] (.+)$", body):
+            elif m := re.match(r"Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+)$", body):
                 run.nranks = max(run.nranks or 0, int(m.group(1)) + 1)
                 if m.group(2) not in hosts:
                     hosts.append(m.group(2))
