@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bundle import Bundle
-from ..errors import NodegateError, SpecError
+from ..errors import NodegateError
 from ..outcomes import Outcome
 from ..parsers.ibdiagnet import parse_ibdiagnet
 from ..parsers.ibnetdiscover import parse_ibnetdiscover

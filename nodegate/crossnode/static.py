@@ -133,17 +133,24 @@ def node_ports(node: str, bundle: Bundle, errors: list[str]) -> list[HcaPort]:
 
 def join_topology(ports: list[HcaPort], topo: Topology) -> None:
     """Fill the neighbour of ports iblinkinfo did not name from the discovered fabric, by the
-    HCA's node GUID and port number."""
+    HCA's node GUID and port number (from the HCA's own block, else from the switch's line
+    naming it: a filtered or truncated topology may list only one side)."""
+    back = {(pl.peer_guid, pl.peer_port): pl for pl in topo.ports.values()}
     for hp in ports:
         if hp.neighbour is not None or not hp.node_guid:
             continue
         pl = topo.peer(hp.node_guid, hp.port)
-        if pl is None:
+        if pl is not None:
+            sw, sw_port = pl.peer_guid, pl.peer_port
+        elif (hp.node_guid, hp.port) in back:
+            pl = back[(hp.node_guid, hp.port)]
+            sw, sw_port = pl.guid, pl.port
+        else:
             continue
-        hp.neighbour_guid = pl.peer_guid
-        hp.neighbour_name = topo.name(pl.peer_guid)
-        hp.neighbour_port = pl.peer_port
-        hp.neighbour = f"{hp.neighbour_name}:{pl.peer_port}"
+        hp.neighbour_guid = sw
+        hp.neighbour_name = topo.name(sw)
+        hp.neighbour_port = sw_port
+        hp.neighbour = f"{hp.neighbour_name}:{sw_port}"
         if pl.width:
             hp.width = pl.width.upper()
         hp.source = "ibnetdiscover"
@@ -203,34 +210,47 @@ def compare_cable(hp: HcaPort | None, plan: CableSpec, node: str, rails: dict[in
 
 
 def compare_topology(expected: Topology, discovered: Topology) -> list[CableRow]:
-    """Every link of the expected topology file against the discovered fabric, by GUID and port;
-    then every discovered link the file does not have. Rows keyed by both ends (``name:port``)."""
+    """Every link of the expected topology file against the discovered fabric, by GUID and port,
+    from both of its ends; then every discovered link the file does not have. Rows keyed by both
+    ends (``name:port``): ``missing`` (neither end has a link), ``miswired`` (an end is cabled
+    elsewhere: the row names where), ``degraded`` (width or speed differ), ``unplanned``."""
     rows: list[CableRow] = []
+    seen: set[tuple[str, int]] = set()
 
     def end(t: Topology, g: str, p: int) -> str:
         return f"{t.name(g)}:{p}"
 
     for (a, b, w, s) in expected.links:
-        got = discovered.peer(*a)
         want = f"{end(expected, *b)} {w or ''}{s or ''}".strip()
-        if got is None:
+        got_a, got_b = discovered.peer(*a), discovered.peer(*b)
+        if got_a is not None and (got_a.peer_guid, got_a.peer_port) == b:
+            seen.update((a, b))
+            if w and s and (got_a.width, got_a.speed) != (w, s):
+                rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.FAIL, "degraded", want,
+                                     f"{got_a.width}{got_a.speed}", source="ibnetdiscover"))
+            else:
+                rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.PASS, "", want,
+                                     f"{got_a.width or ''}{got_a.speed or ''}", source="ibnetdiscover"))
+            continue
+        if got_a is None and got_b is None:
             rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.FAIL, "missing", want,
-                                 "no link on this port", source="ibnetdiscover"))
-        elif (got.peer_guid, got.peer_port) != b:
-            rows.append(CableRow(end(expected, *a), end(discovered, got.peer_guid, got.peer_port), Outcome.FAIL,
-                                 "miswired", want, f"{end(discovered, got.peer_guid, got.peer_port)}",
-                                 source="ibnetdiscover"))
-        elif w and s and (got.width, got.speed) != (w, s):
-            rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.FAIL, "degraded", want,
-                                 f"{got.width}{got.speed}", source="ibnetdiscover"))
-        else:
-            rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.PASS, "", want,
-                                 f"{got.width or ''}{got.speed or ''}", source="ibnetdiscover"))
-    exp_ports = {a for a, _, _, _ in expected.links} | {b for _, b, _, _ in expected.links}
+                                 "no link on either end", source="ibnetdiscover"))
+            continue
+        found = []
+        for mine, got in ((a, got_a), (b, got_b)):
+            if got is not None:
+                other = (got.peer_guid, got.peer_port)
+                seen.update((mine, other))
+                found.append(f"{end(discovered, *mine)} is cabled to {end(discovered, *other)}")
+            else:
+                found.append(f"{end(expected, *mine)} has no link")
+        rows.append(CableRow(end(expected, *a), end(expected, *b), Outcome.FAIL, "miswired", want, "; ".join(found),
+                             source="ibnetdiscover"))
     for (a, b, w, s) in discovered.links:
-        if a not in exp_ports and b not in exp_ports:
-            rows.append(CableRow(end(discovered, *a), end(discovered, *b), Outcome.FAIL, "unplanned",
-                                 "no link in the topology file", f"{w or ''}{s or ''}", source="ibnetdiscover"))
+        if a in seen or b in seen:
+            continue
+        rows.append(CableRow(end(discovered, *a), end(discovered, *b), Outcome.FAIL, "unplanned",
+                             "no link in the topology file", f"{w or ''}{s or ''}", source="ibnetdiscover"))
     return rows
 
 
@@ -327,7 +347,8 @@ def static_fabric(bundles: dict[str, Bundle], plan: dict[str, list[CableSpec]], 
     if ibdiagnet is not None:
         names = {p.node_guid: f"{p.node}:{p.hca}" for ps in res.ports.values() for p in ps if p.node_guid}
         res.cables += ibdiagnet_rows(ibdiagnet, names)
-    res.cables += rail_validation(res.ports, rails)
+    failing = {c.node_end for c in res.cables if c.verdict is not Outcome.PASS}
+    res.cables += [c for c in rail_validation(res.ports, rails) if c.node_end not in failing]
     return res
 
 

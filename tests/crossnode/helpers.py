@@ -25,8 +25,8 @@ class Hca:
 
 
 def guid(node: str, i: int, kind: int = 0) -> str:
-    h = (sum(ord(c) * 131 ** k for k, c in enumerate(node)) % (1 << 36))
-    return f"{0xb859 + kind:04x}{h:012x}"[:12] + f"{i:04x}"
+    h = sum(ord(c) * 131 ** k for k, c in enumerate(node)) % (1 << 32)
+    return f"{0xb859 + kind:04x}{h:08x}{i:04x}"
 
 
 def sysfs(g: str) -> str:
