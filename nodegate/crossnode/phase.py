@@ -198,6 +198,8 @@ class _Run:
             m = measure_nccl(rec, job.payload, len(job.hosts) * self._ranks(job.hosts), floors.min_size_bytes)
             checks = judge(m, floors, job.payload, self.best)
         row.metric, row.value, row.unit, row.checks = m.metric, m.value, m.unit, checks
+        if m.detail:
+            row.versions.setdefault("format", m.detail)
         row.verdict = combine(checks)
         if row.verdict is Outcome.PASS:
             offer_all(m, checks, job.payload if not job.hcas else "perftest", self.best)

@@ -316,6 +316,12 @@ def static_fabric(bundles: dict[str, Bundle], plan: dict[str, list[CableSpec]], 
         if discovered is not None:
             join_topology(ports, discovered)
         res.ports[node] = ports
+    for node in sorted(set(plan) & known - set(bundles)):
+        for c in plan[node]:
+            res.cables.append(CableRow(f"{node}:{c.hca}/{c.port}", f"{c.switch}:{c.switch_port}", Outcome.ERROR,
+                                       "no-evidence", f"{c.switch}:{c.switch_port}",
+                                       "no probe evidence from the node: the cable is not compared", c.rail,
+                                       source="cable plan"))
     for node, ports in res.ports.items():
         cables = plan.get(node, [])
         by_key = {(p.hca, p.port): p for p in ports}
