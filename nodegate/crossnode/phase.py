@@ -228,8 +228,14 @@ class _Run:
             if rec.setup_error:
                 abort = abort or f"{rec.launcher}: {rec.setup_error}"
                 ev = ""
+            elif self.replay:
+                ev = self.store.rel(job.job_id)
             else:
-                ev = self.store.write_job(job.job_id, self._job_meta(job), rec) if not self.replay else self.store.rel(job.job_id)
+                try:
+                    ev = self.store.write_job(job.job_id, self._job_meta(job), rec)
+                except OSError as e:   # safeio.LinkRefused: a link planted where evidence goes
+                    abort = abort or f"evidence of {job.job_id} not written: {e}"
+                    ev = ""
             row = self._judge(job, rec, ev)
             if rec.setup_error:
                 row.verdict, row.message = Outcome.ERROR, f"not launched: {rec.setup_error}"
@@ -314,6 +320,8 @@ class _Run:
                         out = self.run_round(jobs)
                         for j in jobs:
                             link_loc.record(j, out.get(j.job_id, False))
+        except OSError as e:   # plan.json refused (a link planted on the way): nothing launched
+            self.result.errors.append(f"evidence not written: {e}")
         except _Abort as e:
             self.result.errors.append(str(e))
             if not self.replay:
@@ -322,7 +330,10 @@ class _Run:
                     cancel([j for r in self.result.rounds[-1:] for j in r])
         self.rows(eligible, node_loc, link_loc)
         self.result.wall_s = time.monotonic() - t0
-        self.store.write_json("result.json", self.result.to_dict())
+        try:
+            self.store.write_json("result.json", self.result.to_dict())
+        except OSError as e:
+            self.result.errors.append(f"result.json not written: {e}")
         return self.result
 
     # ------------------------------------------------------------------ rows

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 _HCA = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.:;/@+ -]{1,128}$")   # switch names: node descriptions ("MF0;leaf-r0:MQM9700/U1")
 _BINARY = re.compile(r"^[A-Za-z0-9_./+-]{1,255}$")
-_ENV = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _SIZE = re.compile(r"^\d{1,12}[KMG]?$")
 _PARTITION = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
