@@ -17,6 +17,8 @@
  *   hang <node>                        the node's ranks never enter the collective (a real hang)
  *   dropout <node>                     the node's ranks exit(1) after the first size
  *
+ * NODEGATE_SHIM_SECONDS: how long the sweep takes (spread over its sizes; default 0.02 s a size), so a
+ * benchmark's jobs last as long as real ones.
  * A rank's node: NODEGATE_NODE, else SLURMD_NODENAME, else /etc/nodegate-node, else hostname.
  * Split: NCCL_TESTS_SPLIT="MOD k" / "AND m" (MPI_Comm_split, as common.cu). -a 3 reports the
  * slowest group (the largest time over all ranks, MPI_MAX).
@@ -242,7 +244,12 @@ int main(int argc, char **argv) {
         }
         sumbw += busbw;
         nrows++;
-        usleep(20000);
+        {
+            const char *secs = getenv("NODEGATE_SHIM_SECONDS");
+            int nsz = 0;
+            for (long long q = minb; q <= maxb; q *= factor) nsz++;
+            usleep(secs && *secs ? (useconds_t)(atof(secs) * 1e6 / (nsz ? nsz : 1)) : 20000);
+        }
         if (first && has("dropout", me)) { fprintf(stderr, "%s: rank %d lost its peer (dropout)\n", me, rank); fflush(stderr); _exit(1); }
         first = 0;
     }
