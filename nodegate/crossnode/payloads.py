@@ -127,6 +127,8 @@ def measure_nccl(rec: LaunchRecord, payload: str, expected_ranks: int, min_size:
     except ParseError as e:
         m.problems.append(f"output not readable: {e}")
         return m
+    if getattr(run, "version", None):
+        m.versions["nccl-tests"] = str(run.version)
     if not run.rows:
         m.problems.append("no result rows in the output (missing output)")
         return m

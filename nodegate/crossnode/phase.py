@@ -200,6 +200,8 @@ class _Run:
         row.metric, row.value, row.unit, row.checks = m.metric, m.value, m.unit, checks
         if m.detail:
             row.versions.setdefault("format", m.detail)
+        for k, v in m.versions.items():
+            row.versions.setdefault(k, v)
         row.verdict = combine(checks)
         if row.verdict is Outcome.PASS:
             offer_all(m, checks, job.payload if not job.hcas else "perftest", self.best)

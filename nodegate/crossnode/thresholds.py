@@ -51,6 +51,7 @@ class Measured:
     corruption: str = ""
     extra: list["Measured"] = field(default_factory=list)
     detail: str = ""
+    versions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
