@@ -24,6 +24,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +61,26 @@ class LaunchRequest:
 def _item(r) -> Item:
     status = "timeout" if r.timed_out else "ok"
     return Item(r.stdout, r.stderr, r.rc, status, round(r.exec_s, 3))
+
+
+def _record(launcher, req: "LaunchRequest") -> LaunchRecord:
+    rec = LaunchRecord(launcher.name, hosts=list(req.hosts), env=dict(req.env))
+    rec.setup_error = launcher.available() or ""
+    return rec
+
+
+def _execute(rec: LaunchRecord, req: "LaunchRequest", stop: threading.Event | None) -> None:
+    """Run ``rec.command`` in a process group of its own under the job's deadline; fill ``rec``."""
+    t0 = time.monotonic()
+    try:
+        r = _run_group(rec.command, req.deadline_s, stop)
+    except TransportError as e:   # the launcher binary could not be started
+        rec.setup_error = str(e)
+        return
+    rec.duration_s = time.monotonic() - t0
+    rec.items["launch"] = _item(r)
+    rec.timed_out = bool(r.timed_out and not (stop and stop.is_set()))
+    rec.interrupted = r.interrupted or ("stopped" if stop is not None and stop.is_set() else "")
 
 
 def _run_group(argv: list[str], deadline_s: float, stop: threading.Event | None, grace_s: float = GRACE_S):
@@ -135,36 +156,22 @@ class MpirunLauncher:
         return argv + req.argv
 
     def launch(self, req: LaunchRequest, stop: threading.Event | None = None) -> LaunchRecord:
-        rec = LaunchRecord(self.name, hosts=list(req.hosts), env=dict(req.env))
-        why = self.available()
-        if why:
-            rec.setup_error = why
+        rec = _record(self, req)
+        if rec.setup_error:
             return rec
-        # the hostfile lives with the job's evidence (hosts in rank order, one slot per rank)
+        # hosts in rank order, one slot per rank; written in a private directory (never through
+        # the evidence tree: safeio writes the job's copy there) and removed after the launch
         text = "".join(f"{req.addresses[h]} slots={req.ranks_per_node}\n" for h in req.hosts)
-        hostfile = (req.workdir or Path("/tmp")) / f"hostfile-{req.job_id}"
-        if req.workdir is not None:
-            req.workdir.mkdir(parents=True, exist_ok=True)
-        from .. import safeio
-        safeio.put(hostfile, text.encode())
-        rec.extra_files["hostfile"] = text.encode()
-        rec.command = self.command(req, hostfile)
-        t0 = time.monotonic()
+        tmp = tempfile.mkdtemp(prefix="nodegate-xn-")
+        hostfile = Path(tmp) / "hostfile"
         try:
-            r = _run_group(rec.command, req.deadline_s, stop)
-        except TransportError as e:
-            rec.setup_error = str(e)
-            return rec
+            hostfile.write_text(text)
+            rec.extra_files["hostfile"] = text.encode()
+            rec.command = self.command(req, hostfile)
+            _execute(rec, req, stop)
         finally:
-            try:
-                os.unlink(hostfile)
-            except OSError:
-                pass
-        rec.duration_s = time.monotonic() - t0
-        rec.items["launch"] = _item(r)
-        rec.timed_out = bool(r.timed_out and not (stop and stop.is_set()))
-        rec.interrupted = r.interrupted or ("stopped" if stop is not None and stop.is_set() else "")
-        err = r.stderr.decode("utf-8", "replace")
+            shutil.rmtree(tmp, ignore_errors=True)
+        err = b"".join(it.stderr for it in rec.items.values()).decode("utf-8", "replace")
         for m in _SSH_ERR.finditer(err):
             host = m.group("h1") or m.group("h2")
             node = next((h for h, a in req.addresses.items() if a == host), host)
@@ -244,23 +251,12 @@ class SrunLauncher:
         return argv + self.extra_args + req.argv
 
     def launch(self, req: LaunchRequest, stop: threading.Event | None = None) -> LaunchRecord:
-        rec = LaunchRecord(self.name, hosts=list(req.hosts), env=dict(req.env))
-        why = self.available()
-        if why:
-            rec.setup_error = why
+        rec = _record(self, req)
+        if rec.setup_error:
             return rec
         rec.command = self.command(req)
-        t0 = time.monotonic()
-        try:
-            r = _run_group(rec.command, req.deadline_s, stop)
-        except TransportError as e:
-            rec.setup_error = str(e)
-            return rec
-        rec.duration_s = time.monotonic() - t0
-        rec.items["launch"] = _item(r)
-        rec.timed_out = bool(r.timed_out and not (stop and stop.is_set()))
-        rec.interrupted = r.interrupted or ("stopped" if stop is not None and stop.is_set() else "")
-        err = r.stderr.decode("utf-8", "replace")
+        _execute(rec, req, stop)
+        err = b"".join(it.stderr for it in rec.items.values()).decode("utf-8", "replace")
         low = err.lower()
         if "invalid partition" in low:
             rec.setup_error = f"Slurm partition {self.partition!r} does not exist ({err.strip().splitlines()[0][:200]})"
@@ -331,7 +327,8 @@ class SshPairLauncher:
             if stop is not None and stop.is_set():
                 rec.interrupted = "stopped"
                 break
-            left = max(1.0, deadline_s - (time.monotonic() - t0))
+            start = time.monotonic()
+            left = max(1.0, deadline_s - (start - t0))
             ready = threading.Event()
             out: dict[str, Item] = {}
 
@@ -347,7 +344,7 @@ class SshPairLauncher:
             th.start()
             ready.wait(min(self.ready_wait_s, left))
             out["client"] = self._exec(client, cmds[f"{test}_client"], f"{job_id}-{test}-c",
-                                       max(1.0, left - (time.monotonic() - t0)), stop)
+                                       max(1.0, left - (time.monotonic() - start)), stop)
             th.join(left + self.connect_timeout + 10)
             rec.items[f"{test}_server"] = out.get("server", Item(b"", b"server did not finish", None, "timeout"))
             rec.items[f"{test}_client"] = out["client"]

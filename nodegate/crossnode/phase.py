@@ -132,6 +132,12 @@ class _Run:
                                     known_nodes=list(self.nodes))
         self.result.cables = list(self.static.cables)
         self.result.errors += [e for e in self.static.errors if "not in the inventory" in e]
+        # a node without one Active InfiniBand port cannot take part: not used as a partner
+        for n, ports in self.static.ports.items():
+            ib = [p for p in ports if p.ib]
+            if n in bundles and n not in self.excluded and not any((p.state or "").upper() == "ACTIVE" for p in ib):
+                down = ", ".join(f"{p.hca} {p.state or '?'}" for p in ib) or "no InfiniBand HCA"
+                self.excluded[n] = f"no Active InfiniBand port (ib.ports: {down})"
 
     # ------------------------------------------------------------------ jobs
     def _ranks(self, hosts) -> int:

@@ -150,3 +150,16 @@ def test_entry_point_plan_and_bad_input(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text("crossnode:\n  fabric: ib-ndr400\n  lanucher: mpirun\n")
     assert cli.main(["--nodes", str(tmp_path / "nodes.txt"), "--spec", str(tmp_path / "bad.yaml"), "--plan"]) == 2
     assert "lanucher" in capsys.readouterr().err
+
+
+def test_a_node_without_an_active_infiniband_port_is_not_used_as_a_partner(tmp_path):
+    from .helpers import Hca
+    ns = nodes(4)
+    ns[2].bundle = node_bundle("g2", [Hca("mlx5_0", 0, "leaf-r0", 3, state="DOWN"),
+                                      Hca("mlx5_1", 1, "leaf-r1", 3, state="DOWN")])
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r8", stages=("static", "nodes")), launcher=FakeLauncher(),
+                    evidence_dir=tmp_path)
+    g2 = res.node("g2")
+    assert g2.state is NodeState.NOT_USED and "no Active InfiniBand port" in g2.why and "mlx5_0 DOWN" in g2.why
+    assert not any("g2" in j.hosts for j in res.jobs)
+    assert [c.problem for c in res.cables if c.node_end.startswith("g2")] == ["down", "down"]
