@@ -80,10 +80,27 @@ class FabricFacts:
     @cached_property
     def ibstat_ports(self) -> list[IbPort] | None:
         """``ib.ibstat`` (ibstat): the same ports as infiniband-diags reports them; None when ibstat is
-        not installed (rc 127: sysfs is the evidence); EvidenceError when it ran and failed."""
+        not installed (rc 127: sysfs is the evidence); EvidenceError when it ran and failed (a non-zero
+        exit, or an ``ibpanic:``/``iberror:`` line), naming the tool's error and what its partial
+        output showed."""
         ev = self.bundle.get("ib.ibstat")
         if ev.status == "ok" and ev.rc == 127:
             return None
+        if ev.status == "ok":
+            # ibstat that stopped part-way (libibmad IBPANIC: exit 255 after the CAs it had read,
+            # corpus 116) is a failed run, never a short list of healthy ports
+            fails = ibstat.ibstat_failures(ev.text + "\n" + ev.err_text)
+            if ev.rc != 0 or fails:
+                shown = ""
+                try:
+                    ports = ibstat.parse_ibstat(ev.text)
+                    shown = f"; partial output before it stopped, not judged: {ibstat.describe_ports(ports)}" \
+                        if ports else ""
+                except NodegateError:
+                    shown = "; partial output unparsable"
+                why = fails[0] if fails else (ev.err_text.strip().splitlines() or [""])[0][:300]
+                raise EvidenceError("ib.ibstat", f"ibstat failed (exit code {ev.rc}" + (f": {why}" if why else "")
+                                    + f"){shown}")
         return self._parse("ib.ibstat", ibstat.parse_ibstat, self._text("ib.ibstat"))
 
     @cached_property

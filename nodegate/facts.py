@@ -155,6 +155,9 @@ class GpuFacts:
     link: PcieLink = field(default_factory=PcieLink)
     clocks_event_reasons: dict[str, BoolV] = field(default_factory=dict)  # canonical name -> active
     clocks_event_reasons_mask: IntV = None  # bitmask when the source gives one (CSV active / NVML)
+    # 535+ "Clocks Event Reasons Counters" (XML clocks_event_reasons_counters): canonical reason ->
+    # microseconds the reason was active since the driver loaded. History, never a current state.
+    clocks_event_reasons_counters: dict[str, IntV] = field(default_factory=dict)
     ecc_mode_current: BoolV = None
     ecc_mode_pending: BoolV = None
     ecc_volatile: EccCounters = field(default_factory=EccCounters)
@@ -418,7 +421,7 @@ class KernelEvent:
     """One kernel log record (continuation lines joined to ``text``).
 
     kind: ``xid``, ``fallen_off_bus``, ``rm_init_adapter_failed``, ``gsp_init_failed``,
-    ``api_mismatch``, ``requires_open``, ``probe_not_called``, ``persistence_legacy``,
+    ``api_mismatch``, ``requires_open``, ``open_unsupported_gpu``, ``probe_not_called``, ``persistence_legacy``,
     ``loading_banner``, ``module_license`` ("nvidia: module license 'NVIDIA' taints kernel.",
     details ``license``), ``drm_initialized`` ("[drm] Initialized nvidia-drm ... for <bdf>"),
     ``other``. ``bus_id`` normalised when the line names one.

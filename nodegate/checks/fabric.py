@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..facts import NA, GpuFacts
 from ..outcomes import Result
-from ..spec.links import nvswitch_expectation
+from ..spec.links import EXTERNAL, nvswitch_expectation
 from ..spec.skus import sku_profile
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
@@ -106,8 +106,10 @@ def fabric_state(facts, spec, gpu) -> Result:
                    "never enumerated: check the BMC/SEL and the kernel log), then reboot and check again.",
        rule="The NVIDIA PCI functions of class 0x0680 (NVSwitch bridges) number nvswitch.count, else what the SKU "
             "profile gives for the node's GPU count (HGX A100 8-GPU 6, HGX H100/H200 8-GPU 4, 4-GPU boards and "
-            "single GPUs 0, PCIe boards 0). No expectation (unknown SKU, B200/B300 whose NVLink switch chips are "
-            "not host PCI functions, an unlisted GPU count) -> ERROR asking for nvswitch.count.")
+            "single GPUs 0, PCIe boards 0). A SKU whose NVLink switches sit outside the node (skus.yaml "
+            "nvswitches: external, GB200 NVL72 compute trays) -> SKIP naming it, FAIL if NVSwitch functions "
+            "appear. No expectation (unknown SKU, B200/B300 whose NVLink switch chips are not host PCI "
+            "functions, an unlisted GPU count) -> ERROR asking for nvswitch.count.")
 def nvswitch_count(facts, spec) -> Result:
     spec = spec_or_default(spec)
     seen = facts.nvswitches
@@ -119,6 +121,17 @@ def nvswitch_count(facts, spec) -> Result:
               "function of class 0x0680", evidence_keys=("pci.nvswitch",))
     if exp is None:
         return Result.errored(f"no expected NVSwitch count ({src})", "", obs, **kw)
+    if exp == EXTERNAL:
+        # a GB200 NVL72 compute tray (corpus 121): the NVLink switch chips live in the rack's switch
+        # trays, managed off-node; the GPUs' registration with that fabric is NG-FAB-001's
+        expected = f"no local NVSwitch ({src})"
+        if seen:
+            return Result.failed(expected, obs, f"{len(seen)} NVSwitch function(s) on a node whose SKU has its "
+                                 "NVLink switches outside the node: the spec or the board is not what it should be",
+                                 **kw)
+        return Result.skipped(f"nvswitch.count unset and {src}: this system's NVLink switches are in separate "
+                              "switch trays, not PCI functions of this node (the GPUs' fabric registration is "
+                              "NG-FAB-001)", expected, obs, **kw)
     expected = f"{exp} NVSwitch(es) ({src})"
     if len(seen) < exp:
         return Result.failed(expected, obs, f"NVSwitch missing: {len(seen)} of {exp} present", **kw)

@@ -14,13 +14,19 @@ from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
 
 _KEYS = ("ib.ports", "ib.ibstat")
+#: reasons of an ibstat item that was never gathered (an older probe, a bug report): sysfs alone decides
+_ABSENT = ("evidence not collected", "evidence not in the bug report", "not collected")
 
 
 def _ports(facts) -> list:
     """sysfs ports; ibstat's when sysfs lists none. Raises EvidenceError when the two disagree on a
     port's state (contradictory evidence is ERROR, never a choice)."""
     ports = facts.ib_ports
-    ibs, _ = optional(facts, "ibstat_ports")
+    ibs, ierr = optional(facts, "ibstat_ports")
+    if ierr is not None and not ierr.reason.startswith(_ABSENT):
+        # ibstat ran and failed (corpus 116: ibpanic after 8 complete CAs, exit 255): the cross-check
+        # was not made and a device vanished while it enumerated: ERROR, never the sysfs PASS alone
+        raise ierr
     if ibs:
         by = {(p.device, p.port): p for p in ports}
         clash = [f"{q.device} port {q.port}: sysfs {fmt(by[(q.device, q.port)].state)}, ibstat {fmt(q.state)}"
@@ -77,7 +83,8 @@ def _expected(spec) -> str:
             "state ACTIVE, phys_state LinkUp, at least ib.rate_gbps (e.g. 400 for NDR), and at least ib.ports of "
             "them are. Ethernet-layer (RoCE) functions are ignored unless named. Read from "
             "/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}; ibstat cross-checks where "
-            "installed (a disagreement is ERROR). No InfiniBand port and ib.ports unset -> SKIP naming ib.ports.")
+            "installed (a disagreement is ERROR; ibstat that failed or stopped part-way, e.g. 'ibpanic' exit 255, is "
+            "ERROR naming it). No InfiniBand port and ib.ports unset -> SKIP naming ib.ports.")
 def infiniband_ports(facts, spec) -> Result:
     spec = spec_or_default(spec)
     ports = _ports(facts)

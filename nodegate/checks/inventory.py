@@ -22,7 +22,8 @@ def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[st
         if e.bus_id and (e.kind == "fallen_off_bus" or (e.kind == "xid" and e.xid == 79)) and \
                 not any(same_bus(e.bus_id, s) for s in seen):
             lost.setdefault(e.bus_id, "fell off the bus (kernel log" + (f" Xid {e.xid})" if e.xid else ")"))
-        if e.bus_id and e.kind in ("rm_init_adapter_failed", "gsp_init_failed", "requires_open") and \
+        if e.bus_id and e.kind in ("rm_init_adapter_failed", "gsp_init_failed", "requires_open",
+                                   "open_unsupported_gpu") and \
                 not any(same_bus(e.bus_id, s) for s in seen):
             lost.setdefault(e.bus_id, f"failed to initialise (kernel log: {e.kind})")
     bound, berr = optional(facts, "driver_gpus")

@@ -15,6 +15,7 @@ FAIL_KINDS = {
     "gsp_init_failed": "GSP firmware failed to boot",
     "api_mismatch": "NVRM API mismatch (kernel module vs client versions)",
     "requires_open": "GPU requires the NVIDIA open kernel modules",
+    "open_unsupported_gpu": "the open kernel module refuses this GPU ('only ready for use on Data Center GPUs')",
     "probe_not_called": "NVIDIA probe routine not called (another driver such as nouveau owns the device)",
 }
 
@@ -79,7 +80,8 @@ def _disabled(spec) -> Result | None:
 
 _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, reboot, reseat/replace riser or GPU, "
                 "RMA when row remapping failed); API mismatch: reboot so module and user space match; nouveau: "
-                "blacklist it and rebuild the initramfs; requires open: install the open kernel modules.")
+                "blacklist it and rebuild the initramfs; requires open: install the open kernel modules; open refused: the "
+                "proprietary modules (or NVreg_OpenRmEnableUnsupportedGpus=1).")
 
 
 @check(id="NG-LOG-001", name="kernel_log_node", title="No driver failures in the kernel log (node-wide)",
@@ -89,7 +91,7 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
             "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), an NVSwitch SXid that "
             "its catalog fails (nodegate/data/sxid.yaml from the Fabric Manager User Guide), 'has fallen off the "
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
-            "modules', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
+            "modules', 'Open nvidia.ko is only ready for use on Data Center GPUs', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
             "empty item without the probe's source line, and a log the probe cut with a deciding line lost "
             "(it keeps every such line wherever it is, and records seen/kept lines).")
 def kernel_log_node(facts, spec) -> Result:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import EvidenceError
 from ..facts import NA
 from ..outcomes import Result
+from ..parsers.nvlink_status import NO_NVLINK
 from ..spec.links import nvlink_expectation
 from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, skip_by_spec, spec_or_default
@@ -56,6 +57,12 @@ def _preconditions(spec, g, name, block, key, what: str) -> Result | None:
         if spec.nvlink.mig == "not_verified":
             return skip_by_spec("nvlink.mig", "not_verified", why, **kw)
         return Result.errored(why, f"{what} (nvlink.mig=error)", "MIG mode", **kw)
+    if ex.links is None and block is not None and block.status == "none" and NO_NVLINK.search(block.message or ""):
+        # no SKU profile or spec value, but the driver itself says the GPU has no NVLink (a PCIe
+        # board: corpus 119, "Device does not have or support Nvlink"); links that exist but are
+        # down print '<inactive>' lines instead, never this sentence
+        return skip_by_spec("nvlink.links", "unset", f"{name}: the driver reports no NVLink on this GPU "
+                            f"({block.message!r}; {ex.source})", **kw)
     if ex.links is None:
         return Result.errored(f"{name}: no expected NVLink count ({ex.source}): set nvlink.links (0 when the GPU "
                               "has no NVLink)", "", **kw)
@@ -81,7 +88,8 @@ def _fmt_speed(x: float) -> str:
             "18 x 26.562 GB/s, B200 18 x 50 GB/s, B300 18 x 53.125 GB/s) is up (not <inactive>) at least at the "
             "per-link speed. nvlink.links=0 (PCIe boards, VMs) -> SKIP; MIG mode (driver refuses NVLink queries) "
             "-> SKIP when nvlink.mig=not_verified (default), ERROR when error; no NVLink reported or no expected "
-            "count -> ERROR, never PASS. Source: NVML where the node has it, else nvidia-smi nvlink -s.")
+            "count -> ERROR, never PASS; without a spec/SKU count, the driver's own 'Device does not have or support "
+            "Nvlink' -> SKIP naming nvlink.links. Source: NVML where the node has it, else nvidia-smi nvlink -s.")
 def nvlink_links(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)

@@ -42,8 +42,9 @@ def _ev(g, act=None) -> str:
        remediation="Move the GPU to a slot/riser of the specified generation and width, or fix the BIOS link "
                    "setting (a Gen5 GPU in a Gen4 slot reports Max 4).",
        rule="max_link_gen (else max_device_link_gen) and max_link_width >= pcie.gen/pcie.width (default from the "
-            "SKU profile). Host Max N/A (VMs) is never a failure by itself. No expected link (unknown SKU, no "
-            "spec) -> ERROR asking for pcie.gen/pcie.width.")
+            "SKU profile). Host Max N/A (VMs) is never a failure by itself; a host max below the device max "
+            "(a Gen5 GPU in a Gen4 slot: Max 4) FAILs naming the host as the limit. No expected link (unknown "
+            "SKU, no spec) -> ERROR asking for pcie.gen/pcie.width.")
 def pcie_link_capability(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     g = gpu_for(facts, gpu)
@@ -61,8 +62,22 @@ def pcie_link_capability(facts, spec, gpu) -> Result:
         return Result.errored(f"{name}: max link not reported ({obs})", expected, obs, **kw)
     if gen < ex.pcie_gen or width < ex.pcie_width:
         return Result.failed(expected, obs, f"{name}: link capability {_link_str(gen, width)} below "
-                             f"{_link_str(ex.pcie_gen, ex.pcie_width)}", **kw)
+                             f"{_link_str(ex.pcie_gen, ex.pcie_width)}{_capped_by(lk, gen)}", **kw)
     return Result.passed(expected, obs, **kw)
+
+
+def _capped_by(lk, gen: int) -> str:
+    """Which end limits the link generation, where the driver reports both (R550+ XML
+    max_device_link_gen / max_host_link_gen, -q 'Device Max' / 'Host Max'; ``Max`` is the lower
+    of the two): ': the GPU supports Gen5, the host (slot, riser or root port) caps it at Gen4'
+    (corpus 011: an RTX PRO 6000 Blackwell in a Gen4 slot). '' when unknown (Host Max N/A in VMs)."""
+    dev, host = _num(lk.device_max_gen), _num(lk.host_max_gen)
+    if dev is not None and host is not None and host < dev and host == gen:
+        return (f": the GPU supports Gen{dev} (max_device_link_gen), the host caps it at Gen{host} "
+                "(max_host_link_gen: slot, riser or root port)")
+    if dev is not None and dev == gen and (host is None or host >= dev):
+        return f": the GPU itself reports Gen{dev} as its maximum (max_device_link_gen)"
+    return ""
 
 
 @check(id="NG-PCIE-002", name="pcie_link_trained", title="PCIe link trained at spec",

@@ -10,6 +10,7 @@ from ..spec import expectations
 from . import check
 from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
 from ..parsers.persistenced import option_spellings, parse_daemon_argv
+from ..parsers.systemd import effective_exec_start
 
 _UNIT = "nvidia-persistenced.service"
 
@@ -183,7 +184,9 @@ def _differences(dropin: list[str], effective: list[str]) -> list[str]:
             "(--persistence-mode by default, which is also the daemon's default without either flag; never "
             "--no-persistence-mode with persistence.mode=daemon), "
             "--verbose and --group optional, anything else only when listed in persistence.extra_flags; "
-            "duplicate lines (override appended twice) FAIL. The effective ExecStart from systemctl show "
+            "duplicate lines (override appended twice) FAIL; so do unit files that resolve to more than one "
+            "command (an empty ExecStart= resets the list, systemd.service(5): a second drop-in without it makes "
+            "systemd refuse the unit). The effective ExecStart from systemctl show "
             "(ground truth) is that whole command line (a flag that differs is named), and DropInPaths lists "
             "the drop-in (not reported -> ERROR).")
 def persistenced_dropin(facts, spec) -> Result:
@@ -223,6 +226,12 @@ def persistenced_dropin(facts, spec) -> Result:
         diff = _differences(d_argv, e_argv) if cmds else []
         if diff:
             problems.append("effective ExecStart differs from the drop-in (daemon-reload not done?): " + "; ".join(diff))
+    merged, typ = effective_exec_start(files)
+    if len(merged) > 1 and (typ or "simple") != "oneshot":
+        # systemd refuses such a unit on its next load ("Service has more than one ExecStart= setting,
+        # which is only allowed for Type=oneshot services"): e.g. a second drop-in without the reset
+        problems.append(f"the unit files resolve to {len(merged)} ExecStart= commands (Type={typ or 'simple'} "
+                        "allows one: systemd refuses the unit at its next daemon-reload)")
     listed = path in (unit.drop_in_paths or [])
     if not listed and "DropInPaths" not in unit.raw:  # cannot tell whether systemd loaded the drop-in at all
         return Result.errored("DropInPaths not reported by systemctl show: cannot tell whether systemd uses "

@@ -119,6 +119,14 @@ def parse(form: str, text: str | bytes):
 
 
 _LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?\s*$")
+# one `lspci` line: [domain:]bus:dev.fn <class name>: <description>
+_LSPCI_PLAIN = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] \w[\w ./-]{0,60}: \S")
+
+
+def lines_all(text: str, rx) -> bool:
+    """Every non-blank line of ``text`` matches ``rx`` (and there is one)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and all(rx.match(ln) for ln in lines)
 
 
 def guess_form(text: str) -> str:
@@ -133,7 +141,8 @@ def guess_form(text: str) -> str:
     if re.search(r"^\s+Link \d+: [A-Za-z ]+ Errors: ", text, re.M):
         return "nvlink_errors"
     if re.search(r"^\s+Link \d+: (?:\d+(?:\.\d+)? ?GB/s|<inactive>)\s*$", text, re.M) or \
-            re.search(r"Nvlink queries are not supported for Devices in MIG mode", text):
+            re.search(r"Nvlink queries are not supported for Devices in MIG mode|"
+                      r"Device does not have or support Nvlink", text, re.I):
         return "nvlink_status"
     if re.search(r"^CA '[^']+'\s*$", text, re.M):
         return "ibstat"
@@ -144,6 +153,8 @@ def guess_form(text: str) -> str:
     if smi_error.parse_smi_error(text) is not None:
         return "smi_error"
     if "LnkCap:" in text or "LnkSta:" in text:
+        return "lspci"
+    if lines_all(text, _LSPCI_PLAIN):   # plain `lspci` / `lspci -D` (corpus 121): the same stanza lines
         return "lspci"
     if "==> /sys/" in text:
         return "sysfs_tail"

@@ -202,6 +202,7 @@ _FIELDS = (
     ("pstate", lambda g: _str(g.get("performance_state"))),
     ("link", lambda g: _link(g)),
     ("clocks_event_reasons", lambda g: _reasons(g)),
+    ("clocks_event_reasons_counters", lambda g: _reason_counters(g)),
     ("ecc_mode_current", lambda g: V.bool_value(g.get("ecc_mode", "current_ecc"), field="current_ecc")),
     ("ecc_mode_pending", lambda g: V.bool_value(g.get("ecc_mode", "pending_ecc"), field="pending_ecc")),
     ("ecc_volatile", lambda g: _errs_block(g, "volatile")),
@@ -292,6 +293,36 @@ def _reasons(g: TNode) -> dict:
             if name in out and out[name] != v:   # one reason twice with two values: contradictory
                 raise ParseError(f"{node.name}: {name} given twice ({out[name]} and {v})")
             out[name] = v
+    return out
+
+
+#: clocks_event_reasons_counters_<suffix> (nvsmi_device_v13.dtd; -q "Clocks Event Reasons Counters",
+#: translated by smi_text) -> canonical reason name (CLOCKS_EVENT_BITS)
+COUNTER_REASONS = {"sw_power_cap": "sw_power_cap", "sync_boost": "sync_boost",
+                   "sw_therm_slowdown": "sw_thermal_slowdown", "hw_therm_slowdown": "hw_thermal_slowdown",
+                   "hw_power_brake": "hw_power_brake_slowdown"}
+_COUNTER_PREFIX = "clocks_event_reasons_counters_"
+
+
+def _reason_counters(g: TNode) -> dict:
+    """``clocks_event_reasons_counters`` (535+): reason -> microseconds active since the driver
+    loaded (``25483012608 us``), NA where unsupported. Cumulative history: a large SW power cap
+    counter on an idle GPU is no active reason (corpus 011, 119). {} when the block is absent."""
+    node = g.at("clocks_event_reasons_counters")
+    out: dict = {}
+    if node is None:
+        return out
+    for c in node.children:
+        suffix = c.name[len(_COUNTER_PREFIX):] if c.name.startswith(_COUNTER_PREFIX) else c.name
+        name = COUNTER_REASONS.get(suffix)
+        if name is None:
+            continue   # a counter a later driver adds: not read until a check needs it
+        if name in out:
+            raise ParseError(f"clocks_event_reasons_counters: {suffix} given twice (contradictory)")
+        v = V.int_value(c.value, field=c.name)
+        if isinstance(v, int) and v < 0:
+            raise ParseError(f"{c.name}: negative duration {v}")
+        out[name] = v
     return out
 
 

@@ -97,6 +97,8 @@ def _form_for(cmd: str, text: str) -> str:
     from . import guess_form
     tool = cmd.split()[1] if cmd.startswith("sudo ") else cmd.split()[0]
     if tool == "nvidia-smi":
+        if re.search(r"\snvlink\b", cmd):   # nvlink -s|--status, nvlink -e|--errorcounters (corpus 106, 119)
+            return "nvlink_errors" if re.search(r"\s(?:-e|--errorcounters)\b", cmd) else "nvlink_status"
         if " -q" in cmd and "-x" not in cmd:
             return "smi_text"
         if "--query" in cmd:

@@ -20,7 +20,9 @@ its own timestamp. Joined text is separated by single spaces.
 Kinds (NVIDIA Xid catalog and NVRM messages seen in corpus/): ``xid`` (``xid`` number, bus id from
 ``Xid (PCI:0000:19:00): 48``), ``fallen_off_bus``, ``rm_init_adapter_failed`` (details ``code``
 e.g. ``0x62:0x65:1792``), ``gsp_init_failed``, ``api_mismatch`` (details ``client_version``,
-``kernel_version``), ``requires_open`` (details ``pci_id``), ``probe_not_called`` (details
+``kernel_version``), ``requires_open`` (details ``pci_id``), ``open_unsupported_gpu`` ("Open
+nvidia.ko is only ready for use on Data Center GPUs": the open module refused a GeForce or
+workstation GPU, bug report 204), ``probe_not_called`` (details
 ``count``), ``persistence_legacy``, ``loading_banner`` (details ``flavor``, ``version``),
 ``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``sxid`` (NVSwitch:
 ``nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 ...`` or ``..., Fatal, Link 28 ...``;
@@ -70,6 +72,7 @@ _TS = [
     # talosctl dmesg: "<node>: <facility>: <level, right-aligned>: [<RFC3339Nano>]: "
     re.compile(r"^(?P<host>[\w.:-]{1,64}): [a-z]{2,8}:\s{0,8}[a-z]{2,8}: \[(?P<ts>[0-9T:.,+Z-]{10,40})\]:\s?"),
 ]
+_UPTIME = re.compile(r"^\[\s*\d{1,10}\.\d{1,9}\]\s?")
 _BUS = re.compile(r"(?:PCI:)?\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\b")
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<xid>\d+)")
 _RMINIT = re.compile(r"RmInitAdapter failed!(?: \((?P<code>0x[0-9a-fA-F]+:0x[0-9a-fA-F]+:\d+)\))?")
@@ -77,6 +80,10 @@ _API = re.compile(r"API mismatch: the client has the version (?P<client>[0-9][\w
                   r"this kernel module has the version (?P<kernel>[0-9][\w.-]*?)\.?(?:\s|$)")
 _REQ_OPEN = re.compile(r"requires use of the NVIDIA open kernel modules")
 _PCI_ID = re.compile(r"PCI ID: ([0-9a-fA-F]{4}:[0-9a-fA-F]{4})")
+# the inverse flavour mismatch: the open module (515-555) refuses a GeForce/workstation GPU unless
+# NVreg_OpenRmEnableUnsupportedGpus=1 (NVIDIA driver README "Open Linux Kernel Modules"; bug report 204:
+# a GTX 1650 Ti laptop under 525, followed by RmInitAdapter failed)
+_OPEN_UNSUPPORTED = re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs")
 _PROBE = re.compile(r"probe routine was not called for (?P<n>\d+) device")
 _GSP = re.compile(r"Cannot initialize GSP firmware RM|_kgspBootGspRm|kgspWaitForGfwBootOk|"
                   r"failed to wait for GFW_?BOOT|GSP firmware .*fail", re.I)
@@ -179,6 +186,10 @@ def _strip(raw: str) -> tuple[str | None, str, bool]:
         m = rx.match(line)
         if m:
             rest = line[m.end():]
+            if m.groupdict().get("host") is not None:
+                # syslog files keep the kernel's own uptime stamp after 'kernel:' (kern.log: 'Mar 13 21:36:59 hx
+                # kernel: [    6.311007] NVRM: ...', bug report 204): the record starts after it
+                rest = _UPTIME.sub("", rest, count=1)
             ident = m.groupdict().get("ident")
             if ident and not ident.startswith("kernel"):
                 rest = f"{ident}: {rest}"
@@ -246,6 +257,8 @@ def _classify(ts: str | None, msg: str) -> KernelEvent:
         ev.kind = "requires_open"
         if m := _PCI_ID.search(msg):
             ev.details["pci_id"] = m.group(1).lower()
+    elif _OPEN_UNSUPPORTED.search(msg):
+        ev.kind = "open_unsupported_gpu"
     elif m := _PROBE.search(msg):
         ev.kind, ev.details = "probe_not_called", {"count": m.group("n")}
     elif "Persistence mode is deprecated" in msg:

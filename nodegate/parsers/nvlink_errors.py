@@ -36,7 +36,7 @@ from ..errors import ParseError
 from ..facts import GpuNvLinks, NvLink
 from . import _values as V
 from ._limits import check_gpu_count, number
-from .nvlink_status import _MAX_LINKS, _MIG, _PROMPT, MAX_CHARS, gpu_header
+from .nvlink_status import _MAX_LINKS, _MIG, _PROMPT, MAX_CHARS, NO_NVLINK, gpu_header
 
 # linear: the name cannot hold ':' (greedy = lazy here) and the value is stripped in code (the
 # former ``:\s*(?P<v>\S.*?)\s*$`` backtracked quadratically over a run of spaces)
@@ -99,6 +99,9 @@ def parse_nvlink_errors(text: str | bytes) -> list[GpuNvLinks]:
             continue
         if _MIG.search(ln):
             g.status, g.message = "mig", ln.strip()
+            continue
+        if NO_NVLINK.search(ln) and not g.links:   # a PCIe board (corpus 119): as nvlink_status
+            g.status, g.message = "none", ln.strip()[:300]
             continue
         g.status, g.message = ("unsupported" if not g.links else g.status), ln.strip()[:300]
     return out

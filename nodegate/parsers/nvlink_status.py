@@ -10,7 +10,8 @@ integer on A100, ``25 GB/s``; three decimals on V100/H100/B300, ``25.781``/``26.
 ``Link <k>: <inactive>`` for a link that is down. Indentation is 9 spaces or a tab and a space.
 A GPU in MIG mode prints ``Nvlink queries are not supported for Devices in MIG mode`` after its
 header (corpus 120); a GPU the driver reports no NVLink for prints its header and nothing else,
-or nothing at all (the H200 VM capture: rc 0, empty output). A pasted shell prompt line
+``Device does not have or support Nvlink`` (a PCIe board, corpus 119: status ``none`` with that
+message), or nothing at all (the H200 VM capture: rc 0, empty output). A pasted shell prompt line
 (``user@host:~$ nvidia-smi nvlink --status``) and ``#`` comment lines are skipped. Sources: corpus 106 (A100), 108 (B300),
 120 (MIG); public DGX-1 V100 outputs (``Tesla V100-SXM2-32GB``, 6 x 25.781 GB/s).
 
@@ -47,6 +48,8 @@ _LINK = re.compile(r"^\s+Link (?P<k>\d{1,20}): (?P<v>.*)$")
 _SPEED = re.compile(r"^(?P<n>\d+(?:\.\d+)?) ?GB/s$")
 _PROMPT = re.compile(r"^\S*[$#] .*nvidia-smi")
 _MIG = re.compile(r"not supported for Devices in MIG mode", re.I)
+# the driver's answer for a GPU without NVLink (PCIe boards: corpus 119, L40S 595.80); status "none"
+NO_NVLINK = re.compile(r"does not have or support Nvlink", re.I)
 
 
 def parse_nvlink_status(text: str | bytes) -> list[GpuNvLinks]:
@@ -75,6 +78,9 @@ def parse_nvlink_status(text: str | bytes) -> list[GpuNvLinks]:
             continue
         if _MIG.search(ln):
             g.status, g.message = "mig", ln.strip()
+            continue
+        if NO_NVLINK.search(ln) and not g.links:
+            g.status, g.message = "none", ln.strip()[:300]
             continue
         # any other line inside a block is the tool's own refusal or error for that GPU
         g.status, g.message = ("unsupported" if not g.links else g.status), ln.strip()[:300]

@@ -84,6 +84,15 @@ _CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
     "clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
     "max_clocks": {"graphics": "graphics_clock", "sm": "sm_clock", "memory": "mem_clock", "video": "video_clock"},
     "gpu_power_readings": {"instantaneous power draw": "instant_power_draw"},
+    # 535+ "Clocks Event Reasons Counters" (microseconds since driver load): the -q labels differ
+    # from the reason lines above ("SW Power Capping", "HW Power Braking"); XML names from v13's DTD
+    "clocks_event_reasons_counters": {
+        "sw power capping": "clocks_event_reasons_counters_sw_power_cap",
+        "sync boost": "clocks_event_reasons_counters_sync_boost",
+        "sw thermal slowdown": "clocks_event_reasons_counters_sw_therm_slowdown",
+        "hw thermal slowdown": "clocks_event_reasons_counters_hw_therm_slowdown",
+        "hw power braking": "clocks_event_reasons_counters_hw_power_brake",
+    },
 }
 
 # "Clocks Event Reasons" / "Clocks Throttle Reasons" lines -> NVML reason names.

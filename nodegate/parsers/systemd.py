@@ -23,6 +23,7 @@ Schema::
     parse_systemctl_status(text) -> SystemdUnit (states, fragment_path, main_pid only)
     parse_unit_text(path, text)  -> UnitFile(path, exec_start=[str], user, type, text)
     parse_unit_files(text)       -> [UnitFile, ...]
+    effective_exec_start(files)  -> (["/usr/bin/nvidia-persistenced --verbose"], type)  # what systemd runs
 
 Example::
 
@@ -200,3 +201,28 @@ def parse_unit_files(text: str | bytes) -> list[UnitFile]:
             continue
         files[-1][1].append(ln)
     return [parse_unit_text(p, "\n".join(body).strip("\n") + "\n") for p, body in files]
+
+
+def effective_exec_start(files: list[UnitFile]) -> tuple[list[str], str | None]:
+    """The ``ExecStart=`` commands systemd builds from a unit file and its drop-ins, and the unit's
+    ``Type=``: assignments accumulate in load order (the unit file, then the drop-ins sorted by
+    file name whatever directory they are in; one name in several directories: the first listed
+    wins, as /etc shadows /run and /usr/lib), and an empty ``ExecStart=`` resets the list
+    (systemd.unit(5) "[Unit] Section Options", systemd.service(5) ``ExecStart=``). A reset is never
+    a command: ``ExecStart=`` then one command is one command (corpus 036), the classic ``tee -a``
+    twice is two. Files whose path has no ``.d/`` are unit files; the rest drop-ins."""
+    units = [f for f in files if ".d/" not in f.path]
+    seen: dict[str, UnitFile] = {}
+    for f in files:
+        if ".d/" in f.path:
+            seen.setdefault(f.path.rsplit("/", 1)[-1], f)
+    cmds: list[str] = []
+    typ: str | None = None
+    for f in units[:1] + [seen[k] for k in sorted(seen)]:
+        for v in f.exec_start:
+            if v.strip():
+                cmds.append(v)
+            else:
+                cmds = []
+        typ = f.type or typ
+    return cmds, typ

@@ -47,10 +47,15 @@ def nvlink_expectation(spec, gpu) -> NvlinkExpectation:
     return NvlinkExpectation(links, gbps, src)
 
 
-def nvswitch_expectation(spec, gpus) -> tuple[int | None, str]:
+#: nvswitch_expectation's answer for a SKU whose NVLink switches are outside the node (skus.yaml)
+EXTERNAL = "external"
+
+
+def nvswitch_expectation(spec, gpus) -> tuple[int | str | None, str]:
     """NVSwitch PCI functions expected: ``nvswitch.count``, else the SKU profile's ``nvswitches``
     for the node's GPU count (spec ``gpu.count`` when set: the board as designed, else the GPUs
-    seen), of the node's most common SKU. ``gpus``: list of GpuFacts or None (unreadable)."""
+    seen), of the node's most common SKU; ``EXTERNAL`` when the SKU's NVLink switches are not this
+    node's PCI functions (GB200 NVL72 compute trays). ``gpus``: list of GpuFacts or None (unreadable)."""
     if spec.nvswitch.count is not None:
         return spec.nvswitch.count, "spec nvswitch.count"
     ids = Counter(_device_id(spec, g) for g in (gpus or []))
@@ -62,6 +67,8 @@ def nvswitch_expectation(spec, gpus) -> tuple[int | None, str]:
         return None, f"no SKU profile for device id {dev or 'unknown'}: set nvswitch.count"
     if not sku.nvswitches:
         return None, f"{_label(sku)} gives no NVSwitch count: set nvswitch.count"
+    if sku.nvswitches == EXTERNAL:
+        return EXTERNAL, f"{_label(sku)} nvswitches: external"
     if "*" in sku.nvswitches:
         return sku.nvswitches["*"], f"{_label(sku)} (any GPU count)"
     if n is None or str(n) not in sku.nvswitches:

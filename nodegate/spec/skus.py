@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,7 +34,9 @@ class SkuProfile(BaseModel):
     # driver (a branch "550" or a version) the SKU needs. None = not known: set it in the spec.
     nvlink_links: Optional[int] = None
     nvlink_gbps: Optional[float] = None
-    nvswitches: Optional[dict[str, int]] = None
+    # "external": the system's NVLink switches are not PCI functions of this node at all (GB200 NVL72
+    # compute trays: the switch chips sit in separate NVLink switch trays, corpus 121)
+    nvswitches: Optional[Union[dict[str, int], Literal["external"]]] = None
     min_driver: Optional[str] = None
     source: str
 

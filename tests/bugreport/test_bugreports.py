@@ -23,6 +23,7 @@ from . import synth
 LOGS = Path(__file__).resolve().parents[1] / "bugreports"
 L202 = next(LOGS.glob("202-*.log"))
 L203 = next(LOGS.glob("203-*.log"))
+L204 = next(LOGS.glob("204-*.log"))
 DESKTOP = {"ecc": {"required": False}}     # the README: desktop/workstation logs; ECC is not part of their spec
 
 
@@ -49,10 +50,25 @@ def f203():
     return facts(L203)
 
 
+@pytest.fixture(scope="module")
+def f204():
+    return facts(L204)
+
+
+def test_bug_reports_copied_byte_exact():
+    shared = Path(__file__).resolve().parents[3] / "shared" / "bugreports"
+    if not shared.is_dir():
+        pytest.skip(f"{shared} absent (a clone without ../shared): nothing to compare the copies with")
+    names = sorted(p.name for p in shared.glob("*.log"))
+    assert sorted(p.name for p in LOGS.glob("*.log")) == names
+    for name in names:
+        assert (LOGS / name).read_bytes() == (shared / name).read_bytes(), name
+
+
 def test_every_bug_report_copy_has_a_verdict_test():
     names = {p.name[:3] for p in LOGS.glob("*.log")}
     src = Path(__file__).read_text()
-    assert names == {"202", "203"}
+    assert names == {"202", "203", "204"}
     assert all(f"def test_{n}_" in src for n in names)
 
 
@@ -172,6 +188,112 @@ def test_203_clocks_ecc_kernel_log_count(f203):
     assert run("NG-LOG-001", f203).outcome is Outcome.PASS
     assert run("NG-LOG-002", f203).outcome is Outcome.PASS
     assert run("NG-INV-001", f203).outcome is Outcome.PASS
+
+
+# ------------------------------------------------------------------ 204: GTX 1650 Ti laptop, 525.85.05
+def test_204_sections_node_and_version(f204):
+    secs = split_sections(read_log(L204))
+    assert len([s for s in secs if s.kind != "text"]) == 108                 # header: "108 sections"
+    assert bug_report_version(secs) == "32263591"
+    assert (f204.node, f204.kernel_release, f204.gpu_source, len(f204.gpus)) == ("hx", "5.14.0-1058-oem", "smi_text", 1)
+    assert f204.gpus[0].name == "NVIDIA GeForce GTX 1650 Ti with Max-Q Design"
+
+
+def test_204_driver_stack_and_vermagic_pass(f204):
+    r = run("NG-DRV-001", f204)
+    assert (r.outcome, r.observed) == (Outcome.PASS, "kernel module 525.85.05, NVML 525.85.05")
+    # header: "vermagic = uname -r (DKMS build; its make.log is removed here)": the log has no dkms status, its
+    # modinfo section is the vermagic line only: modinfo resolved a file for the booted kernel, unnamed
+    r = run("NG-DKMS-001", f204, spec(driver={"install": "precompiled"}))
+    assert r.outcome is Outcome.PASS
+    assert r.observed == ("filename none, vermagic 5.14.0-1058-oem SMP mod_unload modversions (file name not in the "
+                          "evidence: modinfo's vermagic line only)")
+    r = run("NG-DKMS-001", f204, spec(driver={"install": "dkms"}))
+    assert (r.outcome, r.message.startswith("evidence not in the bug report: dkms.status")) == (Outcome.ERROR, True)
+
+
+def test_204_flavor_current_boot_proprietary_passes_the_open_refusal_is_history(f204):
+    # header: "Kernel module flavor: current PASS (proprietary); history FAIL signature - the Open module on a
+    # GeForce Turing laptop under 525 ('Open nvidia.ko is only ready for use on Data Center GPUs' followed by
+    # RmInitAdapter failed)". The README's rule: the current boot is judged, earlier boots are shown
+    r = run("NG-FLV-001", f204)
+    assert r.outcome is Outcome.PASS
+    assert r.observed == ("proprietary 525.85.05; history (earlier boots, not judged): the open module refused the "
+                          "GPU ('only ready for use on Data Center GPUs')")
+    (ev,) = [e for e in f204.kernel_history if e.kind == "open_unsupported_gpu"]
+    assert ev.text == "NVRM: Open nvidia.ko is only ready for use on Data Center GPUs."
+    # the on-disk flavor: the log's modinfo is the vermagic line, no license: not shown, never guessed
+    r = run("NG-FLV-002", f204)
+    assert r.outcome is Outcome.ERROR
+    assert r.message.startswith("on-disk module license not reported (modinfo gave no 'license' line)")
+
+
+def test_204_kernel_log_current_boot_clean_xid79_and_rminitadapter_are_history(f204):
+    assert not [e for e in f204.kernel_events if e.kind in ("xid", "rm_init_adapter_failed", "open_unsupported_gpu")]
+    r = run("NG-LOG-001", f204)
+    assert r.outcome is Outcome.PASS
+    assert r.observed.endswith("history (earlier boots, not judged): the open kernel module refuses this GPU ('only "
+                               "ready for use on Data Center GPUs')")
+    r = run("NG-LOG-002", f204)
+    assert r.outcome is Outcome.PASS
+    hist = r.observed.split("history (earlier boots, not judged): ", 1)[1]
+    assert "RmInitAdapter failed (GPU could not be initialised) at 0000:01:00.0 x80" in hist
+    assert re.search(r"Xid 79 \(GPU has fallen off the bus[^)]*\) at 0000:01:00\.0;", hist)
+    assert sum(1 for e in f204.kernel_history if e.xid == 79) == 1                   # Mar 21, kern.log only
+    assert run("NG-INV-001", f204).outcome is Outcome.PASS                          # 1 GPU
+
+
+def test_204_persistence_disabled_and_the_daemon_stopped_in_this_boot_fail(f204):
+    # header: "FAIL under a datacenter policy (WARN on a laptop)": nodegate's default is that policy. The
+    # journal -b -0 shows 'Started (749)' at 21:18:01 then 'Shutdown (749)' at 21:17:49: the line order decides
+    assert f204.persistenced.processes == []
+    r = run("NG-PER-004", f204)
+    assert (r.outcome, r.observed) == (Outcome.FAIL, "persistence mode Disabled")
+    r = run("NG-PER-001", f204)
+    assert r.outcome is Outcome.FAIL and r.observed.startswith("no nvidia-persistenced process")
+
+
+def test_204_pcie_clocks_memory_on_a_geforce_laptop(f204):
+    r = run("NG-PCIE-001", f204)
+    assert (r.outcome, r.observed) == (Outcome.PASS, "Gen3 x16 max")       # SKU profile 1f95 (from this log)
+    r = run("NG-PCIE-002", f204)
+    assert (r.outcome, r.observed) == (Outcome.PASS, "Gen3 x16 at P0, GpuIdle not active")
+    assert run("NG-CLK-001", f204).outcome is Outcome.PASS
+    for cid in ("NG-ECC-001", "NG-ECC-002", "NG-MEM-001", "NG-MEM-002"):
+        assert run(cid, f204, spec(**DESKTOP)).outcome is Outcome.SKIP, cid
+    # without the desktop spec the retired pages / remapped rows of this board are still not applicable
+    assert run("NG-MEM-002", f204).outcome is Outcome.SKIP
+    assert run("NG-MEM-001", f204).outcome is Outcome.SKIP
+
+
+def test_persistenced_order_is_the_journal_line_order_not_its_timestamps():
+    from nodegate.bugreport.kernel import persistenced_from_journal
+    # 204's shape: the stop stamped before the start (clock stepped back); then a restart stamped earlier still
+    lines = ["Apr 06 21:18:01 hx nvidia-persistenced[749]: Started (749)",
+             "Apr 06 21:17:49 hx nvidia-persistenced[749]: Received signal 15",
+             "Apr 06 21:17:49 hx nvidia-persistenced[749]: Shutdown (749)"]
+    assert persistenced_from_journal(lines) == []
+    assert persistenced_from_journal(lines + ["Apr 06 21:17:40 hx nvidia-persistenced[801]: Started (801)"]) == [801]
+
+
+def test_open_module_refusing_a_geforce_gpu_in_the_current_boot_fails_flavor_log_and_inventory():
+    journal = ("Nov 29 18:01:01 gpu042 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  525.85.05  "
+               "Release Build  (dvs-builder@U16-A22-20-3)  Sat Jan 14 00:53:29 UTC 2023\n"
+               "Nov 29 18:01:02 gpu042 kernel: NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.\n"
+               "Nov 29 18:01:02 gpu042 kernel: NVRM: To force use of Open nvidia.ko on other GPUs, see the\n"
+               "Nov 29 18:01:02 gpu042 kernel: NVRM: 'OpenRmEnableUnsupportedGpus' kernel module parameter described\n"
+               "Nov 29 18:01:02 gpu042 kernel: NVRM: in the README.\n"
+               "Nov 29 18:01:03 gpu042 kernel: NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x62:0x0:1835)\n")
+    f = NodeFacts(convert(synth.log_37062940(journal0=journal), "x"))
+    r = run("NG-FLV-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("the open kernel module refuses the GPU 0000:3b:00.0 (RmInitAdapter failed): 'Open "
+                                "nvidia.ko is only ready for use on Data Center GPUs'; install the proprietary modules")
+    r = run("NG-LOG-001", f)
+    assert r.outcome is Outcome.FAIL
+    assert "the open kernel module refuses this GPU ('only ready for use on Data Center GPUs')" in r.message
+    r = run("NG-INV-001", f)
+    assert r.outcome is Outcome.FAIL and "0000:3b:00.0 failed to initialise" in r.observed
 
 
 # ------------------------------------------------------------------ other bug-report versions, other GPUs

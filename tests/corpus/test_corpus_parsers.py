@@ -324,3 +324,127 @@ def test_050_boot_decode_proprietary_8_drm():
     assert [e.bus_id for e in evs if e.kind == "drm_initialized"] == [
         f"0000:{b}:00.0" for b in ("19", "3b", "4c", "5d", "9b", "bb", "cb", "db")]
     assert not [e for e in evs if e.kind in ("xid", "rm_init_adapter_failed", "fallen_off_bus")]
+
+
+# ------------------------------------------------------------------ corpus grown (002, 004, 011, 012, 036, 039,
+# 116, 119, 121): each kind's parse, including the traps its header names
+def test_002_power_brake_sub_reason_under_a_not_active_parent():
+    rep = sec("002", "smi_text")
+    assert (rep.driver_version, rep.attached_gpus, len(rep.gpus)) == ("535.183.01", 8, 8)
+    g = rep.gpus[2]
+    # the header names 00000000:64:00.0, the output prints these values in 00000000:75:00.0's block
+    assert g.pci_bus_id == "0000:75:00.0"
+    assert active(g) == {"sw_power_cap", "hw_power_brake_slowdown", "sw_thermal_slowdown"}
+    assert g.clocks_event_reasons["hw_slowdown"] is False     # the parent line, read on its own
+    assert [active(x) for i, x in enumerate(rep.gpus) if i != 2] == [{"gpu_idle"}] * 7
+    assert {x.link.host_max_gen for x in rep.gpus} == {NA}      # 'Host Max : N/A' is unsupported, not 0
+    assert {(x.link.max_gen, x.link.current_gen, x.link.max_width) for x in rep.gpus} == {(5, 5, 16)}
+
+
+def test_004_rtx4090_three_idle_at_gen1_five_busy_at_gen4():
+    gs = sec("004", "smi_text").gpus
+    assert [(g.pci_bus_id[5:7], g.pstate, g.link.current_gen) for g in gs] == [
+        ("01", "P2", 4), ("23", "P2", 4), ("41", "P2", 4), ("61", "P2", 4), ("81", "P8", 1), ("a1", "P8", 1),
+        ("c1", "P2", 4), ("e1", "P8", 1)]
+    for g in gs:
+        assert (g.link.max_gen, g.link.device_max_gen, g.link.host_max_gen, g.link.max_width) == (4, 4, 4, 16)
+        assert (g.serial, g.ecc_mode_current, g.ecc_volatile.uncorrectable_total) == (NA, False, NA)
+        # the GeForce board reports its row remapper (0 rows) although ECC is off
+        assert (g.remapped_rows.correctable, g.remapped_rows.histogram["max"]) == (0, 192)
+    assert [active(g) for g in gs if g.pstate == "P8"] == [{"gpu_idle"}] * 3
+
+
+def test_011_v13_device_and_host_max_gen_and_reason_counters():
+    rep = sec("011", "smi_xml")
+    (g,) = rep.gpus
+    assert (rep.driver_version, g.pci_device_id, g.architecture) == ("590.44.01", "2bb4", "Blackwell")
+    lk = g.link
+    assert (lk.current_gen, lk.max_gen, lk.device_max_gen, lk.host_max_gen, lk.current_width, lk.max_width) == \
+        (1, 4, 5, 4, 16, 16)
+    assert g.clocks_event_reasons_counters == {"sw_power_cap": 25483012608, "sync_boost": 0, "sw_thermal_slowdown": 0,
+                                               "hw_thermal_slowdown": 0, "hw_power_brake_slowdown": 0}
+    assert (g.pstate, active(g)) == ("P8", set())
+    assert {"sram_uncorrectable_parity", "sram_uncorrectable_secded"} <= set(g.ecc_volatile.by_location)
+    assert (g.recovery_action, g.remapped_rows.histogram["max"]) == ("None", 512)
+
+
+def test_012_v13_sw_power_cap_active_at_p8_serial_and_ecc_na():
+    (g,) = sec("012", "smi_xml").gpus
+    assert (g.pstate, active(g), g.clocks_event_reasons["gpu_idle"]) == ("P8", {"sw_power_cap"}, False)
+    assert g.clocks_event_reasons_counters["sw_power_cap"] == 9840338777
+    assert (g.link.current_gen, g.link.max_gen, g.link.current_width, g.link.max_width) == (1, 4, 16, 16)
+    assert (g.serial, g.ecc_mode_current, g.remapped_rows) == (NA, NA, NA)
+
+
+def test_036_dropin_blank_execstart_is_a_reset_not_a_command():
+    from nodegate.parsers.systemd import effective_exec_start
+    uf = sec("036", "unit_text")
+    assert uf.exec_start == ["", "/usr/bin/nvidia-persistenced --verbose"]
+    unit = parse("unit_text", "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-persistenced --user nvpd\n")
+    frag = type(uf)("/lib/systemd/system/nvidia-persistenced.service", unit.exec_start, type="forking")
+    drop = type(uf)("/etc/systemd/system/nvidia-persistenced.service.d/override.conf", uf.exec_start)
+    assert effective_exec_start([frag, drop]) == (["/usr/bin/nvidia-persistenced --verbose"], "forking")
+    # the same command without the reset: two commands, which systemd refuses for Type=forking
+    no_reset = type(uf)(drop.path, uf.exec_start[1:])
+    assert len(effective_exec_start([frag, no_reset])[0]) == 2
+
+
+def test_039_590_layout_value_column_56_mig_remapped_rows_scalar_na():
+    rep = sec("039", "smi_text")
+    (g,) = rep.gpus
+    assert (rep.driver_version, rep.attached_gpus, g.pci_bus_id, g.pci_device_id) == ("590.48.01", 1, "0000:83:00.0", "2335")
+    assert (g.mig_mode_current, g.mig_mode_pending, g.remapped_rows) == (True, True, NA)
+    assert (g.link.current_gen, g.link.max_gen, g.link.host_max_gen, g.link.current_width) == (5, 5, NA, 16)
+    assert (g.channel_repair_pending, g.tpc_repair_pending, g.unrepairable_memory, g.sram_threshold_exceeded) == \
+        (False, False, False, False)
+    assert (g.ecc_volatile.uncorrectable_total, g.ecc_aggregate.by_location["aggregate_uncorrectable_sram_sources.sram_l2"]) == (0, 0)
+    assert set(g.clocks_event_reasons_counters.values()) == {0}
+    assert (active(g), g.fabric_state, g.fabric_status, g.persistence_mode) == ({"gpu_idle"}, "Completed", "Success", True)
+    # the MIG devices' own 'ECC Errors' blocks stay theirs, not the GPU's
+    assert set(g.ecc_volatile.by_location) == {"sram_correctable", "sram_uncorrectable_parity",
+                                               "sram_uncorrectable_secded", "dram_correctable", "dram_uncorrectable"}
+
+
+def test_116_ibstat_eight_complete_cas_then_ibpanic():
+    from nodegate.parsers.ibstat import describe_ports, ibstat_failures
+    ports = sec("116", "ibstat")
+    assert [p.device for p in ports] == [f"mlx5_{i}" for i in range(8)]
+    assert {(p.port, p.state, p.phys_state, p.rate_gbps, p.link_layer, p.fw_ver, p.hca_type) for p in ports} == \
+        {(1, "ACTIVE", "LinkUp", 200.0, "InfiniBand", "20.41.1000", "MT4124")}
+    (path,) = HERE.glob("116-*.txt")
+    assert ibstat_failures(parse_corpus_file(path)[1]) == [
+        "ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory"]
+    assert describe_ports(ports) == "8 CA(s), 8 port(s): 8 Active/LinkUp at 200 Gb/s"
+
+
+def test_119_nvlink_not_supported_tlimit_is_headroom_not_temperature():
+    (block,) = sec("119", "nvlink_status")
+    assert (block.index, block.name, block.status, block.links) == (0, "NVIDIA L40S", "none", [])
+    assert block.message == "Device does not have or support Nvlink"
+    rep = sec("119", "smi_text")
+    (g,) = rep.gpus
+    assert (rep.driver_version, g.name, g.pci_device_id, g.persistence_mode) == ("595.80", "NVIDIA L40S", "26b9", False)
+    # 'GPU Current Temp : 54 C' is the temperature; 'GPU T.Limit Temp : 34 C' and the shutdown/slowdown
+    # T.Limit offsets (-5 C, -2 C) are headroom, never read as a temperature
+    assert g.temperature_c == 54
+    assert (g.link.current_gen, g.link.max_gen, g.link.host_max_gen, g.link.current_width) == (4, 4, NA, 16)
+    assert (g.pstate, active(g), g.clocks_event_reasons_counters["sw_power_cap"]) == ("P0", set(), 204642816)
+    assert (g.ecc_mode_current, g.ecc_volatile.uncorrectable_total, g.ecc_aggregate.uncorrectable_total) == (True, 0, 0)
+    assert (g.remapped_rows.pending, g.remapped_rows.histogram["max"], g.retired_pages.sbe) == (False, 192, NA)
+    assert (g.fabric_state, g.fabric_status, g.recovery_action) == (NA, NA, "None")
+
+
+def test_121_gb200_tray_plain_lspci_domains_and_unnamed_device():
+    from nodegate.altkeys import gpus_from_lspci
+    links = sec("121", "lspci")
+    assert len(links) == 87 and all(l.cap_gen is None for l in links)      # plain lspci: no link lines
+    gpus = [l for l in links if l.display]
+    assert [(l.bdf, l.vendor_device) for l in gpus] == [(f"{d}:01:00.0", "10de:2941") for d in ("0008", "0009", "0018", "0019")]
+    (vga,) = [l for l in links if l.description.startswith("VGA compatible controller")]
+    assert (vga.bdf, vga.display) == ("0005:07:00.0", False)                # the ASPEED BMC, not a GPU
+    assert [g.pci_device_id for g in gpus_from_lspci(links)] == ["2941"] * 4
+    # NVIDIA's functions besides the GPUs are root ports ('PCI bridge', class 0604), no NVSwitch ('Bridge', 0680)
+    assert not [l for l in links if l.description.startswith("Bridge:")]
+    assert {l.description for l in links if "NVIDIA" in l.description and not l.display} == {
+        "PCI bridge: NVIDIA Corporation Device 22b1", "PCI bridge: NVIDIA Corporation Device 22b2",
+        "PCI bridge: NVIDIA Corporation Device 22b8"}

@@ -23,7 +23,7 @@ from nodegate.nvml import mapping as NV
 from tests.hostile import harness as H
 
 #: helpers that take structured input, not command output (their callers validate it)
-NOT_TEXT = {"gpu_from_row", "gpus_from_rows"}
+NOT_TEXT = {"gpu_from_row", "gpus_from_rows", "effective_exec_start", "describe_ports"}
 
 
 def _public_text_functions():
