@@ -56,7 +56,7 @@ COMMAND_TIMEOUT, PROBE_TIMEOUT, CONNECT_TIMEOUT = 5, 90, 60
 #: these start first. Files not listed keep pytest's order after them.
 HEAVY = (
     "tests/reports/test_browser.py", "tests/reports/test_scale.py", "tests/inventory/test_cli_selection.py",
-    "tests/bench/test_bench_code.py", "tests/e2e/", "tests/perf/test_fleet_e2e.py", "tests/fleet/", "tests/hostile/test_hostile_fleet.py",
+    "tests/bench/test_bench_code.py", "tests/e2e/", "tests/crossnode/test_fleet_mpirun.py", "tests/perf/test_fleet_e2e.py", "tests/fleet/", "tests/hostile/test_hostile_fleet.py",
     "tests/install/test_install_isolation.py", "tests/inventory/test_compat.py", "tests/site/test_plugin_local.py",
     "tests/hostile/test_load.py", "tests/slurm/", "tests/site/test_fleet_site.py", "tests/burnin/test_interrupt.py",
     "tests/hostile/test_interrupts.py", "tests/hostile/test_parser_properties.py", "tests/parsers/test_properties.py",

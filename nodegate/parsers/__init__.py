@@ -24,6 +24,7 @@ from typing import Callable
 from ..errors import ParseError
 from . import (perf_dcgmi, perf_dcgmproftester, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl,
                perf_nvbandwidth, perf_perftest)
+from . import ib_guids, ib_write_lat, ibdiagnet, iblinkinfo, ibnetdiscover, nccl_json  # issue 38: cross-node
 from . import (dkms, dmi, fabricmanager_log, firmware, ib_ports, ibstat, kernel_log, libnvml, lspci, modinfo,
                modules, nvlink_errors, nvlink_status, pci, pci_aer, pci_nvswitch, persistenced,
                proc_version, smi_csv, smi_error, smi_list, smi_summary, smi_text, smi_version,
@@ -82,6 +83,13 @@ PARSERS: dict[str, Callable] = {
     "perf_json": perf_json.parse_perf_json,
     "perf_perftest": perf_perftest.parse_perftest,
     "perf_dcgmproftester": perf_dcgmproftester.parse_dcgmproftester,
+    # issue 38: cross-node (nodegate/crossnode)
+    "ib_guids": ib_guids.parse_ib_guids,
+    "iblinkinfo": iblinkinfo.parse_iblinkinfo,
+    "ibnetdiscover": ibnetdiscover.parse_ibnetdiscover,
+    "ibdiagnet": ibdiagnet.parse_ibdiagnet,
+    "ib_write_lat": ib_write_lat.parse_ib_write_lat,
+    "nccl_json": nccl_json.parse_nccl_json,
 }
 
 #: bundle evidence key (nodegate.probe.ITEMS) -> form.
@@ -106,6 +114,7 @@ FORM_BY_KEY: dict[str, str] = {
     "perf.command": "perf_json", "perf.ib_read_bw": "perf_perftest", "perf.ib_send_bw": "perf_perftest",
     "perf.ib_write_lat": "perf_perftest", "perf.ib_read_lat": "perf_perftest", "perf.ib_send_lat": "perf_perftest",
     "perf.dcgmproftester": "perf_dcgmproftester",
+    "ib.guids": "ib_guids", "ib.iblinkinfo": "iblinkinfo",
 }
 
 

@@ -357,6 +357,39 @@ ng_f_ibports() {
   return 0
 }
 
+# ng_f_ibguids: what the cross-node phase joins the fabric on (issue 38): per device its GUIDs, board id,
+# PCI function and net device; per port its LID, SM LID, GID 0 and rate (drivers/infiniband/core/sysfs.c).
+ng_f_ibguids() {
+  for d in /sys/class/infiniband/*; do
+    [ -d "$d" ] || continue
+    printf '== %s\n' "${d##*/}"
+    for f in node_guid sys_image_guid board_id; do [ -r "$d/$f" ] && { ng_rd "$d/$f"; printf '%s: %s\n' "$f" "$ng_v"; }; done
+    [ -e "$d/device" ] && { ng_l=$(readlink "$d/device" 2>/dev/null) && printf 'device: %s\n' "${ng_l##*/}"; }
+    for n in "$d"/device/net/*; do [ -e "$n" ] && printf 'netdev: %s\n' "${n##*/}"; done
+    for pt in "$d"/ports/*; do
+      [ -d "$pt" ] || continue
+      printf '== %s port %s\n' "${d##*/}" "${pt##*/}"
+      for f in lid sm_lid rate; do [ -r "$pt/$f" ] && { ng_rd "$pt/$f"; printf '%s: %s\n' "$f" "$ng_v"; }; done
+      [ -r "$pt/gids/0" ] && { ng_rd "$pt/gids/0"; printf 'gid0: %s\n' "$ng_v"; }
+    done
+  done
+  return 0
+}
+
+# ng_f_iblink: per local HCA port, the port's link and the switch port at its other end
+# (iblinkinfo line mode from the port itself, directed route 0, one hop: rdma-core iblinkinfo.c).
+ng_f_iblink() {
+  for d in /sys/class/infiniband/*; do
+    [ -d "$d" ] || continue
+    for pt in "$d"/ports/*; do
+      [ -d "$pt" ] || continue
+      printf '== %s port %s\n' "${d##*/}" "${pt##*/}"
+      ng_to iblinkinfo -C "${d##*/}" -P "${pt##*/}" -D 0 -l 2>&1
+    done
+  done
+  return 0
+}
+
 # ng_f_fmlog: nvidia-fabricmanager's messages this boot: its unit's journal, else the package's log file
 # (LOG_FILE_NAME=/var/log/fabricmanager.log); nothing to read where fabric manager is not installed.
 ng_f_fmlog() {
@@ -531,6 +564,7 @@ ng_lite pci.aer ng_f_aer
 ng_lite ib.devices ng_f_ls /sys/class/infiniband
 ng_lite peermem.registration ng_f_peers
 ng_lite ib.ports ng_f_ibports
+ng_lite ib.guids ng_f_ibguids
 ng_lite firmware.gsp ng_f_firmware
 ng_lite persistenced.process ng_f_persistenced_proc
 ng_item persistenced.passwd ng_f_passwd
@@ -551,6 +585,7 @@ ng_tool smi.qx nvidia-smi -q -x
 ng_tool smi.nvlink_status nvidia-smi nvlink -s
 ng_tool smi.nvlink_errors nvidia-smi nvlink -e
 ng_tool ib.ibstat ibstat
+ng_need iblinkinfo ib.iblinkinfo ng_f_iblink
 ng_need nvidia-smi smi.clocks_samples ng_f_clocks
 ng_item kernel.log ng_f_klog
 @@EXTRA@@

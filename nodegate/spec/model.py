@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..baseline.spec import BaselineSpec
 from ..burnin.spec import BurninSpec
+from ..crossnode.spec import CrossnodeSpec
 from ..perf.spec import PerfSpec
 
 _DRIVER_VERSION = re.compile(r"^\d{3}(\.\d{1,3}){0,2}$")
@@ -314,6 +315,7 @@ class Spec(_Section):
     baseline: BaselineSpec = BaselineSpec()
     burnin: Optional[BurninSpec] = None
     perf: Optional[PerfSpec] = None
+    crossnode: Optional[CrossnodeSpec] = None
     nvlink: NvlinkSpec = NvlinkSpec()
     fabric: FabricSpec = FabricSpec()
     nvswitch: NvswitchSpec = NvswitchSpec()

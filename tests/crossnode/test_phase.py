@@ -1,0 +1,165 @@
+"""The phase driver on an in-process launcher (fast): bad input (issue 38 item 9), evidence
+written and replayed only through the safe readers, the --plan printout, the entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from nodegate.crossnode import __main__ as cli
+from nodegate.crossnode.evidence import Item, LaunchRecord
+from nodegate.crossnode.model import NodeState
+from nodegate.crossnode.phase import PhaseConfig, PhaseError, PhaseNode, plan_text, replay_phase, run_phase
+from nodegate.crossnode.spec import CableSpec, CrossnodeSpec
+from nodegate.outcomes import Outcome
+
+from .helpers import node_bundle, plan_of, rail_hcas
+from .test_thresholds import table
+
+SPEC = CrossnodeSpec(fabric="ib-ndr400", rails={0: "leaf-r0", 1: "leaf-r1"}, floors={"alltoall_busbw_gbs": 300.0})
+
+
+class FakeLauncher:
+    """Prints nccl-tests tables: 380 GB/s, 190 where a ``slow`` node takes part."""
+
+    name = "fake"
+
+    def __init__(self, slow=(), unreachable=None):
+        self.slow, self.unreachable, self.launched = set(slow), dict(unreachable or {}), []
+
+    def available(self):
+        return None
+
+    def preflight(self, addresses, stop=None):
+        return {n: w for n, w in self.unreachable.items() if n in addresses}
+
+    def launch(self, req, stop=None):
+        self.launched.append(req.job_id)
+        bw = 190.0 if set(req.hosts) & self.slow else 380.0
+        out = table(bw, ranks=len(req.hosts) * req.ranks_per_node, hosts=tuple(req.hosts))
+        rec = LaunchRecord(self.name, ["fake", *req.argv], list(req.hosts), dict(req.env),
+                           {"launch": Item(out.encode(), b"", 0)})
+        rec.duration_s = 0.01
+        return rec
+
+    def cancel(self, jobs):
+        pass
+
+
+def nodes(n=6, **kw):
+    return [PhaseNode(f"g{i}", f"10.0.0.{i}", gpu_model="NVIDIA H100 80GB HBM3", gpus=8,
+                      bundle=node_bundle(f"g{i}", rail_hcas(i)), cables=plan_of(f"g{i}", rail_hcas(i)), **kw)
+            for i in range(n)]
+
+
+def test_a_run_writes_its_evidence_and_a_replay_reads_it_back(tmp_path):
+    ns = nodes()
+    fl = FakeLauncher(slow={"g4"})
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r1", stages=("static", "nodes")), launcher=fl, evidence_dir=tmp_path)
+    assert res.node("g4").state is NodeState.CONFIRMED_FAULTY
+    assert {n.state for n in res.nodes if n.node != "g4"} == {NodeState.CLEARED}
+    run_dir = tmp_path / "crossnode" / "r1"
+    assert {p.name for p in run_dir.iterdir()} == {"plan.json", "result.json", "jobs"}
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["outcome"] == "fail" and len(result["jobs"]) == len(fl.launched)
+    meta = json.loads((run_dir / "jobs" / fl.launched[0] / "meta.json").read_text())
+    assert meta["command"][0] == "fake" and meta["stage"] == "screen" and meta["env"]["NCCL_ALGO"] == "RING"
+    again = replay_phase(ns, PhaseConfig(SPEC, run_id="r1", stages=("static", "nodes")), tmp_path)
+    assert [(n.node, n.state) for n in again.nodes] == [(n.node, n.state) for n in res.nodes]
+
+
+def test_replay_refuses_evidence_that_is_a_link_and_accepts_nothing_from_it(tmp_path):
+    ns = nodes(4)
+    fl = FakeLauncher()
+    run_phase(ns, PhaseConfig(SPEC, run_id="r2", stages=("nodes",)), launcher=fl, evidence_dir=tmp_path)
+    out = tmp_path / "crossnode" / "r2" / "jobs" / fl.launched[0] / "launch.out"
+    os.unlink(out)
+    os.symlink("/etc/passwd", out)                           # a hostile bundle
+    res = replay_phase(ns, PhaseConfig(SPEC, run_id="r2", stages=("nodes",)), tmp_path)
+    assert res.outcome is Outcome.ERROR and "not usable" in res.errors[0] and "symbolic link" in res.errors[0]
+    assert "cleared" not in {n.state.value for n in res.nodes}
+
+
+def test_evidence_is_never_written_through_a_planted_link(tmp_path):
+    (tmp_path / "crossnode" / "r3").mkdir(parents=True)
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    os.symlink(target, tmp_path / "crossnode" / "r3" / "jobs")
+    res = run_phase(nodes(4), PhaseConfig(SPEC, run_id="r3", stages=("nodes",)), launcher=FakeLauncher(),
+                    evidence_dir=tmp_path)
+    assert list(target.iterdir()) == []
+    assert res.outcome is Outcome.ERROR and "symbolic link" in res.errors[0]
+
+
+def test_excluded_nodes_are_not_used_and_say_why(tmp_path):
+    ns = nodes(5)
+    ns[1].excluded = "IB port mlx5_1 Down (per-node check ib.port_state)"
+    fl = FakeLauncher(unreachable={"g3": "unreachable over SSH from the launcher (10.0.0.3): Connection refused"})
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r4", stages=("nodes",)), launcher=fl, evidence_dir=tmp_path)
+    assert res.node("g1").state is NodeState.NOT_USED and "ib.port_state" in res.node("g1").why
+    assert res.node("g3").state is NodeState.NOT_USED and "Connection refused" in res.node("g3").why
+    assert not any({"g1", "g3"} & set(j.hosts) for j in res.jobs)
+    assert {res.node(n).state for n in ("g0", "g2", "g4")} == {NodeState.CLEARED}
+
+
+def test_a_topology_file_that_does_not_parse_is_an_error_naming_it(tmp_path):
+    sp = SPEC.model_copy(update={"topology_file": "site/fabric.topo"})
+    cfg = PhaseConfig(sp, run_id="r5", stages=("static",), expected_topology='[1]\t"S-0002c9"[2]\t# no node\n',
+                      discovered_topology="")
+    res = run_phase(nodes(2), cfg, launcher=FakeLauncher(), evidence_dir=tmp_path)
+    assert any(e.startswith("topology file (site/fabric.topo) does not parse") for e in res.errors)
+    assert res.outcome is Outcome.ERROR and len(res.cables) == 4           # the per-node rows are kept
+
+
+def test_a_cable_plan_naming_unknown_nodes_is_an_error_naming_them(tmp_path):
+    cfg = PhaseConfig(SPEC, run_id="r6", stages=("static",),
+                      cable_plan={"gpu99": [CableSpec(hca="mlx5_0", switch="leaf-r0", switch_port=9, rail=0)]})
+    res = run_phase(nodes(2), cfg, launcher=FakeLauncher(), evidence_dir=tmp_path)
+    assert res.errors == ["cable plan names a node not in the inventory: gpu99"]
+    (ghost,) = [c for c in res.cables if c.node_end.startswith("gpu99")]
+    assert ghost.verdict is Outcome.ERROR and ghost.problem == "unknown-node"
+
+
+def test_fewer_than_two_usable_nodes_is_untested_never_pass(tmp_path):
+    res = run_phase(nodes(1), PhaseConfig(SPEC, run_id="r7", stages=("nodes",)), launcher=FakeLauncher(),
+                    evidence_dir=tmp_path)
+    assert res.nodes[0].state is NodeState.UNTESTED and res.outcome is Outcome.ERROR
+
+
+def test_duplicate_node_names_are_refused(tmp_path):
+    with pytest.raises(PhaseError, match="duplicate"):
+        run_phase(nodes(2) + nodes(1), PhaseConfig(SPEC), launcher=FakeLauncher(), evidence_dir=tmp_path)
+
+
+def test_plan_prints_jobs_and_rounds_without_launching():
+    fl = FakeLauncher()
+    text = plan_text(nodes(16), PhaseConfig(SPEC))
+    assert "16 nodes in 4 domains" in text and "round 1 (screen): 4 jobs" in text
+    assert "round 2 (representatives)" in text and "all pairs would be 120 jobs" in text
+    assert "perftest jobs over 8 node pairs" in text and fl.launched == []
+
+
+def test_entry_point_plan_and_bad_input(tmp_path, capsys):
+    (tmp_path / "nodes.txt").write_text("".join(f"g{i} 10.0.0.{i} gpus=8 gpu=H100\n" for i in range(9)))
+    (tmp_path / "spec.yaml").write_text("crossnode:\n  fabric: ib-ndr400\n")
+    assert cli.main(["--nodes", str(tmp_path / "nodes.txt"), "--spec", str(tmp_path / "spec.yaml"), "--plan"]) == 0
+    assert "9 nodes in 3 domains" in capsys.readouterr().out
+    (tmp_path / "bad.yaml").write_text("crossnode:\n  fabric: ib-ndr400\n  lanucher: mpirun\n")
+    assert cli.main(["--nodes", str(tmp_path / "nodes.txt"), "--spec", str(tmp_path / "bad.yaml"), "--plan"]) == 2
+    assert "lanucher" in capsys.readouterr().err
+
+
+def test_a_node_without_an_active_infiniband_port_is_not_used_as_a_partner(tmp_path):
+    from .helpers import Hca
+    ns = nodes(4)
+    ns[2].bundle = node_bundle("g2", [Hca("mlx5_0", 0, "leaf-r0", 3, state="DOWN"),
+                                      Hca("mlx5_1", 1, "leaf-r1", 3, state="DOWN")])
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r8", stages=("static", "nodes")), launcher=FakeLauncher(),
+                    evidence_dir=tmp_path)
+    g2 = res.node("g2")
+    assert g2.state is NodeState.NOT_USED and "no Active InfiniBand port" in g2.why and "mlx5_0 DOWN" in g2.why
+    assert not any("g2" in j.hosts for j in res.jobs)
+    assert [c.problem for c in res.cables if c.node_end.startswith("g2")] == ["down", "down"]
