@@ -71,6 +71,22 @@ def node_address(k: int, net: int = 0) -> str:
 
 
 def _listening(addr: str, port: int = 22) -> bool:
+    """Whether something already holds ``addr:port`` (another fleet's sshd).
+
+    Asked by binding, as sshd itself does (SO_REUSEADDR), never by connecting: a connect lands in
+    the other fleet's sshd log as a ``Connection from`` line, and the tests that count a node's
+    connections from that log (tests/site/test_fleet_site.py) then count one too many (CI: 3 for 2
+    on the first node of a fleet while another xdist worker drew the same network). Binding port 22
+    needs root, as the fleet does; without it, fall back to a connect."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((addr, port))
+            return False
+        except PermissionError:
+            pass
+        except OSError:
+            return True
     try:
         with socket.create_connection((addr, port), timeout=0.2):
             return True
