@@ -178,12 +178,38 @@ ng_runner() {
   { ng_launch 2>&1; } | { trap '' TERM INT HUP; exec tail -c "$NG_OUTCAP"; }
 }
 
+# The window is the window (issue 37.6): a load that ends with exit 0 before the window is spent
+# (dcgmi's diagnostic is done, a site command returns) is started again until it is; gpu_burn is
+# given the seconds that remain. One load ending non-zero ends the loop with its status. The loop
+# runs in the load's own session (setsid), so a stop signals the loop and the running load at once;
+# without setsid the loop forwards the signal. After each run it prints one line
+#   NODEGATE-BURNIN-RUN <n> rc=<rc> seconds=<s>
+# into the load's output: the dcgmi parser splits runs on it and the load item counts them (the
+# load could print such a line too: it is output, never a verdict; the window's timing comes from
+# this script's events). A run shorter than a second is followed by a 1 s pause: at most one run a
+# second, whatever the load does.
+NG_LOOP='ng_end=$1; ng_tail=$2; ng_fwd=$3; shift 3; ng_n=0; ng_c=
+ng_sig() { if [ -n "$ng_c" ]; then [ "$ng_fwd" = 1 ] && kill "-$1" "$ng_c" 2>/dev/null; wait "$ng_c"; exit $?; fi; exit "$2"; }
+trap "ng_sig TERM 143" TERM; trap "ng_sig INT 130" INT; trap "ng_sig HUP 129" HUP
+while :; do
+  ng_n=$((ng_n + 1)); ng_s=$(date +%s)
+  if [ "$ng_tail" = 1 ]; then "$@" "$((ng_end - ng_s))" </dev/null & else "$@" </dev/null & fi
+  ng_c=$!; wait "$ng_c"; ng_rc=$?; ng_c=
+  ng_e=$(date +%s)
+  printf "\nNODEGATE-BURNIN-RUN %s rc=%s seconds=%s\n" "$ng_n" "$ng_rc" "$((ng_e - ng_s))"
+  [ "$ng_rc" -eq 0 ] || exit "$ng_rc"
+  [ $((ng_end - ng_e)) -ge 1 ] || exit 0
+  [ $((ng_e - ng_s)) -ge 1 ] || sleep 1
+done'
+
 ng_launch() {
   trap 'ng_int=1' TERM INT HUP
+  ng_end=$((NG_T0 + NG_DUR))
+  if [ -n "$NG_SETSID" ]; then ng_fwd=0; else ng_fwd=1; fi
   case "$NG_KIND" in
-    dcgmi) $NG_SETSID $NG_ENVSIG dcgmi diag -r "$NG_DCGM_LEVEL" -j </dev/null 6>&- 5>&- & ;;
-    gpu-burn) eval "set -- $NG_GPUBURN_ARGS"; $NG_SETSID $NG_ENVSIG "$NG_GPUBURN" "$@" "$NG_DUR" </dev/null 6>&- 5>&- & ;;
-    command) $NG_SETSID $NG_ENVSIG sh -c "$NG_CMD" </dev/null 6>&- 5>&- & ;;
+    dcgmi) $NG_SETSID $NG_ENVSIG sh -c "$NG_LOOP" ng-load "$ng_end" 0 "$ng_fwd" $NG_ENVSIG dcgmi diag -r "$NG_DCGM_LEVEL" -j </dev/null 6>&- 5>&- & ;;
+    gpu-burn) eval "set -- $NG_GPUBURN_ARGS"; $NG_SETSID $NG_ENVSIG sh -c "$NG_LOOP" ng-load "$ng_end" 1 "$ng_fwd" $NG_ENVSIG "$NG_GPUBURN" "$@" </dev/null 6>&- 5>&- & ;;
+    command) $NG_SETSID $NG_ENVSIG sh -c "$NG_LOOP" ng-load "$ng_end" 0 "$ng_fwd" $NG_ENVSIG sh -c "$NG_CMD" </dev/null 6>&- 5>&- & ;;
   esac
   ng_lp=$!
   ng_ev load-start "pid=$ng_lp setsid=${NG_SETSID:-no}" >&5

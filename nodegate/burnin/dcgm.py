@@ -90,11 +90,57 @@ def _gpus(res: dict) -> list[int]:
     return out
 
 
+# burnin.sh repeats a load that ends before the window is spent and prints this line after each
+# run (issue 37.6); the output then holds one JSON document per run.
+RUN_LINE = re.compile(r"^NODEGATE-BURNIN-RUN (\d{1,9}) rc=(-?\d{1,4}) seconds=(\d{1,12})[ \t]*$", re.M)
+# a run's worst word wins when runs disagree: a test that failed in one run failed
+_RANK = {"fail": 5, "warn": 4, "pass": 3, "skip": 2, "not run": 1}
+
+
+def split_runs(text: str) -> list[str]:
+    """The load output cut after each ``NODEGATE-BURNIN-RUN`` line: one chunk per run, the last
+    (a run stopped at the deadline, or output without run lines) included when not blank."""
+    out, pos = [], 0
+    for m in RUN_LINE.finditer(text):
+        out.append(text[pos:m.start()])
+        pos = m.end()
+    if text[pos:].strip():
+        out.append(text[pos:])
+    return out
+
+
 def parse_dcgm(text: str | bytes) -> list[DcgmResult]:
+    """Every run's results, merged per (GPU, category, test): the worst status wins (fail, warn,
+    pass, skip, not run), and its messages say which run. A run whose JSON is incomplete (cut by
+    the output cap, or stopped at the window's end) is left out when another run parsed; when none
+    did, ParseError with the first run's reason."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if len(text) > MAX_CHARS:
         raise ParseError("dcgmi output exceeds the cap")
+    chunks = split_runs(text)
+    if len(chunks) <= 1:
+        return _parse_one(text)
+    runs, first_error = [], None
+    for n, chunk in enumerate(chunks, 1):
+        try:
+            runs.append((n, _parse_one(chunk)))
+        except ParseError as e:
+            first_error = first_error or ParseError(f"run {n} of {len(chunks)}: {e}")
+    if not runs:
+        raise first_error
+    best: dict[tuple, DcgmResult] = {}
+    for n, results in runs:
+        for r in results:
+            key = (r.gpu, r.category, r.test)
+            old = best.get(key)
+            if old is None or _RANK.get(r.status, 0) > _RANK.get(old.status, 0):
+                msgs = [f"run {n} of {len(chunks)}: {m}" for m in r.messages] if len(runs) > 1 else r.messages
+                best[key] = DcgmResult(r.gpu, r.category, r.test, r.status, msgs)
+    return list(best.values())
+
+
+def _parse_one(text: str) -> list[DcgmResult]:
     obj = _json_object(text)
     body = obj.get("DCGM Diagnostic") or obj.get("DCGM GPU Diagnostic")
     if not isinstance(body, dict):

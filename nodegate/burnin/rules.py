@@ -15,7 +15,7 @@ from typing import Callable
 from ..facts import CLOCKS_EVENT_BITS, _Unsupported
 from ..outcomes import Result
 from ..errors import EvidenceError, ParseError
-from .dcgm import DcgmResult, parse_dcgm
+from .dcgm import RUN_LINE, DcgmResult, parse_dcgm
 from .series import BurninData, GpuSample, Sample, kernel_lines_since_start
 from .spec import BurninSpec
 
@@ -351,9 +351,17 @@ def rule_gpu_count(data: BurninData, ctx: Context, gpu=None) -> Result:
 
 
 def rule_load(data: BurninData, ctx: Context, gpu=None) -> Result:
-    """The load ran for the whole window: exit 0, or stopped by us at the deadline. Ended on its
-    own more than early_exit_tolerance before the window's end, or non-zero exit = FAIL with its
-    output tail. dcgmi ends when its diagnostic is done (its results are separate items)."""
+    """The load soaked the whole window (issue 37.6: the window is the window).
+
+    burnin.sh starts a load that ends with exit 0 again until the window is spent, and prints a
+    ``NODEGATE-BURNIN-RUN`` line after each run (counted here, informational). Outcomes, from the
+    script's own events (burnin.events: load-start, load-exit, stop) and the load's status:
+    stopped by us at the deadline = PASS; exit non-zero = FAIL with its output tail (a load dying
+    under stress points at the GPU, driver or power; dcgmi's own non-zero exit with per-GPU results
+    is judged by those results); exit 0 but the load ran less than the window by more than
+    ``burnin.early_exit_tolerance_s`` (default max(2 x interval_s, 10) s) = ERROR: the node was not
+    soaked, so the burn-in proves nothing either way (a bundle of a version that did not repeat the
+    load, or a loop cut short)."""
     L = data.load
     keys = ("burnin.load", "burnin.events")
     dur = int(data.run.get("duration_s") or 0)
@@ -362,24 +370,35 @@ def rule_load(data: BurninData, ctx: Context, gpu=None) -> Result:
     if L.stopped == "interrupted":
         return Result.errored("burn-in interrupted before the window ended", expected=expected, evidence=tail,
                               evidence_keys=keys)
+    runs = len(RUN_LINE.findall(L.output[-(1 << 20):]))
+    in_runs = f" in {runs} runs" if runs > 1 else ""
     ran = (L.exit_epoch - L.started_epoch) if (L.exit_epoch is not None and L.started_epoch is not None) else None
-    observed = f"exit {L.rc} after {ran if ran is not None else '?'}s" + (" (stopped at the deadline)" if L.stopped else "")
+    observed = f"exit {L.rc} after {ran if ran is not None else '?'}s{in_runs}" + \
+        (" (stopped at the deadline)" if L.stopped else "")
     if L.stopped == "deadline":
         if L.kind == "dcgmi":
-            return Result.passed(expected, observed, f"dcgmi diag still running at the end of the {dur}s window; "
-                                 "stopped (its unfinished tests are ERROR)", evidence=tail, evidence_keys=keys)
-        return Result.passed(expected, observed, f"{L.kind} ran the whole window and was stopped at its end",
+            return Result.passed(expected, observed, f"dcgmi diag ran the whole {dur}s window{in_runs}; stopped at its "
+                                 "end (a run's unfinished tests are ERROR when no run finished)",
+                                 evidence=tail, evidence_keys=keys)
+        return Result.passed(expected, observed, f"{L.kind} ran the whole window{in_runs} and was stopped at its end",
                              evidence=tail, evidence_keys=keys)
     if L.rc is None:
         return Result.errored("the load's exit status is unknown (connection lost?)", expected=expected,
                               evidence=tail, evidence_keys=keys)
-    if L.kind != "dcgmi" and ran is not None and ran < dur - ctx.bspec.early_tolerance:
+    if L.kind != "dcgmi" and L.rc != 0 and ran is not None and ran < dur - ctx.bspec.early_tolerance:
         return Result.failed(expected, observed, f"{L.kind} died after {ran}s of {dur}s (exit {L.rc})",
                              evidence=tail, evidence_keys=keys)
     if L.rc != 0 and not (L.kind == "dcgmi" and isinstance(ctx.dcgm, list) and ctx.dcgm):
         return Result.failed(expected, observed, f"{L.kind} exited with status {L.rc}", evidence=tail,
                              evidence_keys=keys)
-    return Result.passed(expected, observed, f"{L.kind} ran {ran if ran is not None else '?'}s", evidence=tail,
+    if ran is None:
+        return Result.errored("the load's run time is unknown (no load-start/load-exit event)",
+                              expected=expected, evidence=tail, evidence_keys=keys)
+    if ran < dur - ctx.bspec.early_tolerance:
+        return Result.errored(f"the node was not soaked: {L.kind} ran {ran}s of the {dur}s window{in_runs} "
+                              f"(margin burnin.early_exit_tolerance_s = {ctx.bspec.early_tolerance}s)",
+                              expected=expected, evidence=tail, evidence_keys=keys)
+    return Result.passed(expected, observed, f"{L.kind} ran {ran}s of the {dur}s window{in_runs}", evidence=tail,
                          evidence_keys=keys)
 
 

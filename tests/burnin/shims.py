@@ -143,12 +143,16 @@ exit 0
 def dcgmi_shim(sc: Scenario) -> str:
     d = sc.dcgmi or {}
     js = json.dumps(d.get("json", {}), indent=2)
+    later = ""
+    if "json_later" in d:  # from second 2 of the burn-in on (a later run of a repeated load), this answer
+        later = ('t0=${NG_BURNIN_T0:-0}; if [ $(($(date +%s) - t0)) -ge 2 ]; then cat <<\'NGJSON\'\n'
+                 f'{json.dumps(d["json_later"], indent=2)}\nNGJSON\nexit {int(d.get("rc", 0))}\nfi\n')
     return f"""#!/bin/sh
 # burn-in test shim: dcgmi diag -r N -j (sleeps, then prints recorded JSON)
 case "$*" in diag*) ;; *) echo "shim: unsupported: $*" >&2; exit 2 ;; esac
 trap 'echo "Received signal, stopping diagnostic" >&2; exit 130' INT
 i=0; while [ "$i" -lt {int(d.get('seconds', 3))} ]; do sleep 1; i=$((i + 1)); done
-cat <<'NGJSON'
+{later}cat <<'NGJSON'
 {js}
 NGJSON
 exit {int(d.get('rc', 0))}

@@ -127,11 +127,31 @@ def test_dcgmi_still_running_at_the_deadline_is_stopped(scenario):
     assert got == HEALTHY
 
 
-def test_load_that_exits_0_long_before_the_window_ends_died_early(scenario):
+def test_load_that_exits_0_long_before_the_window_ends_is_run_again_until_the_window_is_spent(scenario):
+    # issue 37.6: the window is the window; "sleep 1" in an 8 s window runs about 8 times (was a FAIL
+    # "died early"; before that, a dcgmi returning at once ended the window and PASSed)
     _, data, got = scenario(Scenario(gpu_burn=False), duration=8, load="command", command="sleep 1",
                             early_exit_tolerance_s=2)
-    assert got == {**HEALTHY, "burnin_load": "fail"}
+    assert got == HEALTHY
     assert data.load.rc == 0
+    runs = data.load.output.count("NODEGATE-BURNIN-RUN ")
+    assert runs >= 3, data.load.output
+    assert data.load.exit_epoch - data.load.started_epoch >= 8 - 2
+
+
+def test_dcgmi_that_returns_at_once_is_repeated_and_a_failure_in_any_run_fails(scenario, tmp_path):
+    # the shim's answer changes after its first run: run 1 passes, later runs fail GPU 1's memtest
+    js = {"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [{"name": "memtest", "results": [
+        {"entity_group": "GPU", "entity_id": 0, "status": "Pass"},
+        {"entity_group": "GPU", "entity_id": 1, "status": "Pass"}]}]}]}}
+    bad = json.loads(json.dumps(js))
+    bad["DCGM Diagnostic"]["test_categories"][0]["tests"][0]["results"][1].update(
+        status="Fail", warnings=[{"warning": "Memory test failed on GPU 1", "error_id": 12}])
+    _, data, got = scenario(Scenario(gpu_burn=False, dcgmi={"seconds": 0, "json": js, "json_later": bad, "rc": 0}),
+                            duration=6)
+    assert data.load.kind == "dcgmi"
+    assert data.load.output.count("NODEGATE-BURNIN-RUN ") >= 3
+    assert got == {**HEALTHY, "burnin_dcgm[gpu0-memtest]": "pass", "burnin_dcgm[gpu1-memtest]": "fail"}
 
 
 def test_nvidia_smi_refusing_every_field_errors_every_item_naming_it(scenario):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pytest
 
 from nodegate.bundle import Bundle, Evidence
@@ -158,3 +159,38 @@ def test_svg_is_numbers_and_escaped_text():
 
 def test_svg_without_samples_says_why():
     assert svg_for_node(Bundle("n", {}, {})) == "<p>no burn-in plot: evidence not collected: burnin.samples [burnin.samples]</p>"
+
+
+def test_dcgm_runs_are_merged_worst_status_wins_and_a_cut_run_is_left_out():
+    from nodegate.burnin.dcgm import parse_dcgm
+
+    def doc(status):
+        return json.dumps({"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
+            {"name": "memtest", "results": [{"entity_group": "GPU", "entity_id": 0, "status": status,
+                                              "warnings": [{"warning": f"w-{status}"}]}]}]}]}}, indent=2)
+    text = (doc("Pass")[40:] + "\nNODEGATE-BURNIN-RUN 1 rc=0 seconds=3\n" + doc("Pass")
+            + "\nNODEGATE-BURNIN-RUN 2 rc=0 seconds=3\n" + doc("Fail") + "\nNODEGATE-BURNIN-RUN 3 rc=0 seconds=3\n"
+            + doc("Pass")[:50])
+    (r,) = parse_dcgm(text)
+    assert r.status == "fail" and r.messages == ["run 3 of 4: w-Fail"]
+
+
+def test_dcgm_no_run_parses_names_the_first_runs_reason():
+    from nodegate.burnin.dcgm import parse_dcgm
+    with pytest.raises(ParseError, match="run 1 of 2: dcgmi"):
+        parse_dcgm("garbage\nNODEGATE-BURNIN-RUN 1 rc=0 seconds=0\n{\"a\": ")
+
+
+@pytest.mark.parametrize("ran, outcome", [(1, "error"), (110, "pass"), (119, "pass")])
+def test_a_load_that_ran_less_than_the_window_is_error_not_soaked(ran, outcome):
+    # a bundle whose load ran once, exit 0, for `ran` seconds of a 120 s window (the shape of a
+    # version that did not repeat the load): issue 37.6
+    from nodegate.burnin.series import BurninData, LoadOutcome
+    load = LoadOutcome(kind="dcgmi", rc=0, output="{}", started_epoch=1000, exit_epoch=1000 + ran, stopped=None,
+                       window_end_epoch=1120)
+    data = BurninData("n1", {"duration_s": 120}, [], [], load, [])
+    ctx = R.Context(bspec=BurninSpec(interval_s=1))
+    res = R.rule_load(data, ctx, None)
+    assert res.outcome.value == outcome, res
+    if outcome == "error":
+        assert "not soaked" in res.message and "ran 1s of the 120s window" in res.message
