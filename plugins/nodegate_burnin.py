@@ -118,7 +118,9 @@ def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Cont
     if node in cache:
         return cache[node]
     run = config.stash[RUN_KEY]
-    b = run.bundles[node]
+    # bundle_for, not run.bundles[...]: a replay reads bundles lazily (streaming), so at collection
+    # run.bundles may hold none yet (issue 37.7: a burn-in replay collected nothing)
+    b = run.bundle_for(node)
     spec = run.spec.get(node)
     ctx = R.Context()
     try:
@@ -203,7 +205,7 @@ def pytest_generate_tests(metafunc):
     rd = R.RULES[name]
     run = metafunc.config.stash.get(RUN_KEY, None)
     params, ids = [], []
-    for node in (run.bundles if run is not None else {}):
+    for node in (run.nodes if run is not None else ()):
         if rd.scope == "node":
             params.append((name, node, None, None))
             ids.append(node)
@@ -237,7 +239,9 @@ def _dcgm_node_result(data, ctx) -> Result:
 
 def _evaluate(config, name: str, node: str, gpu, dres) -> Result:
     run = config.stash[RUN_KEY]
-    b = run.bundles[node]
+    b = run.bundle_for(node)
+    if b is None:
+        return Result.errored("no bundle for this node")
     if run.spec_errors.get(node):
         return Result.errored(f"spec error: {run.spec_errors[node]}")
     if b.gather_error:
@@ -274,7 +278,7 @@ def burnin_verdict(request) -> Result:
                                  vbios_version=str(g.vbios_version or ""))
         except Exception:  # noqa: BLE001 - identity is best effort
             pass
-    b = run.bundles[node]
+    b = run.bundle_for(node)
     info = {"node": node, **ident, "driver_version": "", "check_id": rd.check_id, "check_name": name,
             "title": rd.title + (f" ({dres.category}/{dres.test})" if dres is not None else ""),
             "severity": rd.severity, "expected": res.expected, "observed": res.observed, "message": res.message,
@@ -291,7 +295,7 @@ def pytest_collection_modifyitems(config, items):
 
 def _plot(item, info) -> str | None:
     run = item.config.stash.get(RUN_KEY, None)
-    b = run.bundles.get(info["node"]) if run is not None else None
+    b = run.bundle_for(info["node"]) if run is not None else None
     return svg_for_node(b) if b is not None else None
 
 

@@ -65,7 +65,9 @@ def mark_item(item) -> None:
     if "burnin_verdict" in cs.params:
         item.add_marker(_mark("burnin"))
         from ..burnin.rules import RULES
-        rd = RULES.get(str(cs.params["burnin_verdict"][0]))
+        v = cs.params["burnin_verdict"]
+        # an empty parametrization gives pytest's NOTSET, not a tuple: no rule to read
+        rd = RULES.get(str(v[0])) if isinstance(v, tuple) and v else None
         if rd is not None and rd.severity in SEVERITIES:
             item.add_marker(_mark(rd.severity))
     elif "perf_verdict" in cs.params:

@@ -18,6 +18,8 @@ a selected item, or with selected items that did not run (-x, --maxfail, an inte
 
 from __future__ import annotations
 
+import sys
+
 import re
 from collections import Counter
 
@@ -102,6 +104,11 @@ def after_collection(session) -> None:
         return
     run = config.stash.get(RUN_KEY, None)
     if run is None:
+        return
+    if sys.exc_info()[0] is not None:
+        # pytest calls pytest_collection_finish in a `finally`: collection itself raised. Exiting
+        # "nothing collected" here would replace that error with a wrong one (issue 37.7: a
+        # burn-in replay blamed "the paths given"); let pytest report the real one.
         return
     items = session.items
     if collection_errors(session) and not config.option.continue_on_collection_errors:
