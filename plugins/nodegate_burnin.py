@@ -29,7 +29,7 @@ from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra, run_interruptibly
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -107,7 +107,8 @@ def pytest_sessionstart(session):
 
     if tw is not None:
         tw.line(f"nodegate: burn-in of {len(jobs)} node(s) for {dur}s (Ctrl-C stops every load)")
-    burnin_fleet(jobs, gather_options(config), dur, run.bundles, run.bundles_dir, stop, progress)
+    run_interruptibly(config, "burn-in", lambda: burnin_fleet(jobs, gather_options(config), dur, run.bundles,
+                                                              run.bundles_dir, stop, progress))
     if tw is not None and line.tty:
         tw.line("")
 
@@ -206,6 +207,12 @@ def pytest_generate_tests(metafunc):
     run = metafunc.config.stash.get(RUN_KEY, None)
     params, ids = [], []
     for node in (run.nodes if run is not None else ()):
+        if not run.has(node):
+            # not gathered yet (preselect's collection contacts nobody and waits for nothing): one
+            # stand-in item per rule; the real collection, after gathering, has the node's GPUs
+            params.append((name, node, None if rd.scope == "node" or name == "burnin_dcgm" else 0, None))
+            ids.append(node if rd.scope == "node" or name == "burnin_dcgm" else f"{node}-gpu0")
+            continue
         if rd.scope == "node":
             params.append((name, node, None, None))
             ids.append(node)

@@ -29,7 +29,7 @@ from nodegate.perf.present import CHECK_IDS, REMEDIATION, info_fields, scope_of,
 from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra
+from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra, run_interruptibly
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
@@ -82,7 +82,9 @@ def _run_phase(config, label: str) -> None:
     if tw is not None:
         tw.line(f"nodegate: performance tests{' (' + label + ' the burn-in)' if label else ''} on {len(jobs)} "
                 "node(s) (Ctrl-C stops every tool)")
-    perf_fleet(jobs, gather_options(config), run.bundles, run.bundles_dir, threading.Event(), progress)
+    run_interruptibly(config, f"perf{' ' + label if label else ''}",
+                      lambda: perf_fleet(jobs, gather_options(config), run.bundles, run.bundles_dir, threading.Event(),
+                                         progress))
     if tw is not None:
         tw.line("")
 

@@ -33,7 +33,8 @@ EXIT_CTRL_C = 130
 #: read as pytest's INTERNAL_ERROR
 REGRESSIONS_ONLY_KEY = pytest.StashKey[bool]()
 #: how the session was stopped early: "usage" (pytest.exit with 2, a UsageError), "collection"
-#: (collection errors), "ctrl-c", "stopped" (pytest's shouldstop), "signal" (SIGTERM/SIGHUP)
+#: (collection errors), "ctrl-c", "stopped" (pytest's shouldstop), "signal" (SIGTERM/SIGHUP),
+#: "phase" (a burn-in or perf phase interrupted; the session judged what was gathered)
 STOP_KEY = pytest.StashKey[str]()
 
 _PLUGIN_NAME = "nodegate-exit-codes"
@@ -71,6 +72,10 @@ def nodegate_status(config, status: int) -> int:
         return EXIT_USAGE
     if status == int(pytest.ExitCode.INTERNAL_ERROR) and not config.stash.get(REGRESSIONS_ONLY_KEY, False):
         return EXIT_INTERNAL
+    if stop == "phase" and status in (EXIT_OK, EXIT_FINDINGS):
+        # a burn-in or perf phase was interrupted and the session judged what was gathered
+        # (nodegate.session.phase.run_interruptibly): the run still ends as interrupted
+        return int(exit_status(config, EXIT_CTRL_C))
     if status == int(pytest.ExitCode.INTERRUPTED):
         if stop == "signal":
             return int(exit_status(config, status))   # 143 SIGTERM, 129 SIGHUP

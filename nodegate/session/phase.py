@@ -5,6 +5,7 @@ grouping items by node and the first item's pytest-html extra.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,6 +16,42 @@ from ..reports.records import attach_nodegate
 from ..run import GatherOptions
 from ..textsafe import shown  # node text pytest prints: control characters escaped
 from ..transport import HostKeyPolicy
+
+
+#: "<phase> interrupted (<signal>)" once Ctrl-C, SIGTERM or SIGHUP stopped a burn-in or perf phase
+PHASE_STOPPED_KEY = pytest.StashKey[str]()
+
+
+def phase_stopped(config) -> str | None:
+    """Why an earlier phase of this session was interrupted, or None."""
+    return config.stash.get(PHASE_STOPPED_KEY, None)
+
+
+def run_interruptibly(config, name: str, fn: Callable[[], None]) -> None:
+    """Run a second-exec phase (``fn``: the burn-in or a perf round over every node) so that an
+    interrupt ends the PHASE, not the session (issue 37.4).
+
+    run_fleet stops every node's exec on KeyboardInterrupt (Ctrl-C; SIGTERM/SIGHUP raise
+    nodegate.session.signals.Terminated, a KeyboardInterrupt) and records what came back (the
+    nodes' ``<phase>.run`` status ``interrupted``), then re-raises. Raised out of
+    pytest_sessionstart, it would end the session before collection: no results.jsonl, JUnit,
+    HTML or verdict line although every node's probe evidence was gathered. Caught here, the
+    session goes on to judge what was gathered (the interrupted phase's items ERROR "interrupted",
+    a node with one is not accepted), writes every report, and exits with 130 (Ctrl-C) or
+    128 + the signal (nodegate.session.exitcodes.nodegate_status). A later phase does not start."""
+    if phase_stopped(config):
+        sys.stderr.write(f"nodegate: {name} not started: {phase_stopped(config)}\n")
+        return
+    try:
+        fn()
+    except KeyboardInterrupt:
+        from .exitcodes import STOP_KEY
+        from .signals import reason
+        why = reason(config)
+        config.stash[PHASE_STOPPED_KEY] = f"{name} interrupted ({why})"
+        config.stash[STOP_KEY] = "phase"
+        sys.stderr.write(f"\nnodegate: {name} interrupted ({why}): every node's {name} was stopped; judging what "
+                         "was gathered and writing the reports\n")
 
 
 def gather_options(config) -> GatherOptions:

@@ -46,7 +46,10 @@ def _wait(pred, timeout: float) -> bool:
     return pred()
 
 
-def test_sigint_to_pytest_stops_the_load(tmp_path):
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_burnin_stops_the_load_and_writes_every_report(tmp_path, sig, code):
+    # issue 37.4: the load stops on the node, and the reports of what was judged are written (they
+    # were not: the interrupt left pytest_sessionstart and the session ended before collection)
     d = write_shims(tmp_path / "bin", Scenario())
     env = dict(os.environ, PATH=f"{d}:/usr/bin:/bin:/usr/sbin:/sbin", PYTHONPATH=str(ROOT))
     reports = tmp_path / "reports"
@@ -58,16 +61,24 @@ def test_sigint_to_pytest_stops_the_load(tmp_path):
     pattern = f"{d}/gpu_burn"
     try:
         assert _wait(lambda: bool(_pids(pattern)), 60), "the load never started"
-        p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=60)
+        p.send_signal(sig)
+        out, _ = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
+    text = out.decode(errors="replace")
     assert _wait(lambda: not _pids(pattern), 10), f"load still running: {_pids(pattern)}"
     runs = list(reports.glob("bundles/*/burnin.run.out"))
     assert len(runs) == 1
     assert json.loads(runs[0].read_text())["status"] == "interrupted"
-    assert p.returncode == 130, out.decode(errors="replace")[-2000:]  # Ctrl-C: 128 + SIGINT (README "Exit codes")
+    assert p.returncode == code, text[-2000:]  # 128 + the signal (README "Exit codes")
+    for name in ("results.jsonl", "junit.xml", "report.html"):
+        assert (reports / name).is_file(), f"{name} not written:\n{text[-2000:]}"
+    recs = [json.loads(ln) for ln in (reports / "results.jsonl").read_text().splitlines()]
+    load = [r for r in recs if "test_burnin_load" in r["nodeid"]]
+    assert load and load[0]["outcome"] == "error", load
+    assert "interrupted" in json.dumps(load[0])
+    assert "burn-in interrupted" in text
 
 
 def _fleet_available():
