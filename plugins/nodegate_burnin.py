@@ -114,7 +114,7 @@ def pytest_sessionstart(session):
 
 
 # ---------------------------------------------------------------------------- evaluation context
-def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Context]:
+def _node_context_unguarded(config, node: str) -> tuple[BurninData | EvidenceError, R.Context]:
     cache = config.stash.setdefault(_CTX_KEY, {})
     if node in cache:
         return cache[node]
@@ -154,6 +154,21 @@ def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Cont
         R.attach_evidence(ctx, b, data)
     cache[node] = (data, ctx)
     return cache[node]
+
+
+def _node_context(config, node: str) -> tuple[BurninData | EvidenceError, R.Context]:
+    """The node's burn-in data and rule context (cached), or an EvidenceError that makes every
+    burn-in item of the node ERROR. Any exception raised while reading one node's burn-in
+    evidence (a parser or rule bug reached by hostile output) is contained to that node: raised
+    at collection it would be a collection error, exit 2 and no report for any node (issue 37.2)."""
+    try:
+        return _node_context_unguarded(config, node)
+    except Exception as e:  # noqa: BLE001 - one node's evidence never stops the others
+        err = EvidenceError("burnin.run", f"internal error reading this node's burn-in evidence: "
+                            f"{type(e).__name__}: {str(e)[:300]}")
+        ctx = R.Context()
+        config.stash.setdefault(_CTX_KEY, {})[node] = (err, ctx)
+        return err, ctx
 
 
 def _xids(ctx: R.Context, spec) -> None:
@@ -262,6 +277,9 @@ def _evaluate(config, name: str, node: str, gpu, dres) -> Result:
         return R.RULES[name].func(data, ctx, gpu)
     except EvidenceError as e:
         return Result.errored(str(e), evidence_keys=(e.key,))
+    except Exception as e:  # noqa: BLE001 - a rule bug reached by this node's evidence: this item ERRORs
+        return Result.errored(f"internal error judging this node's burn-in evidence: {type(e).__name__}: "
+                              f"{str(e)[:300]}")
 
 
 @pytest.fixture

@@ -114,6 +114,26 @@ def _labels(b) -> list[str]:
     return out or [""]
 
 
+def _judge_contained(inputs: list, baselines, th_by_node: dict, errors: dict) -> dict:
+    """J.judge_run over every node (the fleet rule compares them); when it raises (a bug reached
+    by one node's hostile figures), each node is judged again alone so that the exception stays
+    with the node that raises it (its items ERROR naming it, in ``errors``) and every other node
+    is judged (issue 37.2: one node's evidence never stops the others). Alone, a node has no
+    fleet peers: its fleet rule says it does not apply, never PASS."""
+    try:
+        return J.judge_run(inputs, baselines, th_by_node=th_by_node)
+    except Exception:  # noqa: BLE001 - isolated below, node by node
+        pass
+    out = {}
+    for ni in inputs:
+        try:
+            out.update(J.judge_run([ni], baselines, th_by_node=th_by_node))
+        except Exception as e:  # noqa: BLE001 - this node's items ERROR; the others are judged
+            errors[ni.node] = (f"internal error judging this node's performance evidence: {type(e).__name__}: "
+                               f"{str(e)[:300]}")
+    return out
+
+
 def _judged(config) -> dict:
     """{node: [(label, Item)]}, the whole run judged once (the fleet rule needs every node)."""
     if _ITEMS_KEY in config.stash:
@@ -162,7 +182,7 @@ def _judged(config) -> dict:
         for lab, ni in inputs:
             by_label.setdefault(lab, []).append(ni)
     for lab, inputs in by_label.items():
-        for node, items in J.judge_run(inputs, baselines.get(lab), th_by_node=th_by_node).items():
+        for node, items in _judge_contained(inputs, baselines.get(lab), th_by_node, errors).items():
             out.setdefault(node, []).extend((lab, it) for it in items)
     for node, why in errors.items():
         from nodegate.perf.rules import Item
