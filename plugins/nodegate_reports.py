@@ -24,6 +24,7 @@ import pytest
 
 from nodegate.reports import junit, terminal
 from nodegate.reports import metadata as ng_metadata
+from nodegate.reports.status import JUDGED_ON_NOTHING
 from nodegate.reports.live import RunReports, compact, forget_passed_phase, sanitize_properties  # noqa: F401
 from nodegate.reports.text import one_line
 
@@ -236,6 +237,11 @@ class NodegateReports:
         failures = self.state.rendered.failures if self.state.rendered is not None else []
         if failures:
             report_failures(session, self.config, failures, self.paths.get("junit"))
+        if int(session.exitstatus) == 0 and self.state.rendered is not None and any(
+                i.not_evaluated.startswith(JUDGED_ON_NOTHING) for i in self.state.rendered.infos):
+            # issue 37.5: a node whose every item the spec skipped was judged on nothing; the run
+            # is not a pass (exit 1, README "Exit codes"), whatever the items say
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _inventory(self) -> str:
         run = _fleet(self.config)

@@ -49,7 +49,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .. import safeio
 from ..safeio import open_new
-from .records import NodeInfo, Record
+from .records import NodeInfo, Record, spec_off_of
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
 
 #: GitLab: 250,000 XML objects per file, 500,000 test cases per report (gitlab.com); 80 % of each.
@@ -230,11 +230,16 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
     # elements a node, ~37,000 at 4,096 nodes, of GitLab's 250,000
     # a node not evaluated says why (deselected, not run: nodegate.session.selection)
     names = NODE_PROPS + (("not_evaluated",) if info.status == NOT_EVALUATED else ())
-    props = "" if info.status == ACCEPTED else _props(names, {
+    # issue 37.5: the spec keys that turned this node's checks off, with the file that set each
+    # (the SKIP messages' "[spec <key> set in <file>]", nodegate.session.verdicts.spec_off_note)
+    spec_off = info.spec_off or spec_off_of(recs)
+    if spec_off:
+        names += ("spec_set_in",)
+    props = "" if info.status == ACCEPTED and not spec_off else _props(names, {
         "node": info.node, "status": info.status, "system_vendor": info.system_vendor,
         "system_model": info.system_model, "system_serial": info.system_serial,
         "driver_version": info.driver_version, "spec_source": info.spec_source,
-        "not_evaluated": info.not_evaluated}, c)
+        "not_evaluated": info.not_evaluated, "spec_set_in": spec_off}, c)
     xml = (f"<testsuite name={_a(info.node or '(no node)')} hostname={_a(info.node)} tests=\"{len(recs)}\" "
            f"failures=\"{n['fail']}\" errors=\"{n['error']}\" skipped=\"{n['skip']}\">{props}{''.join(parts)}"
            "</testsuite>\n")

@@ -105,6 +105,8 @@ def node_page(info: NodeInfo, recs: list[Record], findings: list[Finding], *, ba
              ("Gather", info.gather_status), ("Spec from", info.spec_source or None)]
     if info.not_evaluated and info.not_evaluated != info.gather_status:
         ident.append(("Not evaluated", info.not_evaluated))
+    if info.spec_off:   # issue 37.5: what the spec turned off, and the file that set it
+        ident.append(("Turned off by the spec", info.spec_off))
     ident_rows = "".join(f"<tr><th>{k}</th><td>{esc('?' if v is None else v, 600)}</td></tr>" for k, v in ident)
     c = info.counts
     parts = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",

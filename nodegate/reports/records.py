@@ -12,6 +12,8 @@ reason text, never an exception.
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections import Counter
 from collections.abc import Mapping
@@ -216,6 +218,8 @@ class NodeInfo:
     system_model: str | None = None
     system_serial: str | None = None
     spec_source: str = ""              # FleetRun.spec_source[node] (where the node's spec came from)
+    #: the spec keys that turned checks off, each with the file that set it (issue 37.5), "; "-joined
+    spec_off: str = ""
     bundle_dir: str = ""
     # issue 19 (drift of firmware and configuration): distinct values over the node's GPUs, ", "-joined
     inforom: str | None = None
@@ -378,3 +382,13 @@ def _s(v) -> str | None:
     if v is None:
         return None
     return one_line(v, 300) or None
+
+
+#: "[spec <key> set in <file>]" at the end of a SKIP message (nodegate.session.verdicts.spec_off_note)
+SPEC_OFF_NOTE = re.compile(r"\[(spec [^\]]{1,400} set in [^\]]{1,400})\]$")
+
+
+def spec_off_of(recs) -> str:
+    """The distinct spec-off notes of a node's SKIP records, "; "-joined (at most 1,000 chars)."""
+    return "; ".join(dict.fromkeys(m.group(1) for r in recs if r.outcome == "skip"
+                                   for m in [SPEC_OFF_NOTE.search(r.message or "")] if m))[:1000]

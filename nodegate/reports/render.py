@@ -121,6 +121,8 @@ def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason:
         info.vbios = ", ".join(vb) if vb else None
     if not info.spec_source:
         info.spec_source = next((r.spec_source for r in recs if r.spec_source), "")
+    from .records import spec_off_of
+    info.spec_off = spec_off_of(recs)
 
 
 def _rel(target: Path, base_dir: Path) -> str:

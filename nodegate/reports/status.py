@@ -58,6 +58,10 @@ def catalog_reason(missing: list[str], catalog) -> str:
             f"for this node ({shown}): the run was narrowed (test paths, -k/-m/--deselect/--lf, -x/--maxfail)")
 
 
+#: the reason of a node whose every item its spec skipped (issue 37.5); such a run exits 1
+JUDGED_ON_NOTHING = "NOT EVALUATED: no acceptance check judged this node"
+
+
 def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = None, judged=(),
             catalog=None) -> tuple[str, str]:
     """(status, reason) of one node; reason is "" unless the status is not evaluated.
@@ -76,6 +80,12 @@ def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = N
     missing = missing_checks(judged, catalog) if catalog is not None else []
     if missing:
         return NOT_EVALUATED, catalog_reason(missing, catalog)
+    if counts["pass"] == 0:
+        # issue 37.5: an inventory that skips every check gave "accepted" with 0 checks judged;
+        # a node is accepted only when acceptance checks actually judged it (each SKIP names the
+        # spec key that turned its check off and the file that set it)
+        return NOT_EVALUATED, (f"{JUDGED_ON_NOTHING}: all {counts['skip']} "
+                               "item(s) were skipped by its spec (each SKIP names the key and the file)")
     return ACCEPTED, ""
 
 

@@ -66,6 +66,12 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         out.append("problems (one line a node, worst first; the fix after '->'; every finding in the HTML report):")
         for i in probs:
             out.append(f"  {_short(i.node, 40)}: {_short(i.problem, 400)}")
+    off = [i for i in sorted(infos, key=_worst_first) if i.spec_off][:max_nodes]
+    if off:
+        # issue 37.5: what the spec turned off, per node, with the file that set it
+        out.append("checks turned off by the spec (key, and the file that set it):")
+        for i in off:
+            out.append(f"  {_short(i.node, 40)}: {_short(i.spec_off, 400)}")
     for what, path in outputs:
         out.append(f"{what}: {one_line(path, 500)}")
     return out

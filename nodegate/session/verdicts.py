@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 
 import pytest
@@ -197,6 +199,9 @@ def evaluate(item, p: VerdictParam) -> None:
         res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
         if run.overlapped and cdef.name == "gpu_count":
             res = surplus_gpus(run, node, res)
+    spec_note = spec_off_note(item.config, run, node, res.message, cache) if res.outcome is Outcome.SKIP else ""
+    if spec_note:
+        res = replace(res, message=res.message + spec_note)
     res = printable(res)
     key = None if slot is None else (slot.index, slot.pci_bus_id)
     idents = cache.get(("gpus", node))
@@ -226,8 +231,53 @@ def evaluate(item, p: VerdictParam) -> None:
     if res.outcome in (Outcome.PASS, Outcome.SKIP):
         props[PROP_KEYS.index("remediation")] = ("remediation", "")
     item.user_properties.extend(props)
+    if spec_note:   # JUnit <property name="spec_set_in">: the spec key that turned this check off, and its file
+        item.user_properties.append(("spec_set_in", spec_note.strip(" []")))
     p.result = asserted(res, remediation)
     if res.outcome is Outcome.ERROR:
         pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)   # printable()
     if res.outcome is Outcome.SKIP:
         pytest.skip(f"[{cdef.id}] {res.message}")
+
+
+#: a spec key a SKIP message names: ``kernel_log.enabled=false: ...``, ``memory.repair=auto: ...``,
+#: ``checks.skip lists NG-KLOG-001: ...``
+_SKIP_KEY = re.compile(r"\b([a-z][a-z0-9_]{0,40}(?:\.[a-z0-9_]{1,40}){1,4})(?==|\b is\b| set\b| lists\b)")
+
+
+def _sets(raw, dotted: str) -> bool:
+    cur = raw
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    return True
+
+
+def spec_off_note(config, run, node: str, message: str, cache: dict) -> str:
+    """`` [spec kernel_log.enabled set in /site/host_vars/n1.yml]``: where the spec value that made
+    this check SKIP was set (issue 37.5: a spec that turns checks off is shown with its source
+    file in every report: the SKIP message reaches the terminal (-rs), HTML, JUnit and
+    results.jsonl). Only keys the node's own spec sets (a default needs no file); the files come
+    from the inventory (``Inventory.spec_origins``: group_vars/host_vars, Ansible's order, the
+    last one kept by the merge), else the run's spec source (``--spec FILE``); "" when none."""
+    raw = run.spec_raw.get(node) or {}
+    keys = [k for k in dict.fromkeys(_SKIP_KEY.findall(message[:300])) if _sets(raw, k)]
+    if not keys:
+        return ""
+    from .state import INVENTORY_KEY
+    inv = config.stash.get(INVENTORY_KEY, None)
+    notes = []
+    for k in keys[:3]:
+        ck = ("spec_origin", node, k)
+        if ck not in cache:
+            files = []
+            if inv is not None:
+                try:
+                    files = inv.spec_origins(node, k)
+                except Exception:  # noqa: BLE001 - naming the file is best effort; the skip stands
+                    files = []
+            cache[ck] = files[-1] if files else (run.spec_source.get(node, "") or "")
+        if cache[ck]:
+            notes.append(f"spec {k} set in {cache[ck]}")
+    return f" [{'; '.join(notes)}]" if notes else ""

@@ -47,6 +47,16 @@ def _popen_stream(argv: list[str], stdin: bytes, deadline_s: float) -> ExecResul
         return popen_stream(argv, stdin, dl)
 
 
+#: How every one-exec script (probe, burn-in, perf) runs on a node (issue 37.8). With ``sh -s`` the
+#: shell read the script from its stdin as it ran, so a command of the script could read the rest
+#: of it (the framing marker among it) through /proc/<shell>/fd/0. Here the shell reads the whole
+#: script first (``$(cat)``: the controller closes the channel's stdin after sending it), points its
+#: stdin at /dev/null, then runs it from memory: a command inherits /dev/null and no descriptor of
+#: the script, and the script is in no file or argument. (A process of the same user can still read
+#: another's memory through ptrace or /proc/<pid>/mem where Yama's ptrace_scope is 0: docs/security.md.)
+SCRIPT_RUNNER = 'ng_s=$(cat) || exit 125; exec </dev/null; eval "$ng_s"'
+
+
 class Target:
     """One node's connection: ``url`` in testinfra's grammar. ``run_probe`` does ONE exec."""
 
@@ -64,16 +74,16 @@ class Target:
             raise ValueError(f"unsupported connection type {self.connection!r} (paramiko, ssh, local, chroot)")
 
     def _command(self) -> str:
-        return "sudo -n sh -s" if self.sudo or self.kw.get("sudo") else "sh -s"
+        return ("sudo -n " if self.sudo or self.kw.get("sudo") else "") + f"sh -c '{SCRIPT_RUNNER}'"
 
     def local_argv(self) -> list[str] | None:
         """The command line of a local:// or chroot:// target (None for SSH targets)."""
         if self.connection == "local":
-            return ["sudo", "-n", "sh", "-s"] if self.sudo else ["sh", "-s"]
+            return ["sudo", "-n", "sh", "-c", SCRIPT_RUNNER] if self.sudo else ["sh", "-c", SCRIPT_RUNNER]
         if self.connection == "chroot":  # testinfra's chroot:///path: a host root seen from a container
             import urllib.parse
             root = urllib.parse.urlparse(self.url).path or "/"
-            return ["chroot", root, "sh", "-s"]
+            return ["chroot", root, "sh", "-c", SCRIPT_RUNNER]
         return None
 
     def node_deadline(self, exec_s: float, stop: threading.Event | None = None) -> Deadline:
@@ -85,7 +95,7 @@ class Target:
 
     def run_probe(self, script: str, deadline_s: float, *, marker: str | None = None,
                   item_timeout_s: float | None = None, stop: threading.Event | None = None) -> ExecResult:
-        """ONE exec of ``script`` (``sh -s``) under the node's deadline (``node_deadline``).
+        """ONE exec of ``script`` (``SCRIPT_RUNNER``) under the node's deadline (``node_deadline``).
         ``stop`` (set on SIGINT/SIGTERM) cuts it like the deadline does, keeping what was read."""
         with self.node_deadline(deadline_s, stop) as dl:
             return self.run(script.encode(), dl, deadline_s, marker=marker, item_timeout_s=item_timeout_s)
@@ -93,7 +103,7 @@ class Target:
     def run(self, data: bytes, dl: Deadline, exec_s: float, *, marker: str | None = None,
             item_timeout_s: float | None = None, on_data=None, stderr_cap: int = STDERR_CAP,
             stop_at_cap: bool = True, grace_s: float = 0.0) -> ExecResult:
-        """Run ``data`` with ``sh -s`` on this target within the armed ``dl`` (the exec gets
+        """Run ``data`` with ``sh -c SCRIPT_RUNNER`` on this target within the armed ``dl`` (the exec gets
         ``exec_s`` after the connect). Shared by the probe and the burn-in; ``grace_s``: a
         local process gets SIGTERM first and SIGKILL that much later (process.popen_stream)."""
         argv = self.local_argv()
