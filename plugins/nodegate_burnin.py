@@ -268,6 +268,13 @@ def _evaluate(config, name: str, node: str, gpu, dres) -> Result:
         return Result.errored(f"spec error: {run.spec_errors[node]}")
     if b.gather_error:
         return Result.errored(f"node not gathered: {b.gather_error}")
+    from nodegate.session.verdicts import clash_message
+    try:
+        clash = clash_message(run.identity_groups(node))
+    except Exception:  # noqa: BLE001 - unreadable ids: the probe's NG-INV-003 item says so
+        clash = None
+    if clash:   # issue 37.9: one machine answering for several nodes: its soak proves nothing of this one
+        return Result.errored(clash, evidence_keys=("meta.boot_id", "meta.machine_id"))
     data, ctx = _node_context(config, node)
     if name == "burnin_dcgm":
         return R.rule_dcgm(dres, ctx) if dres is not None else _dcgm_node_result(data, ctx)

@@ -114,6 +114,15 @@ def _labels(b) -> list[str]:
     return out or [""]
 
 
+def _clash(run, node: str) -> str | None:
+    """The identity-clash ERROR of ``node`` (nodegate.session.verdicts.clash_message), or None."""
+    from nodegate.session.verdicts import clash_message
+    try:
+        return clash_message(run.identity_groups(node))
+    except Exception:  # noqa: BLE001 - unreadable ids: the probe's NG-INV-003 item says so
+        return None
+
+
 def _judge_contained(inputs: list, baselines, th_by_node: dict, errors: dict) -> dict:
     """J.judge_run over every node (the fleet rule compares them); when it raises (a bug reached
     by one node's hostile figures), each node is judged again alone so that the exception stays
@@ -160,6 +169,12 @@ def _judged(config) -> dict:
             continue
         if run.spec_errors.get(node):
             errors[node] = f"spec error: {run.spec_errors[node]}"
+            continue
+        clash = _clash(run, node)
+        if clash:
+            # issue 37.9: N copies of one machine: their figures are one machine's, never N
+            # nodes' (the fleet rule counted it N times and their perf items PASSed)
+            errors[node] = clash
             continue
         try:
             ctx = J.node_context(run.facts.get(node))

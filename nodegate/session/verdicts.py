@@ -113,16 +113,22 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
         for t in among:
             run.wait(t, wait_ticker(config, run))
     groups = run.identity_groups(node, among=among) if among is None or among else []
-    msg = None
-    if groups:
-        # each group once, bounded (ClashGroup.phrase): a message per item naming all N-1 copies
-        # made the reports quadratic in the nodes (issue 31, item 9)
-        many = any(g.count > 1 for g in groups)
-        msg = ("not evaluated: " + "; ".join(g.phrase() for g in groups)
-               + f": one machine answered for {'all of them' if many else 'both'}, so this node's evidence cannot "
-               "be attributed to it (NG-INV-003)")
+    msg = clash_message(groups)
     cache[key] = msg
     return msg
+
+
+def clash_message(groups) -> str | None:
+    """The ERROR message of every item of a node that shares its boot or machine id with other
+    nodes of the run (``FleetRun.identity_groups``), or None without a clash. Each group once,
+    bounded (ClashGroup.phrase): a message per item naming all N-1 copies made the reports
+    quadratic in the nodes (issue 31, item 9). Also the perf and burn-in phases' (issue 37.9)."""
+    if not groups:
+        return None
+    many = any(g.count > 1 for g in groups)
+    return ("not evaluated: " + "; ".join(g.phrase() for g in groups)
+            + f": one machine answered for {'all of them' if many else 'both'}, so this node's evidence cannot "
+            "be attributed to it (NG-INV-003)")
 
 
 def gpu_identity(run: FleetRun, node: str, slot) -> dict:
