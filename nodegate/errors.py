@@ -1,5 +1,7 @@
 """Errors raised across nodegate. Each maps to one outcome or one exit code."""
 
+import re
+
 
 class NodegateError(Exception):
     """Base class for every error nodegate raises on purpose."""
@@ -25,8 +27,22 @@ class EvidenceError(NodegateError):
         super().__init__(f"{reason} [{key}]")
 
 
+#: ``user:password@`` in a message (an inventory value or host name holding credentials)
+_USERINFO = re.compile(r"([A-Za-z0-9._~-]{1,64}):[^@\s/'\"]{1,256}@")
+
+
+def redact_userinfo(text: str) -> str:
+    """Every ``user:password@`` in ``text`` with the password as ``***`` (issue 37.9: an
+    ``ansible_host: user:secret@host`` was echoed whole in the inventory error)."""
+    return _USERINFO.sub(lambda m: f"{m.group(1)}:***@", text)
+
+
 class SpecError(NodegateError):
-    """The inventory or spec is invalid; raised before any node is contacted (exit code 2)."""
+    """The inventory or spec is invalid; raised before any node is contacted (exit code 2). Its
+    message never holds a password: ``user:password@`` is redacted (``redact_userinfo``)."""
+
+    def __init__(self, *args):
+        super().__init__(*(redact_userinfo(a) if isinstance(a, str) else a for a in args))
 
 
 class InventoryError(SpecError):

@@ -171,6 +171,22 @@ DROPPED = ("Skipping unexpected key", "as this is not a valid group definition",
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62})(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,62}))*\.?$")
 
 
+def redact_address(addr: str) -> str:
+    """``addr`` as a message may show it: userinfo before the last "@" (``user:secret@host``,
+    ``ssh://u:pw@h``) has its password part replaced by ``***`` (issue 37.9: a refused
+    ansible_host was echoed with the password in it). ``root:hunter2@10.0.0.1`` ->
+    ``root:***@10.0.0.1``; no "@": unchanged."""
+    if "@" not in addr:
+        return addr
+    userinfo, host = addr.rsplit("@", 1)
+    scheme = ""
+    if "://" in userinfo:
+        scheme, userinfo = userinfo.split("://", 1)
+        scheme += "://"
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}{user}{':***' if ':' in userinfo else ''}@{host}"
+
+
 def address_problem(addr: str) -> str | None:
     """Why ``addr`` (ansible_host, else the inventory name) is not an address nodegate connects to,
     or None: an IPv4/IPv6 address (a zone id allowed) or a DNS name. Anything else (a leading "-"
@@ -349,7 +365,7 @@ class Inventory:
         if plugin != "local":
             why = address_problem(str(addr))
             if why:
-                raise InventoryError(f"{where}: ansible_host {str(addr)[:200]!r} {why}")
+                raise InventoryError(f"{where}: ansible_host {redact_address(str(addr))[:200]!r} {why}")
         hkc = opt("host_key_checking")
         return {"address": str(addr), "port": port, "user": None if opt("remote_user") is None else str(opt("remote_user")),
                 "key_file": os.path.expanduser(str(key)) if key else None,

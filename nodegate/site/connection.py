@@ -82,8 +82,8 @@ class SiteConnection:
         """The probe's own command lines (nodegate.transport.Target): the OpenSSH client ending
         with the remote ``sh -s``, or the local ``sh -s`` / ``chroot <root> sh -s``."""
         if self.kind == "ssh":
-            return self.target.openssh_argv()
-        return self.target.local_argv()
+            return self.target.openssh_argv(streamed=True)
+        return self.target.local_argv(streamed=True)
 
     def run(self, key: str, command: str, timeout_s: float) -> CommandOutput:
         """Run one command in the site shell (started again first if the last one was cut).

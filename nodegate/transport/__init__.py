@@ -73,17 +73,23 @@ class Target:
         if self.connection not in ("paramiko", "ssh", "local", "chroot"):
             raise ValueError(f"unsupported connection type {self.connection!r} (paramiko, ssh, local, chroot)")
 
-    def _command(self) -> str:
-        return ("sudo -n " if self.sudo or self.kw.get("sudo") else "") + f"sh -c '{SCRIPT_RUNNER}'"
+    def _command(self, streamed: bool = False) -> str:
+        """The remote command: the one-exec ``SCRIPT_RUNNER``, or with ``streamed`` a plain
+        ``sh -s`` (the site shell, which is sent one command at a time and runs each with stdin
+        from /dev/null itself: nodegate/site/shell.sh)."""
+        sh = "sh -s" if streamed else f"sh -c '{SCRIPT_RUNNER}'"
+        return ("sudo -n " if self.sudo or self.kw.get("sudo") else "") + sh
 
-    def local_argv(self) -> list[str] | None:
-        """The command line of a local:// or chroot:// target (None for SSH targets)."""
+    def local_argv(self, streamed: bool = False) -> list[str] | None:
+        """The command line of a local:// or chroot:// target (None for SSH targets);
+        ``streamed``: see ``_command``."""
+        sh = ["sh", "-s"] if streamed else ["sh", "-c", SCRIPT_RUNNER]
         if self.connection == "local":
-            return ["sudo", "-n", "sh", "-c", SCRIPT_RUNNER] if self.sudo else ["sh", "-c", SCRIPT_RUNNER]
+            return ["sudo", "-n", *sh] if self.sudo else sh
         if self.connection == "chroot":  # testinfra's chroot:///path: a host root seen from a container
             import urllib.parse
             root = urllib.parse.urlparse(self.url).path or "/"
-            return ["chroot", root, "sh", "-c", SCRIPT_RUNNER]
+            return ["chroot", root, *sh]
         return None
 
     def node_deadline(self, exec_s: float, stop: threading.Event | None = None) -> Deadline:
@@ -120,7 +126,7 @@ class Target:
         finally:
             be.close()
 
-    def openssh_argv(self, *extra_opts: str) -> list[str]:
+    def openssh_argv(self, *extra_opts: str, streamed: bool = False) -> list[str]:
         """The OpenSSH client command line for this target (testinfra's SshBackend parses the
         host spec): batch mode, no agent/X11 forwarding, host keys verified against our
         known_hosts files (``accept-new`` only with --accept-new-host-keys), connect deadline."""
@@ -144,4 +150,4 @@ class Target:
             opts += ["-i", be.ssh_identity_file]
         # "--": the host can never be read as an option (the inventory refuses such addresses
         # too: nodegate.inventory.address_problem)
-        return ["ssh", *opts, "--", h.name, self._command()]
+        return ["ssh", *opts, "--", h.name, self._command(streamed)]

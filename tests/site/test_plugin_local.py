@@ -249,7 +249,9 @@ def test_sudo_runs_the_probe_and_the_site_shell_through_sudo_n(site_dir, tmp_pat
     r = run_pytest([str(site_dir / "test_site.py"), "-k", "hostname", "--inventory", str(inv), "--sudo"],
                    tmp_path / "r", env={"PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"})
     assert r.outcomes() == {"test_hostname[box]": "pass"}, r.output[-2000:]
-    assert log.read_text().splitlines() == ["-n sh -s", "-n sh -s"]     # the probe, then the site shell
+    from nodegate.transport import SCRIPT_RUNNER
+    # the probe (read whole, then run: issue 37.8), then the site shell (streamed, one command at a time)
+    assert log.read_text().splitlines() == [f"-n sh -c {SCRIPT_RUNNER}", "-n sh -s"]
     import json
     cmds = json.loads((tmp_path / "r" / "bundles" / "box" / "meta.json").read_text())["site"]["commands"]
     assert [c["command"] for c in cmds] == ["echo up"]    # --sudo is not part of the recorded command
