@@ -62,6 +62,8 @@ fleet: $(STAMP)
 
 fleet-stop:
 	@if [ -f fleet/fleet.json ] && [ -x $(BIN)/python ]; then $(BIN)/python -m tools.fleet.cli stop --out fleet; fi
+	@# any other simulated fleet left behind (a bench or test killed before its cleanup): tools/reaper.py
+	@if [ -x $(BIN)/python ] && [ -d /srv/nodegate-fleet ]; then $(BIN)/python -m tools.reaper --all; fi
 
 samples: $(STAMP)
 	$(BIN)/python tools/capture_to_bundle.py

@@ -380,7 +380,21 @@ def machine() -> dict:
             "loadavg_at_start": os.getloadavg()}
 
 
+def _exit_on_sigterm() -> None:
+    """SIGTERM (a CI timeout) ends the bench as Ctrl-C does: ``with fleet`` stops its simulated
+    fleet on the way out (issue 37.9: Python's default for SIGTERM is to die on the spot, which
+    left 16 sshd daemons and a 4 GB tmpfs behind; tools/reaper.py stops any such leftover)."""
+    import signal
+
+    def handler(signum, frame):  # noqa: ARG001
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGHUP, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _exit_on_sigterm()
     ap = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=lambda s: tuple(int(x) for x in s.split(",")), default=SIZES)
     ap.add_argument("--forks", type=int, default=None, help="pool size (default: nodegate's --forks default)")

@@ -166,3 +166,19 @@ def profile_fleet_run(profile_fleet, tmp_path_factory) -> FleetRun:
     after = profile_fleet.exec_counts()
     return FleetRun(r.returncode, r.stdout, r.stderr, junit, tmp / "bundles", tmp / "reports",
                     {n: after[n] - before.get(n, 0) for n in after})
+
+
+def pytest_sessionstart(session):
+    """Stop simulated fleets an earlier, killed run left behind (their owner is gone:
+    tools/reaper.py), once, in the controller; fleets of running sessions and ``make fleet``'s are
+    left alone."""
+    if hasattr(session.config, "workerinput") or os.geteuid() != 0:
+        return
+    try:
+        from tools.reaper import reap_orphans
+        gone = reap_orphans()
+    except Exception as e:  # noqa: BLE001 - cleaning up is best effort; the tests still run
+        print(f"tests: could not check for leftover simulated fleets: {e}", file=sys.stderr)
+        return
+    for wd in gone:
+        print(f"tests: stopped a simulated fleet a killed run left behind: {wd}", file=sys.stderr)

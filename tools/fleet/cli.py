@@ -59,6 +59,7 @@ def start(n: int, out: Path) -> int:
               f"--out {out}`) stops it first", file=sys.stderr)
         return 2
     fleet = Fleet()
+    fleet.persistent = True   # outlives this command: tools/reaper.py leaves it unless --all (make clean)
     for name, prof in plan(n):
         fleet.add(prof, name)
     fleet.start()

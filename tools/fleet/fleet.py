@@ -23,6 +23,7 @@ shim left behind by a client deadline), unmounts and removes the workdir.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -114,6 +115,8 @@ class Fleet:
         self.net = random.randint(2, 254)
         self.tmpfs = tmpfs
         self.mounted = False
+        #: outlives the process that started it (``make fleet``): the reaper leaves it unless --all
+        self.persistent = False
         self._catalog: dict[str, Profile] | None = None
         for p in profiles:
             self.add(p)
@@ -186,6 +189,16 @@ class Fleet:
             d.mkdir(mode=0o755, parents=True, exist_ok=True)
             os.chown(d, 0, 0)
             os.chmod(d, 0o755)
+        self.write_owner()
+
+    def write_owner(self) -> None:
+        """``owner.json``: the process that owns this fleet (pid and its start time, so a reused
+        pid is not taken for it) and whether it is meant to outlive that process (``make fleet``):
+        tools/reaper.py stops a fleet whose owner is gone (issue 37.9: ``make bench`` ended by
+        SIGTERM left 16 sshd daemons and a 4 GB tmpfs behind)."""
+        from tools.reaper import proc_start
+        (self.workdir / "owner.json").write_text(json.dumps(
+            {"pid": os.getpid(), "start": proc_start(os.getpid()), "persistent": self.persistent}))
 
     def build(self) -> None:
         """Render and write every node root (no sshd)."""
