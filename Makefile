@@ -33,9 +33,11 @@ demo: $(STAMP)
 	  && echo "demo: reports written to $(DEMO)/ (report.html, junit.xml, rma.csv, rma.json, bundles/)"
 
 ## test: the project's own tests (docs/contributing.md, "The test suite"); -rs prints every skip
-## reason (the SSH fleet tests need root, openssh-server and busybox-static); --durations=25 the
+## reason (the SSH fleet tests need root and the system packages of tools/system_packages.txt, which
+## this target installs first when it runs as root with apt-get); --durations=25 the
 ## slowest (a new slow test shows there). Any pytest exit but 0 fails, 5 (no test ran) included.
 test: $(STAMP)
+	@$(PY) tools/system_packages.py ensure
 	$(BIN)/python -m pytest tests -p no:cacheprovider $(PYTEST_XDIST) -q -rs --durations=25
 
 ## bench: simulated SSH fleets of 16, 64, 256 nodes (needs root, openssh-server, busybox-static, dash);

@@ -272,7 +272,7 @@ def login_user():
     import shutil
     import subprocess
     if shutil.which("useradd") is None or shutil.which("chpasswd") is None:
-        pytest.skip("useradd/chpasswd not installed (passwd package)")
+        pytest.skip("useradd/chpasswd not installed (apt-get install passwd)")
     name = f"ngpw{os.getpid() % 100000}"
     password = "pw-" + secrets.token_hex(8)
     subprocess.run(["useradd", "-M", "-d", "/", "-s", pwd.getpwnam("root").pw_shell, name], check=True,
