@@ -371,7 +371,8 @@ def event_signature(ev) -> tuple[str, int | None, str | None]:
 def event_severity(ev) -> str | None:
     """Xid severity from nodegate/data/xid.yaml; failing non-Xid kinds are critical; others None."""
     if ev.kind == "xid" and ev.xid is not None:
-        return _xid_info(ev.xid).severity
+        i = _xid_info(ev.xid)
+        return i.severity if i is not None else "critical"   # not in the catalog: never below the floor
     if ev.kind in _fail_kinds():
         return "critical"
     return None
@@ -380,7 +381,7 @@ def event_severity(ev) -> str | None:
 def _event_desc(ev) -> str:
     if ev.kind == "xid" and ev.xid is not None:
         i = _xid_info(ev.xid)
-        d = f"Xid {ev.xid} ({i.name}; {i.severity})"
+        d = f"Xid {ev.xid} ({i.name}; {i.severity})" if i is not None else f"Xid {ev.xid} (not in the catalog)"
     else:
         d = _fail_kinds().get(ev.kind, ev.kind)
     return d + (f" at {ev.bus_id}" if ev.bus_id else "")

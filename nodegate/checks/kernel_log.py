@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from ..outcomes import Result
 from ..spec.sxid import sxid_info
 from ..spec.xid import xid_fail_set, xid_info
 from . import check
-from ._util import gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from ._util import gpu_for, gpu_label, lines, loaded_driver_version, optional, same_bus, spec_or_default
 
 # Event kinds that FAIL by themselves (catalog "Kernel log").
 FAIL_KINDS = {
@@ -20,36 +22,86 @@ FAIL_KINDS = {
 }
 
 
+#: "Xid 45 ... caused by previous Xid N": the driver names the root cause of a cleanup Xid
+#: (open-gpu-kernel-modules, rc_engine.c: " caused by previous Xid %d"); the verdict follows N
+_ROOT_CAUSE = re.compile(r"caused by previous Xid (\d{1,4})")
+
+#: Xid 154 actions that leave the GPU serviceable (catalog: "None"; "Drain P2P" is a fabric action)
+_NO_ACTION_154 = {"none"}
+
+#: outcome of one event: FAIL, ERROR (an Xid the catalog does not know), or informational
+FAIL, UNKNOWN, INFO = "fail", "unknown", "info"
+
+
 def classify(ev, fail_xids) -> tuple[bool, str]:
-    """(fails?, description) of one KernelEvent."""
+    """(fails?, description) of one KernelEvent (an Xid not in the catalog: not a FAIL here;
+    ``verdict_of`` tells it apart)."""
+    v, desc = verdict_of(ev, fail_xids)
+    return v == FAIL, desc
+
+
+def verdict_of(ev, fail_xids) -> tuple[str, str]:
+    """(FAIL | UNKNOWN | INFO, description) of one KernelEvent. Xids: NVIDIA's catalog
+    (nodegate/data/xid.yaml): the immediate action decides (issue 39.1); Xid 154 by the action it
+    names; an Xid 45 "caused by previous Xid N" as Xid N; an Xid the catalog lacks is UNKNOWN
+    (ERROR "not in the catalog: review", never PASS)."""
     if ev.kind == "xid" and ev.xid is not None:
-        info = xid_info(ev.xid)
-        # Xid 154 states the action the driver requires (GPU Reset Required / Node Reboot Required)
-        action = ev.details.get("recovery_action") or info.action
+        xid, via = ev.xid, ""
+        if xid == 45 and (m := _ROOT_CAUSE.search(ev.text or "")) and int(m.group(1)) != 45:
+            # (the driver also writes "caused by previous Xid 45" on a cleanup: corpus 122)
+            xid, via = int(m.group(1)), "Xid 45 caused by previous "
+        info = xid_info(xid)
         link = f" on NVLink {ev.details['nvlink_link']}" if ev.details.get("nvlink_link") else ""
-        return ev.xid in fail_xids, f"Xid {ev.xid} ({info.name}{link}; {info.severity}; action: {action})"
+        if info is None:
+            return UNKNOWN, f"{via}Xid {xid} is not in the catalog{link}"
+        action = ev.details.get("recovery_action") or info.action
+        desc = f"{via}Xid {xid} ({info.name}{link}; {info.severity}; action: {action})"
+        if xid == 154 and ev.details.get("recovery_action"):
+            # the driver states the recovery it requires (catalog: None, Drain P2P, Drain and Reset,
+            # GPU Reset Required, Node Reboot Required)
+            bad = action.strip().lower() not in _NO_ACTION_154
+            return (FAIL if bad and xid in fail_xids else INFO), desc
+        return (FAIL if xid in fail_xids else INFO), desc
     if ev.kind == "sxid":
         # NVSwitch SXids: their own catalog (nodegate/data/sxid.yaml, Fabric Manager User Guide)
         fat = ev.details.get("fatal")
         info = sxid_info(int(ev.details.get("sxid", 0)), {"yes": True, "no": False}.get(fat))
-        return info.fail, (f"SXid {info.sxid} ({info.name}; {'fatal' if info.fatal or fat == 'yes' else 'non-fatal'}; "
-                           f"action: {info.action}) on {ev.details.get('device', 'NVSwitch')}")
+        return (FAIL if info.fail else INFO), (
+            f"SXid {info.sxid} ({info.name}; {'fatal' if info.fatal or fat == 'yes' else 'non-fatal'}; "
+            f"action: {info.action}) on {ev.details.get('device', 'NVSwitch')}")
     if ev.kind in FAIL_KINDS:
-        return True, FAIL_KINDS[ev.kind]
-    return False, ev.kind
+        return FAIL, FAIL_KINDS[ev.kind]
+    return INFO, ev.kind
 
 
 def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
-    fails, infos = {}, {}
+    fails, infos, _ = _summary3(events, fail_xids)
+    return fails, infos
+
+
+def _summary3(events, fail_xids) -> tuple[list[str], list[str], list[str]]:
+    """(failing, informational, unknown-Xid) descriptions, each "<desc> at <bus> xN"."""
+    out = {FAIL: {}, INFO: {}, UNKNOWN: {}}
     for ev in events:
-        bad, desc = classify(ev, fail_xids)
         if ev.kind in ("other", "loading_banner", "persistence_legacy"):
             continue
+        v, desc = verdict_of(ev, fail_xids)
         where = f" at {ev.bus_id}" if ev.bus_id else ""
-        d = (fails if bad else infos)
+        d = out[v]
         d[desc + where] = d.get(desc + where, 0) + 1
     fmt = lambda d: [f"{k}" + (f" x{n}" if n > 1 else "") for k, n in d.items()]  # noqa: E731
-    return fmt(fails), fmt(infos)
+    return fmt(out[FAIL]), fmt(out[INFO]), fmt(out[UNKNOWN])
+
+
+def _unknown_result(unknown: list[str], expected: str, obs: str, facts, kw) -> Result:
+    """ERROR for Xids the catalog lacks (issue 39.1): "Xid N is not in the catalog (driver V): review"."""
+    try:
+        drv = loaded_driver_version(facts)
+    except Exception:  # noqa: BLE001 - the version only names the catalog's branch in the message
+        drv = None
+    return Result.errored(f"{'; '.join(unknown)} (driver {drv or 'version unknown'}): review it against NVIDIA's "
+                          "Xid catalog (https://docs.nvidia.com/deploy/xid-errors/) and add it to "
+                          "nodegate/data/xid.yaml or kernel_log.xid_fail", expected, obs, **kw)
 
 
 def _cut_note(facts) -> str:
@@ -104,17 +156,19 @@ def kernel_log_node(facts, spec) -> Result:
     known = [g.pci_bus_id for g in gpus or [] if g.pci_bus_id]
     mine = [e for e in events if not (e.bus_id and any(same_bus(e.bus_id, b) for b in known))]
     fx = xid_fail_set(spec)
-    fails, infos = _summary(mine, fx)
+    fails, infos, unknown = _summary3(mine, fx)
     expected = "no failing NVRM events outside the per-GPU results"
     obs = ("; ".join(fails) or "no failing node-wide events") + (f"; informational: {'; '.join(infos)}" if infos
                                                                   else "") + f" ({len(events)} records, {src or 'log'}{_cut_note(facts)})"
     if gerr is not None:
         obs += f"; GPUs unreadable ({gerr.reason}): every event counted here"
     obs += _history(facts, spec, lambda e: not (e.bus_id and any(same_bus(e.bus_id, b) for b in known)))
-    bad_ev = [e for e in mine if classify(e, fx)[0]]
+    bad_ev = [e for e in mine if verdict_of(e, fx)[0] != INFO]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:
-        return Result.failed(expected, obs, "kernel log: " + "; ".join(fails), **kw)
+        return Result.failed(expected, obs, "kernel log: " + "; ".join(fails + unknown), **kw)
+    if unknown:
+        return _unknown_result(unknown, expected, obs, facts, kw)
     return Result.passed(expected, obs, **kw)
 
 
@@ -135,15 +189,17 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
                               evidence_keys=("smi.qx", "kernel.log"))
     events = [e for e in facts.kernel_events if e.bus_id and same_bus(e.bus_id, g.pci_bus_id)]
     fx = xid_fail_set(spec)
-    fails, infos = _summary(events, fx)
+    fails, infos, unknown = _summary3(events, fx)
     expected = f"no failing NVRM events for {g.pci_bus_id}"
     obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
     obs += f" ({_cut_note(facts).lstrip(', ')})" if _cut_note(facts) else ""
     obs += _history(facts, spec, lambda e: bool(e.bus_id and same_bus(e.bus_id, g.pci_bus_id)))
-    bad_ev = [e for e in events if classify(e, fx)[0]]
+    bad_ev = [e for e in events if verdict_of(e, fx)[0] != INFO]
     kw = dict(evidence=lines(*(e.text for e in bad_ev[:12])), evidence_keys=("kernel.log",))
     if fails:
         xids = {e.xid for e in bad_ev if e.kind == "xid"}
         cross = " (cross-check NG-MEM-001/NG-MEM-002)" if xids & {48, 63, 64, 94, 95} else ""
-        return Result.failed(expected, obs, f"{name}: " + "; ".join(fails) + cross, **kw)
+        return Result.failed(expected, obs, f"{name}: " + "; ".join(fails + unknown) + cross, **kw)
+    if unknown:
+        return _unknown_result(unknown, expected, obs, facts, kw)
     return Result.passed(expected, obs, **kw)

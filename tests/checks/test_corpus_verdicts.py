@@ -554,7 +554,8 @@ def test_101_xid119_gsp_rpc_timeout_fails_9b_only_and_history_rows_are_not_xids(
     f = healthy(kernel_events=events, gpus=_gpus(HGX_BUSES, "NVIDIA H100 80GB HBM3", "2330", "Hopper"), driver_gpus=[])
     assert outcomes("NG-LOG-002", f) == [Outcome.PASS] * 4 + [Outcome.FAIL] + [Outcome.PASS] * 3
     r = run("NG-LOG-002", f, gpu=4)
-    assert r.observed.startswith("Xid 119 (GSP RPC Timeout; critical; action: drain and reset the GPU") and "x5" in r.observed
+    # the Xid catalog's words (issue 39.1: nodegate/data/xid.yaml, immediate action RESET_GPU)
+    assert r.observed.startswith("Xid 119 (GSP RPC Timeout; major; action: RESET_GPU)") and "x5" in r.observed
     assert run("NG-LOG-001", f).outcome is Outcome.PASS       # every event is the GPU's; 'clocksource' is noise
     assert "FAIL for 0000:9b:00" in verdict("101")
 
@@ -665,7 +666,7 @@ def test_117_xid13_xid43_application_faults_pass_with_the_events_shown():
     r = run("NG-LOG-002", f)
     assert r.outcome is Outcome.PASS      # nodegate has no WARN: application faults are informational, not FAIL
     assert "informational: Xid 13 (Graphics Engine Exception; minor;" in r.observed
-    assert "Xid 43 (GPU stopped processing; minor; action: restart the application) at 0000:38:00.0 x3" in r.observed
+    assert "Xid 43 (GPU stopped processing; info; action: IGNORE) at 0000:38:00.0 x3" in r.observed   # the catalog's
     assert run("NG-LOG-001", f).outcome is Outcome.PASS
     assert "application faults" in verdict("117")
 
@@ -727,7 +728,7 @@ def test_122_a100x8_talos_xid74_154_119_and_sxid24007_fail():
     assert outcomes("NG-LOG-002", f) == [Outcome.PASS, Outcome.FAIL, Outcome.FAIL] + [Outcome.PASS] * 5
     r = run("NG-LOG-002", f, gpu=2)
     assert "Xid 74 (NVLink Error on NVLink 8; critical;" in r.observed
-    assert "Xid 154 (GPU Recovery Action Changed; critical; action: GPU Reset Required)" in r.observed
+    assert "Xid 154 (GPU Recovery Action Changed; major; action: GPU Reset Required)" in r.observed   # the catalog's
     r = run("NG-LOG-002", f, gpu=1)
     assert r.observed.startswith("Xid 119 (GSP RPC Timeout;")     # the banner line, mapped to 0b's GPU line
     r = run("NG-LOG-001", f)

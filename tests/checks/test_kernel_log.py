@@ -12,8 +12,14 @@ def xid(n, bus="0000:00:06", text=None):
 
 
 def test_xid_table_fail_set_is_the_catalog_set():
-    assert xid_fail_set() == {48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-    assert xid_table()[94].severity == "major"
+    # issue 39.1: NVIDIA's Xid catalog (nodegate/data/xid.yaml, tools/gen_xid_catalog.py) supersedes
+    # checks.md's short list: an immediate action on the GPU or node FAILs; IGNORE / RESTART_APP do not
+    fs = xid_fail_set()
+    assert {48, 62, 64, 74, 79, 95, 109, 119, 120, 136, 140, 143, 154, 158} <= fs
+    assert set(range(144, 151)) <= fs            # NVLink5 (and its network interface, 149)
+    assert not fs & {8, 13, 31, 43, 45, 63, 92, 94, 121, 137}
+    assert xid_table()[94].action == "RESTART_APP" and xid_table()[62].action == "RESET_GPU"
+    assert len(xid_table()) == 172
 
 
 @covers("NG-LOG-001", "NG-LOG-002")
@@ -47,10 +53,39 @@ def test_application_xid_13_is_informational():
 
 
 @covers("NG-LOG-002")
-def test_xid_94_contained_fails_per_catalog():
+def test_xid_94_contained_is_informational_per_catalog():
+    # the catalog: Xid 94 RESTART_APP (contained to one application; "reset the GPU when convenient");
+    # the memory checks (NG-MEM-*) judge the rows it left pending
     r = run("NG-LOG-002", healthy(kernel_events=[xid(94)]))
+    assert r.outcome is Outcome.PASS
+    assert "Xid 94 (Contained memory error; minor; action: RESTART_APP)" in r.observed
+
+
+@covers("NG-LOG-002")
+def test_xid_62_halt_fails_with_its_reset_action():
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(62)]))
     assert r.outcome is Outcome.FAIL
-    assert "Xid 94 (Contained ECC error; major" in r.observed
+    assert "Xid 62 (Internal micro-controller halt; major; action: RESET_GPU)" in r.message
+
+
+@covers("NG-LOG-001", "NG-LOG-002")
+def test_an_xid_not_in_the_catalog_is_error_never_pass():
+    for x in (173, 200, 999):
+        r = run("NG-LOG-002", healthy(kernel_events=[xid(x)]))
+        assert r.outcome is Outcome.ERROR, (x, r)
+        assert f"Xid {x} is not in the catalog" in r.message and "(driver " in r.message and "review" in r.message
+
+
+@covers("NG-LOG-002")
+def test_xid_45_caused_by_a_previous_xid_follows_it():
+    # the driver appends " caused by previous Xid %d" to a cleanup Xid 45 (open-gpu-kernel-modules
+    # rc_engine.c); real line: corpus 122 (Talos, A100)
+    line = "NVRM: Xid (PCI:0000:00:06): 45, pid=22884, name=python, channel 0x00000010 caused by previous Xid {}"
+    r = run("NG-LOG-002", healthy(kernel_events=[xid(45, text=line.format(149))]))
+    assert r.outcome is Outcome.FAIL and "Xid 45 caused by previous Xid 149 (NVLink5 network interface" in r.message
+    assert run("NG-LOG-002", healthy(kernel_events=[xid(45, text=line.format(13))])).outcome is Outcome.PASS
+    # the driver's self-reference "caused by previous Xid 45" (corpus 122) is a plain cleanup
+    assert run("NG-LOG-002", healthy(kernel_events=[xid(45, text=line.format(45))])).outcome is Outcome.PASS
 
 
 @covers("NG-LOG-002")

@@ -167,4 +167,6 @@ def test_password_in_target_url_never_reaches_any_output(env):
 def test_no_agent_forwarding_and_no_pty_requested(env):
     kinds = [k for k, _ in env["seen"]]
     assert "agent-forwarding" not in kinds and "pty" not in kinds
-    assert [c for k, c in env["seen"] if k == "exec"] == ["sh -s", "sh -s"]  # one exec per run
+    from nodegate.transport import SCRIPT_RUNNER
+    # one exec per run; the script read whole, then run (issue 37.8)
+    assert [c for k, c in env["seen"] if k == "exec"] == [f"sh -c '{SCRIPT_RUNNER}'"] * 2
