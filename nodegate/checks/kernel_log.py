@@ -139,8 +139,12 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
 @check(id="NG-LOG-001", name="kernel_log_node", title="No driver failures in the kernel log (node-wide)",
        scope="node", severity="critical", evidence=("kernel.log", "smi.qx"), remediation=_REMEDIATION,
        rule="NVRM lines since boot (dmesg, dmesg -T/iso/--decode, journal, talosctl; continuation lines joined). "
-            "Node-wide events and events on a bus id that is not an observed GPU FAIL on: Xid in the fail set "
-            "(nodegate/data/xid.yaml from NVIDIA's Xid catalog, or kernel_log.xid_fail), an NVSwitch SXid that "
+            "Node-wide events and events on a bus id that is not an observed GPU FAIL on: an Xid whose immediate "
+            "action in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, "
+            "nodegate/data/xid.yaml; or kernel_log.xid_fail) is an action on the GPU or node (RESET_GPU, RESTART_BM, "
+            "CONTACT_SUPPORT, ...; IGNORE and RESTART_APP are informational), Xid 154 naming a recovery action, "
+            "an Xid 45 'caused by previous Xid N' as Xid N; an Xid the catalog lacks is ERROR (review), never PASS; "
+            "an NVSwitch SXid that "
             "its catalog fails (nodegate/data/sxid.yaml from the Fabric Manager User Guide), 'has fallen off the "
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
             "modules', 'Open nvidia.ko is only ready for use on Data Center GPUs', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "

@@ -294,3 +294,13 @@ def test_a_cut_record_keeping_more_than_it_saw_is_unparsable():
     f = log_facts("# source: dmesg\n# lines: seen=1 kept=9 dropped_severe=0\n")
     with pytest.raises(Exception, match="keeps more lines than it saw"):
         f.kernel_events  # noqa: B018
+
+
+def test_xid_yaml_is_what_the_catalog_generator_writes():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, str(root / "tools" / "gen_xid_catalog.py"), "--check"], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0, "nodegate/data/xid.yaml differs from tools/gen_xid_catalog.py: run it"
