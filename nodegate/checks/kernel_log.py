@@ -19,6 +19,9 @@ FAIL_KINDS = {
     "requires_open": "GPU requires the NVIDIA open kernel modules",
     "open_unsupported_gpu": "the open kernel module refuses this GPU ('only ready for use on Data Center GPUs')",
     "probe_not_called": "NVIDIA probe routine not called (another driver such as nouveau owns the device)",
+    # issue 39.2: failures NVIDIA's driver logs without an Xid
+    "nvlink_training_failed": "NVLink link training failed (postRxDetLinkMask / Rx Detect / ALI error)",
+    "fsp_boot_failed": "FSP boot of the GSP firmware failed (GSP-FMC never started)",
 }
 
 

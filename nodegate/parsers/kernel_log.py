@@ -24,7 +24,8 @@ e.g. ``0x62:0x65:1792``), ``gsp_init_failed``, ``api_mismatch`` (details ``clien
 nvidia.ko is only ready for use on Data Center GPUs": the open module refused a GeForce or
 workstation GPU, bug report 204), ``probe_not_called`` (details
 ``count``), ``persistence_legacy``, ``loading_banner`` (details ``flavor``, ``version``),
-``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``sxid`` (NVSwitch:
+``module_license`` (details ``module``, ``license``), ``drm_initialized``, ``nvlink_training_failed``
+and ``fsp_boot_failed`` (issue 39.2; bus id from the nearest preceding record naming one), ``sxid`` (NVSwitch:
 ``nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 ...`` or ``..., Fatal, Link 28 ...``;
 details ``sxid``, ``device``, ``fatal`` yes|no|unknown, ``severity``; the bus id keeps its function),
 ``other``. Xid details: ``recovery_action`` for Xid 154 ("... to 0x1 (GPU Reset Required)"),
@@ -89,6 +90,18 @@ _GSP = re.compile(r"Cannot initialize GSP firmware RM|_kgspBootGspRm|kgspWaitFor
                   r"failed to wait for GFW_?BOOT|GSP firmware .*fail", re.I)
 # (?<![\w-]) anchors the module name at a word start: without it a long run of word characters
 # is retried from every position (quadratic time on one hostile line).
+# NVLink training failures without an Xid (issue 39.2): the driver's ALI link training on Hopper and
+# Blackwell (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/nvlink/arch/hopper/kernel_nvlink_gh100.c:
+# "Getting peer%d's postRxDetLinkMask failed!", kernel_nvlink.c "Failed to update Rx Detect Link mask!",
+# "ALI Error for GPU %d::linkId %d: 0x%x"); seen on a B200 node whose nvidia-smi then hung
+# (NVIDIA/open-gpu-kernel-modules issues) and on B300 racks (NVLinkFailure)
+_NVLINK_TRAIN = re.compile(r"postRxDetLinkMask failed|Failed to update Rx Detect Link mask|"
+                           r"ALI Error for GPU \d{1,3}::linkId \d{1,3}|NVLink training failed", re.I)
+# FSP (the GPU's boot firmware, which boots the GSP-FMC) failures on Hopper and later: the GSP never
+# starts (NVIDIA/open-gpu-kernel-modules#729, NVIDIA/nvtrust#77: "kfspPollForQueueEmpty_IMPL: Timed out
+# waiting for FSP command queue to be empty.", "... returned from kfspSendBootCommands_HAL(...)")
+_FSP = re.compile(r"Timed out waiting for FSP command queue|FSP boot cmds failed|"
+                  r"returned from kfspSendBootCommands", re.I)
 _LICENSE = re.compile(r"(?<![\w-])(?P<mod>[\w-]+): module license '(?P<lic>[^']*)' taints kernel")
 #: The kernel's printk record is at most 1024 bytes (LOG_LINE_MAX = 1024 - 32 in
 #: kernel/printk/printk.c); longer lines are junk and are cut. A record with its continuation
@@ -162,7 +175,30 @@ def parse_kernel_log(text: str | bytes) -> list[KernelEvent]:
         recs.append([ts, msg.strip(), stamped])
     events = [_classify(ts, msg) for ts, msg, _ in recs]
     _attach_banner_buses(events)
+    _attach_preceding_buses(events)
     return events
+
+
+#: kinds whose line names no GPU: the GPU is the one the nearest preceding NVRM record named
+_NEAREST_BUS_KINDS = ("nvlink_training_failed", "fsp_boot_failed", "gsp_init_failed")
+#: how far back a bus id is looked for (records): a failure is printed amid its GPU's lines
+_NEAREST_BUS_WINDOW = 50
+
+
+def _attach_preceding_buses(events: list[KernelEvent]) -> None:
+    """A failure line without a bus id (``Getting peer0's postRxDetLinkMask failed!``,
+    ``Timed out waiting for FSP command queue``) belongs to the GPU the nearest preceding NVRM
+    record names (``kfspDumpDebugState_GH100: GPU 0000:01:00``, ``NVRM: GPU at PCI:...``, an Xid):
+    issue 39.2. Linear: one pass keeping the last bus id seen within the window; none found:
+    the event stays node-wide (NG-LOG-001)."""
+    last_bus, last_i = None, -1
+    for i, ev in enumerate(events):
+        if ev.bus_id:
+            last_bus, last_i = ev.bus_id, i
+            continue
+        if ev.kind in _NEAREST_BUS_KINDS and last_bus and i - last_i <= _NEAREST_BUS_WINDOW:
+            ev.bus_id = last_bus
+            ev.details["bus_from"] = "preceding line"
 
 
 def _attach_banner_buses(events: list[KernelEvent]) -> None:
@@ -250,6 +286,10 @@ def _classify(ts: str | None, msg: str) -> KernelEvent:
         ev.kind = "fallen_off_bus"
     elif _GSP.search(msg):
         ev.kind = "gsp_init_failed"
+    elif _NVLINK_TRAIN.search(msg):
+        ev.kind = "nvlink_training_failed"
+    elif _FSP.search(msg):
+        ev.kind = "fsp_boot_failed"
     elif m := _API.search(msg):
         ev.kind = "api_mismatch"
         ev.details = {"client_version": m.group("client"), "kernel_version": m.group("kernel")}

@@ -441,7 +441,7 @@ NG_KLKEEP=20000
 ng_klog_cut() {
   if command -v awk >/dev/null 2>&1; then
     awk -v T="$NG_KLTAIL" -v C="$NG_KLKEEP" '
-      BEGIN { pat = "xid|fallen off|rminitadapter|rm_init_adapter|gsp|gfw|api mismatch|open kernel modules|probe routine|loading nvidia|module license|persistence mode|nvidia-drm" }
+      BEGIN { pat = "xid|fallen off|rminitadapter|rm_init_adapter|gsp|gfw|api mismatch|open kernel modules|probe routine|loading nvidia|module license|persistence mode|nvidia-drm|postrxdetlinkmask|rx detect link mask|ali error|fsp" }
       NF == 0 { next }
       {
         n++; i = n % T
