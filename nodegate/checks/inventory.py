@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from ..facts import normalize_bus_id
 from ..outcomes import Result
 from ..spec import sku_profile
+from ..spec.products import model_matches, resolve
 from . import check
 from ._util import raw_gpu, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
 from .slots import identity_conflicts
@@ -147,7 +150,9 @@ def gpu_count(facts, spec) -> Result:
        scope="gpu", severity="critical", evidence=("smi.qx", "nvml.json"),
        remediation="Install the specified GPU model in this slot (or correct gpu.model / gpu.sku); a missing GPU: "
                    "drain, reboot, reseat or replace.",
-       rule="product name contains gpu.model (a substring, or one of a list; case-insensitive) "
+       rule="product name matches gpu.model by whole words (or one of a list; case-insensitive; a name listed in "
+            "nodegate/data/gpu_products.yaml accepts exactly that product: H200 refuses H200 NVL and GH200), and the "
+            "PCI device id is gpu.device_id when set (an unreadable id is then ERROR) "
             "(gpu.sku only selects the SKU profile); a slot the spec expects but the node lacks (gpu.count) FAILs as missing.")
 def gpu_model(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
@@ -167,8 +172,19 @@ def gpu_model(facts, spec, gpu) -> Result:
     ev = lines(f"product_name: {g.name}", f"pci_device_id: {dev}")
     kw = dict(evidence=ev, evidence_keys=("smi.qx",))
     bad = []
-    if models and not any(m.lower() in (g.name or "").lower() for m in models):
-        bad.append(f"model {g.name!r} is not {' or '.join(repr(m) for m in models)}")
+    if models and not any(model_matches(m, g.name) for m in models):
+        is_ = resolve(g.name)
+        bad.append(f"model {g.name!r} is not {' or '.join(repr(m) for m in models)}"
+                   + (f" (it is the {is_}: nodegate/data/gpu_products.yaml)" if is_ else ""))
+    want_ids = spec.gpu.device_id
+    if want_ids:
+        want_ids = [want_ids] if isinstance(want_ids, str) else list(want_ids)
+        if not dev or not re.fullmatch(r"[0-9a-f]{4}", str(dev)):
+            return Result.errored(f"{name}: gpu.device_id is set but the GPU's PCI device id is "
+                                  f"{'not reported' if not dev else f'unreadable ({dev!r})'}",
+                                  expected, obs, **kw)
+        if str(dev) not in want_ids:
+            bad.append(f"PCI device id {dev} is not gpu.device_id {' or '.join(want_ids)}")
     if bad:
         return Result.failed(expected, obs, f"{name}: " + "; ".join(bad), **kw)
     return Result.passed(expected, obs, **kw)

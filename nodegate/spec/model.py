@@ -53,7 +53,24 @@ class GpuSpec(_Section):
     count: Optional[int] = Field(None, ge=0, le=64, description="number of GPUs (None: at least one)")
     model: Optional[Union[str, list[str]]] = Field(None, description="substring(s) of the product name, case-insensitive")
     sku: Optional[str] = Field(None, description="PCI device id (4 hex digits) whose SKU profile applies instead of the detected one")
+    # issue 39.3: the exact part, for sites that want it (nvidia-smi -q -x pci_device_id 0x233510DE -> 2335)
+    device_id: Optional[Union[str, list[str]]] = Field(None, description="PCI device id(s) (4 hex digits) every GPU must have")
     bus_ids: Optional[list[str]] = Field(None, description="expected PCI bus ids, to name a missing GPU")
+
+    @field_validator("device_id")
+    @classmethod
+    def _device_id(cls, v):
+        if v is None:
+            return v
+        vals = [v] if isinstance(v, str) else list(v)
+        out = []
+        for x in vals:
+            if not isinstance(x, str) or not _DEVICE_ID.match(x):
+                raise ValueError(f"gpu.device_id {x!r} is not a 4-hex-digit PCI device id (e.g. 0x2335)")
+            out.append(x.lower().removeprefix("0x"))
+        if not out:
+            raise ValueError("gpu.device_id is an empty list")
+        return out
 
     @field_validator("sku")
     @classmethod
