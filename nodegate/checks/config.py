@@ -20,7 +20,13 @@ def _allowed(v) -> list[str] | None:
 def _peers(facts, g) -> list:
     """The node's GPUs of ``g``'s model (PCI device id, else product name), ``g`` included."""
     gpus, _ = optional(facts, "gpus")
-    key = (lambda x: x.pci_device_id) if g.pci_device_id else (lambda x: x.name)
+    dev, _ = optional(g, "pci_device_id")   # masked ([REDACTED]): the product name groups them (issue 39.6)
+
+    def key(x):
+        if dev:
+            v, _ = optional(x, "pci_device_id")
+            return v
+        return x.name
     return [x for x in gpus or [g] if key(x) == key(g)] or [g]
 
 

@@ -199,12 +199,34 @@ def _memory_na(spec, g, ex, name, what, feature, expected, observed, ev, keys, s
 
 
 def _without(ex, feature: str) -> str:
-    src = ex.memory_repair_source
+    try:
+        src = ex.memory_repair_source
+    except EvidenceError:   # a masked device id: the spec's memory.repair decided, no profile needed
+        return f"is excluded by the spec (no SKU profile: {'page retirement' if feature == 'page_retirement' else 'row remapping'} not judged)"
     if feature == "row_remapping":
         return (f"uses page retirement ({src}), not row remapping" if ex.page_retirement
                 else f"has no row remapper ({src})")
     return (f"uses row remapping ({src}); retired pages do not apply" if ex.row_remapping
             else f"does not retire pages ({src})")
+
+
+class LazyExpectation:
+    """``expectations(spec, gpu)`` computed at the first attribute read (issue 39.6): the board's
+    SKU profile needs its PCI device id, and a masked or unreadable id (``[REDACTED]``) raises
+    EvidenceError then, so only the verdicts that need the profile ERROR; a row-remapping block
+    the driver reports, or ``ecc.required=false`` on a board without ECC, is judged without it."""
+
+    __slots__ = ("_spec", "_gpu", "_ex")
+
+    def __init__(self, spec, gpu):
+        self._spec, self._gpu, self._ex = spec, gpu, None
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._ex is None:
+            self._ex = expectations(self._spec, self._gpu)
+        return getattr(self._ex, name)
 
 
 def _spec_excludes(spec, feature: str) -> bool:
@@ -229,7 +251,7 @@ def row_remapping(facts, spec, gpu) -> Result:
     name = gpu_label(g, gpu)
     keys = ("smi.qx",)
     rr = g.remapped_rows
-    ex = expectations(spec, g)
+    ex = LazyExpectation(spec, g)
     expected = f"no failure, not pending, uncorrectable < {spec.memory.max_uncorrectable_remaps}, " \
                f"banks without spare rows <= {spec.memory.max_banks_no_spare}"
     if _spec_excludes(spec, "row_remapping"):
@@ -291,7 +313,7 @@ def retired_pages(facts, spec, gpu) -> Result:
     name = gpu_label(g, gpu)
     keys = ("smi.qx",)
     rp = g.retired_pages
-    ex = expectations(spec, g)
+    ex = LazyExpectation(spec, g)
     m = spec.memory
     expected = f"not pending, total < {m.retired_pages_max_total}, dbe <= {m.retired_pages_max_dbe}"
     # the total is the figure DCGM's limit is about (and what an RMA desk checks): shown when both

@@ -7,6 +7,8 @@ came from (for Expected columns and messages).
 
 from __future__ import annotations
 
+from ..errors import EvidenceError
+
 from dataclasses import dataclass
 
 from .skus import SkuProfile, arch_profile, sku_profile
@@ -43,17 +45,23 @@ class GpuExpectation:
 
 def _device_id(spec, gpu) -> str | None:
     """spec gpu.sku, else the GPU's PCI device id. An unreadable device id (checks._util.CheckedGpu
-    raises EvidenceError for it) propagates unless gpu.sku names the profile: the checks that need
-    the SKU profile then ERROR naming the field, and gpu.sku is the way around a masked id."""
+    raises EvidenceError for it) propagates unless gpu.sku names the profile (``expectations``
+    turns it into a missing value; gpu.sku is the way to name the board when the id is masked)."""
     if spec.gpu.sku:
         return spec.gpu.sku
     return getattr(gpu, "pci_device_id", None) if gpu is not None else None
 
 
 def expectations(spec, gpu) -> GpuExpectation:
-    """Effective expectations for one GPU (``gpu`` may be None)."""
-    dev = _device_id(spec, gpu)
-    sku = sku_profile(dev)
+    """Effective expectations for one GPU (``gpu`` may be None). A masked or unreadable PCI device
+    id (``[REDACTED]``: checks._util.CheckedGpu raises EvidenceError for it) is a missing value,
+    as for a board not in the SKU profiles (issue 39.6): only what needs the profile is then
+    unknown (spec values and the architecture still decide), and each source names why."""
+    try:
+        dev = _device_id(spec, gpu)
+    except EvidenceError as e:
+        dev = f"unreadable ({e.reason})"
+    sku = sku_profile(dev) if dev and not dev.startswith("unreadable") else None
     arch = (getattr(gpu, "architecture", None) if gpu is not None else None) or (sku.architecture if sku else None)
     ap = arch_profile(arch)
     skulabel = f"SKU profile {sku.device_id} ({sku.name})" if sku else None

@@ -8,6 +8,8 @@ the GPU could not be read); sources name where each value came from, for Expecte
 
 from __future__ import annotations
 
+from ..errors import EvidenceError
+
 from collections import Counter
 from dataclasses import dataclass
 
@@ -22,9 +24,18 @@ class NvlinkExpectation:
 
 
 def _device_id(spec, gpu) -> str | None:
-    if spec.gpu.sku:
+    """spec gpu.sku, else the GPU's PCI device id; a masked or unreadable id (``[REDACTED]``) is a
+    missing value here, as for a board not in the SKU profiles (issue 39.6)."""
+    if spec is not None and spec.gpu.sku:
         return spec.gpu.sku
-    return getattr(gpu, "pci_device_id", None) if gpu is not None else None
+    return _readable_id(gpu)
+
+
+def _readable_id(gpu) -> str | None:
+    try:
+        return getattr(gpu, "pci_device_id", None) if gpu is not None else None
+    except EvidenceError:
+        return None
 
 
 def _label(sku) -> str:
@@ -80,7 +91,7 @@ def nvswitch_expectation(spec, gpus) -> tuple[int | str | None, str]:
 def driver_minimum(gpu, spec=None) -> tuple[str | None, str]:
     """First driver (branch ``550`` or version ``520.61.05``) supporting the GPU: SKU profile
     ``min_driver``, else its architecture's (skus.yaml ``architectures``, [first] source)."""
-    dev = _device_id(spec, gpu) if spec is not None else getattr(gpu, "pci_device_id", None)
+    dev = _device_id(spec, gpu)
     sku = sku_profile(dev)
     if sku and sku.min_driver:
         return sku.min_driver, _label(sku)

@@ -281,3 +281,23 @@ def test_corpus_118_a10g_width_x8_fails_memory_passes_retired_pages_not_applicab
     r = run("NG-PER-004", f)
     assert r.outcome is Outcome.FAIL
     assert "persistence mode is Disabled" in r.message
+
+
+@covers("NG-MEM-001", "NG-MEM-002", "NG-PCIE-001", "NG-CFG-001")
+def test_masked_device_id_errors_no_check_that_does_not_need_the_board_profile():
+    # issue 39.6 / ../shared/sweep README: replayed with a spec taken from the XML itself (model, count,
+    # PCIe gen/width as the board's maximum, ECC not required where the board reports N/A), the
+    # [REDACTED] pci_device_id made row remapping (and retired pages, the config consistency check and
+    # the PCIe link under a spec that names it) ERROR; it is a missing value for what needs it
+    rep = report("telegraf-rtx-3090-v12")
+    g = rep.gpus[0]
+    f = node("telegraf-rtx-3090-v12")
+    sp = spec(gpu={"model": "GeForce RTX 3090", "count": len(rep.gpus)},
+              pcie={"gen": g.link.max_gen, "width": g.link.max_width}, ecc={"required": False})
+    assert run("NG-MEM-001", f, sp).outcome is Outcome.SKIP
+    assert run("NG-MEM-002", f, sp).outcome is Outcome.SKIP
+    assert run("NG-PCIE-001", f, sp).outcome is Outcome.PASS
+    assert run("NG-CFG-001", f, sp).outcome is not Outcome.ERROR
+    # what does need the board profile still says so, naming the masked field
+    r = run("NG-PCIE-001", f, spec(**NO_ECC))
+    assert r.outcome is Outcome.ERROR and "'[REDACTED]'" in r.message
