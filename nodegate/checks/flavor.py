@@ -11,6 +11,12 @@ from ._util import gpu_label, lines, optional, spec_or_default
 _LICENSE_FLAVOR = {"dual mit/gpl": "open", "nvidia": "proprietary"}
 
 
+#: issue 39.4: why Blackwell and Grace Hopper/Blackwell need the open modules, whatever driver.flavor says
+OPEN_REQUIRED_SOURCE = ("NVIDIA: Grace Hopper and Blackwell are supported only by the open GPU kernel modules "
+                        "(driver README 'Open Linux Kernel Modules'; https://developer.nvidia.com/blog/"
+                        "nvidia-transitions-fully-towards-open-source-gpu-kernel-modules/)")
+
+
 def license_flavor(license: str | None) -> str | None:
     return _LICENSE_FLAVOR.get((license or "").strip().lower())
 
@@ -67,7 +73,8 @@ def module_flavor(facts, spec) -> Result:
             need.append(f"{gpu_label(g)} {ex.architecture or ''} requires {ex.flavor} ({ex.flavor_source})")
             if ex.flavor != loaded:
                 problems.append(f"{gpu_label(g)} ({ex.architecture}) requires the {ex.flavor} module "
-                                f"({ex.flavor_source}), {loaded} is loaded")
+                                f"({ex.flavor_source}), {loaded} is loaded"
+                                + (f" [{OPEN_REQUIRED_SOURCE}]" if ex.flavor == "open" else ""))
     expected = f"driver.flavor={want}" + (f"; {'; '.join(need)}" if need else "")
     obs = f"{loaded} {banner.version or ''}".strip() + ("" if gerr is None else f" (GPU constraints not evaluated: "
                                                               f"{gerr.reason})") + history

@@ -1,5 +1,7 @@
 """Kernel module flavor (checks.md "Kernel module flavor")."""
 
+import pytest
+
 from nodegate.facts import DriverBanner, KernelEvent, ModinfoFacts
 from nodegate.outcomes import Outcome
 
@@ -116,3 +118,17 @@ def test_loaded_version_not_reported_is_error_not_pass():
     assert r.outcome is Outcome.ERROR
     assert r.message == ("loaded (/proc/driver/nvidia/version) module version not reported: cannot compare "
                          "versions")
+
+
+@pytest.mark.parametrize("name, dev, arch", [("NVIDIA B200", "2901", "Blackwell"), ("NVIDIA GH200 480GB", "2342", "Hopper"),
+                                             ("NVIDIA GB200", "2941", "Blackwell")])
+def test_blackwell_and_grace_under_the_proprietary_module_fail_whatever_driver_flavor_says(name, dev, arch):
+    # issue 39.4: NVIDIA supports Blackwell and Grace Hopper/Blackwell only with the open modules
+    from nodegate.facts import DriverBanner
+    b = DriverBanner("proprietary", "570.86.15", "x86_64", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15")
+    f = healthy(gpus=[gpu(name=name, pci_device_id=dev, architecture=arch)], driver_banner=b,
+                nvidia_module_version="570.86.15")
+    for want in ("proprietary", "any"):
+        r = run("NG-FLV-001", f, spec(driver={"flavor": want}))
+        assert r.outcome is Outcome.FAIL, (want, r)
+        assert "requires the open module" in r.message and "supported only by the open GPU kernel modules" in r.message
