@@ -45,6 +45,8 @@ class CheckedGpu:
         g = object.__getattribute__(self, "_gpu")
         why = g.field_errors.get(name)
         if why is not None:
+            if why.startswith("section not collected"):   # nvidia-smi -q -d: not asked for, not malformed
+                raise EvidenceError(SOURCE_KEYS.get(g.source, "smi.qx"), f"{name}: {why}")
             raise EvidenceError(SOURCE_KEYS.get(g.source, "smi.qx"), f"output unparsable: {name}: {why}")
         return getattr(g, name)
 

@@ -123,8 +123,55 @@ def parse_smi_text(text: str | bytes) -> SmiReport:
             raise ParseError("nvidia-smi -q: no 'label : value' lines")
         if rep.driver_version is None or any(ln[:1] == " " for ln in body):
             blocks = [(None, body)]
-    rep.gpus = [build_gpu(_tree(bus, body), i, "smi_text") for i, (bus, body) in enumerate(blocks)]
+    rep.gpus = [_sections_voided(build_gpu(_tree(bus, body), i, "smi_text"), bus, body)
+                for i, (bus, body) in enumerate(blocks)]
     return rep
+
+
+#: GpuFacts attribute -> the top-level ``nvidia-smi -q`` sections that hold it (any one of them)
+_SECTION_OF: dict[str, tuple[str, ...]] = {
+    "name": ("Product Name",), "serial": ("Serial Number",), "uuid": ("GPU UUID",),
+    "persistence_mode": ("Persistence Mode",), "vbios_version": ("VBIOS Version",),
+    "inforom_image": ("Inforom Version",), "mig_mode_current": ("MIG Mode",), "mig_mode_pending": ("MIG Mode",),
+    "pci_device_id": ("PCI",), "link": ("PCI",), "pcie_replay_counter": ("PCI",),
+    "pcie_replay_rollover": ("PCI",), "pstate": ("Performance State",),
+    "clocks_event_reasons": ("Clocks Event Reasons", "Clocks Throttle Reasons"),
+    "clocks_event_reasons_mask": ("Clocks Event Reasons", "Clocks Throttle Reasons"),
+    "ecc_mode_current": ("ECC Mode",), "ecc_mode_pending": ("ECC Mode",),
+    "ecc_volatile": ("ECC Errors",), "ecc_aggregate": ("ECC Errors",),
+    "retired_pages": ("Retired Pages",), "remapped_rows": ("Remapped Rows",),
+    "compute_mode": ("Compute Mode",), "gsp_firmware_version": ("GSP Firmware Version",),
+    "power_limit_w": ("GPU Power Readings", "Power Readings"),
+    "fabric_state": ("Fabric",), "fabric_status": ("Fabric",),
+}
+
+
+def _sections_voided(g, bus: str | None, body: list[str]):
+    """``nvidia-smi -q -d <SECTIONS>`` prints only the sections asked for (issue 39.5): a block
+    with a ``GPU <bus id>`` line but no "Product Name" line is such an output, and every attribute
+    whose section is absent is a missing value with the reason "section not collected" (checks
+    that read it ERROR saying so, never FAIL on "model None"). A full ``-q`` (it always prints
+    the product name) and a headerless excerpt (no bus id line) are left as they are."""
+    if bus is None:
+        return g
+    least = _min_indent(body)   # once: linear in the block
+    top = {_split(ln)[0].lower() for ln in body if ln.strip() and _indent(ln) == least}
+    if "product name" in top:
+        return g
+    shown = ", ".join(sorted(t for t in top if t)) or "none"
+    for attr, sections in _SECTION_OF.items():
+        if not any(sec.lower() in top for sec in sections) and attr not in g.field_errors:
+            g.field_errors[attr] = (f"section not collected: this nvidia-smi -q output holds only some sections "
+                                    f"({shown[:200]}); no '{sections[0]}' section")
+    return g
+
+
+def _indent(ln: str) -> int:
+    return len(ln) - len(ln.lstrip(" "))
+
+
+def _min_indent(body: list[str]) -> int:
+    return min((_indent(ln) for ln in body if ln.strip()), default=0)
 
 
 def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list[str]]]:
