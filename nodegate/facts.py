@@ -43,11 +43,14 @@ StrV = Union[str, _Unsupported, None]
 
 
 def normalize_bus_id(bus_id: str) -> str:
-    """``00000000:19:00.0`` / ``0000:19:00.0`` / ``19:00.0`` -> ``0000:19:00.0`` (lower case)."""
+    """``00000000:19:00.0`` / ``0000:19:00.0`` / ``19:00.0`` -> ``0000:19:00.0`` (lower case).
+    Domains above 0000 keep every significant digit (issue 39.5): GB200 trays ``00000018`` ->
+    ``0018``, GB10 ``0000000F`` -> ``000f``, Intel VMD ``10000`` -> ``10000`` (cutting to the last
+    four digits made a VMD domain 10000 the same bus as domain 0000)."""
     b = bus_id.strip().lower()
     parts = b.split(":")
     if len(parts) == 3:
-        dom = parts[0][-4:].rjust(4, "0")
+        dom = parts[0].lstrip("0").rjust(4, "0")
         return f"{dom}:{parts[1]}:{parts[2]}"
     if len(parts) == 2:
         return f"0000:{parts[0]}:{parts[1]}"
