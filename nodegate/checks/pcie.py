@@ -34,6 +34,19 @@ def _ev(g, act=None) -> str:
                  f"activity: {act.state} ({act.evidence()})" if act is not None else None)
 
 
+def _c2c_skip(spec, ex, name: str, obs: str, kw: dict) -> Result | None:
+    """SKIP naming pcie.c2c for a GPU attached to its Grace CPU by NVLink-C2C (SKU profile attach:
+    c2c: GH200, GB200): its host link is the C2C, not a PCIe slot (NVIDIA Grace Hopper Superchip
+    architecture; GB200 NVL72), so a slot link's generation and width say nothing of it; the C2C's
+    health is in the kernel log (Xid 121/159) and NVLink checks. pcie.c2c=judge, or pcie.gen/width
+    in the spec, judges the link nvidia-smi reports instead. None: the check applies."""
+    if not ex.c2c or spec.pcie.c2c == "judge" or spec.pcie.gen is not None or spec.pcie.width is not None:
+        return None
+    return Result.skipped(f"pcie.c2c=skip: {name} is attached to its Grace CPU by NVLink-C2C "
+                          f"({ex.sku.name if ex.sku else 'SKU profile'}): no PCIe slot link to judge",
+                          expected="pcie.c2c=skip", observed=obs, **kw)
+
+
 @check(id="NG-PCIE-001", name="pcie_link_capability", title="PCIe link capability meets spec",
        scope="gpu", severity="major", evidence=("smi.qx", "nvml.json"),
        # the slot's capability (wrong slot or BIOS setting) is configuration; a degraded trained
@@ -55,6 +68,8 @@ def pcie_link_capability(facts, spec, gpu) -> Result:
     width = _num(lk.max_width)
     obs = _link_str(gen if gen is not None else lk.max_gen, lk.max_width) + " max"
     kw = dict(evidence=_ev(g), evidence_keys=("smi.qx",))
+    if (r := _c2c_skip(spec, ex, name, obs, kw)) is not None:
+        return r
     if ex.pcie_gen is None or ex.pcie_width is None:
         return Result.errored(f"{name}: no expected PCIe link ({ex.pcie_source})", "", obs, **kw)
     expected = f"{_link_str(ex.pcie_gen, ex.pcie_width)} ({ex.pcie_source})"
@@ -106,6 +121,8 @@ def pcie_link_trained(facts, spec, gpu) -> Result:
     cur_gen, cur_w = _num(lk.current_gen), _num(lk.current_width)
     desc = act.describe()
     obs = f"{_link_str(lk.current_gen, lk.current_width)} at {desc}"
+    if (r := _c2c_skip(spec, ex, name, obs, kw)) is not None:
+        return r
     if egen is None or ewidth is None:
         return Result.errored(f"{name}: no expected PCIe link ({ex.pcie_source})", "", obs, **kw)
     expected = f"{_link_str(egen, ewidth)} ({src})"

@@ -37,6 +37,7 @@ class GpuExpectation:
     persistenced_root: bool
     row_remapping: bool | None = None     # the board has a row remapper (None: unknown board)
     page_retirement: bool | None = None   # the board retires pages (None: unknown board)
+    c2c: bool = False                     # attached to a Grace CPU by NVLink-C2C (SKU profile attach: c2c)
 
     @property
     def pre_turing(self) -> bool:
@@ -87,12 +88,14 @@ def expectations(spec, gpu) -> GpuExpectation:
         flavor, fsrc = "any", gsrc
 
     rep, rsrc, remap, retire = _memory_repair(spec, sku, skulabel, arch, dev)
+    c2c = bool(sku and sku.attach == "c2c")
 
     return GpuExpectation(
         device_id=dev, sku=sku, architecture=arch, pcie_gen=gen, pcie_width=width, pcie_source=psrc,
         gsp_firmware=gsp, gsp_source=gsrc, flavor=flavor, flavor_source=fsrc,
         ecc_capable=sku.ecc if sku else None, memory_repair=rep, memory_repair_source=rsrc,
-        persistenced_root=bool(sku and sku.persistenced_root), row_remapping=remap, page_retirement=retire)
+        persistenced_root=bool(sku and sku.persistenced_root), row_remapping=remap, page_retirement=retire,
+        c2c=c2c)
 
 
 def _memory_repair(spec, sku, skulabel, arch, dev):

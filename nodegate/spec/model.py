@@ -160,6 +160,9 @@ class PcieSpec(_Section):
     width: Optional[int] = Field(None, description="expected link width (lanes)")
     # catalog: idle links legitimately power down; default leaves them unverified (SKIP).
     idle: Literal["not_verified", "fail"] = Field("not_verified", description="below-spec link while idle")
+    # issue 39.5: a GPU attached to its Grace CPU by NVLink-C2C (GH200, GB200) has no PCIe slot link
+    # to judge; "judge" holds the link nvidia-smi reports to pcie.gen/pcie.width anyway
+    c2c: Literal["skip", "judge"] = Field("skip", description="PCIe link checks on a GPU attached by NVLink-C2C (GH200, GB200): skip | judge")
     # issue 21: the width does not train down for power (only the speed does): a narrow link
     # FAILs at any activity unless this allows it at idle (or pcie.width names the narrower slot).
     width_at_idle: Literal["fail", "not_verified"] = Field("fail", description="below-spec link width while idle")

@@ -38,6 +38,9 @@ class SkuProfile(BaseModel):
     # compute trays: the switch chips sit in separate NVLink switch trays, corpus 121)
     nvswitches: Optional[Union[dict[str, int], Literal["external"]]] = None
     min_driver: Optional[str] = None
+    # issue 39.5: how the GPU reaches its CPU. "c2c": NVLink-C2C to a Grace CPU (GH200, GB200,
+    # GB300, GB10): no PCIe slot link to judge (NVIDIA Grace Hopper / GB200 NVL72 docs)
+    attach: Literal["pcie", "c2c"] = "pcie"
     source: str
 
 
