@@ -191,6 +191,10 @@ class GpuFacts:
     fabric_state: StrV = None              # fabric/state: Not Started | In Progress | Completed (Hopper+)
     fabric_status: StrV = None             # fabric/status: Success, or the NVML error of registration
     fabric_health: StrV = None             # fabric/health/summary (550+): Healthy | ...
+    # issue 39.5: the NVLink domain a GPU registered in (NVL72: one domain per rack), -q -x
+    # fabric/cliqueId and fabric/clusterUuid (text "CliqueId", "ClusterUUID"); N/A off an NVLink domain
+    fabric_clique_id: StrV = None
+    fabric_cluster_uuid: StrV = None
     # GpuFacts attribute -> why the driver's value for it could not be read (one bad field makes
     # only the facts that need it ERROR: checks._util.gpu_for raises on access to these)
     field_errors: dict[str, str] = field(default_factory=dict)

@@ -6,6 +6,9 @@ nodegate/data/sxid.yaml); the fabric manager's own unit and version are NG-DRV-0
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from ..facts import NA, GpuFacts
 from ..outcomes import Result
 from ..spec.links import EXTERNAL, nvswitch_expectation
@@ -97,7 +100,52 @@ def fabric_state(facts, spec, gpu) -> Result:
         return Result.failed(expected, obs, f"{name}: fabric state Completed but status {fmt(status)}", **kw)
     if health not in (None, NA, "Healthy"):
         return Result.failed(expected, obs, f"{name}: fabric health {health}", **kw)
+    dom = _domain_problem(facts, spec, g, name)
+    if dom is not None:
+        outcome, msg, dobs = dom
+        if outcome == "fail":
+            return Result.failed(expected, obs + dobs, msg, **kw)
+        return Result.errored(msg, expected, obs + dobs, **kw)
+    cu, cl = g.fabric_cluster_uuid, g.fabric_clique_id
+    if isinstance(cu, str) or isinstance(cl, str):
+        obs += f", NVLink domain {fmt(cu)} clique {fmt(cl)}"
     return Result.passed(expected, obs, **kw)
+
+
+_ZERO_UUID = re.compile(r"^[0-]+$")
+
+
+def _domain_problem(facts, spec, g, name) -> tuple[str, str, str] | None:
+    """The NVLink domain a GPU registered in (issue 39.5: an NVL72 rack's GPUs share one ClusterUUID
+    and CliqueId; nvidia-smi -q fabric/clusterUuid, fabric/cliqueId): ("fail" | "error", message,
+    observed suffix) or None. FAIL: the spec's fabric.cluster_uuid / fabric.clique_id differ, or the
+    node's GPUs registered in different domains (the majority named). ERROR: a spec value is set
+    but the GPU does not report its domain."""
+    cu, cl = g.fabric_cluster_uuid, g.fabric_clique_id
+    dobs = f", NVLink domain {fmt(cu)} clique {fmt(cl)}"
+    want_cu, want_cl = spec.fabric.cluster_uuid, spec.fabric.clique_id
+    has_cu = isinstance(cu, str) and not _ZERO_UUID.match(cu)
+    if want_cu or want_cl:
+        if (want_cu and not has_cu) or (want_cl and not isinstance(cl, str)):
+            return "error", (f"{name}: fabric.cluster_uuid/clique_id set but the GPU reports no NVLink domain "
+                             f"(ClusterUUID {fmt(cu)}, CliqueId {fmt(cl)})"), dobs
+        bad = []
+        if want_cu and cu.lower() != want_cu.lower():
+            bad.append(f"ClusterUUID {cu}, not fabric.cluster_uuid {want_cu}")
+        if want_cl and str(cl) != str(want_cl):
+            bad.append(f"CliqueId {cl}, not fabric.clique_id {want_cl}")
+        if bad:
+            return "fail", f"{name}: registered in another NVLink domain: " + "; ".join(bad), dobs
+    gpus, _ = optional(facts, "gpus")
+    doms = Counter((x.fabric_cluster_uuid, x.fabric_clique_id) for x in gpus or []
+                   if isinstance(x.fabric_cluster_uuid, str) and not _ZERO_UUID.match(x.fabric_cluster_uuid))
+    if has_cu and len(doms) > 1:
+        (top, n), = doms.most_common(1)
+        if (cu, cl) != top or n * 2 <= sum(doms.values()):
+            seen = ", ".join(f"{u} clique {c} x{k}" for (u, c), k in doms.most_common())
+            return "fail", (f"{name}: the node's GPUs registered in different NVLink domains ({seen}); this GPU is in "
+                            f"{cu} clique {cl}"), dobs
+    return None
 
 
 @check(id="NG-NVSW-001", name="nvswitch_count", title="NVSwitch count as the board has",

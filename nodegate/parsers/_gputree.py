@@ -236,6 +236,8 @@ _FIELDS = (
     ("fabric_state", lambda g: V.text_value(g.get("fabric", "state"))),
     ("fabric_status", lambda g: V.text_value(g.get("fabric", "status"))),
     ("fabric_health", lambda g: V.text_value(g.get("fabric", "health", "summary"))),
+    ("fabric_clique_id", lambda g: V.text_value(g.get("fabric", "cliqueId"))),
+    ("fabric_cluster_uuid", lambda g: V.text_value(g.get("fabric", "clusterUuid"))),
 )
 
 

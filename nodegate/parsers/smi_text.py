@@ -52,6 +52,7 @@ _CONTEXT: dict[str, dict[str, str | tuple[str, ...]]] = {
         "power readings": "power_readings",
     },
     "mig_mode": {"current": "current_mig", "pending": "pending_mig"},
+    "fabric": {"cliqueid": "cliqueId", "clusteruuid": "clusterUuid"},
     "ecc_mode": {"current": "current_ecc", "pending": "pending_ecc"},
     "pci": {"bus id": "pci_bus_id", "device id": "pci_device_id", "gpu link info": "pci_gpu_link_info",
             "replays since reset": "replay_counter", "replay number rollovers": "replay_rollover_counter"},

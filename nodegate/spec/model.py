@@ -264,6 +264,9 @@ class FabricSpec(_Section):
     # profile expects them for this GPU count): nvidia-smi -q fabric state is Hopper+ (NVML
     # nvmlDeviceGetGpuFabricInfo "Hopper or newer fully supported devices").
     required: Union[bool, Literal["auto"]] = Field("auto", description="fabric state Completed/Success required (auto: Hopper+ with NVSwitch)")
+    # issue 39.5: the NVLink domain (GB200/GB300 NVL72: the rack) every GPU must have registered in
+    cluster_uuid: Optional[str] = Field(None, max_length=64, description="expected fabric ClusterUUID (the NVLink domain, e.g. the NVL72 rack)")
+    clique_id: Optional[str] = Field(None, max_length=32, description="expected fabric CliqueId")
 
 
 class NvswitchSpec(_Section):
