@@ -218,3 +218,17 @@ def test_low_allreduce_with_fine_p2p_names_the_fabric():
     localise(items)
     (it,) = [i for i in items if i.tool == "nccl"]
     assert it.outcome is F and it.message.startswith("localised to the node's fabric (NVSwitch / topology)")
+
+
+def test_current_generation_floors_resolve_with_their_sources():
+    # issue 39.7: DCGM's diag SKU table (NVIDIA/DCGM@72fa3fe nvvs/diag-skus.yaml.in) per product name
+    from nodegate.perf.floors import load_table, sku_for
+    want = {"NVIDIA GH200 480GB": ("gh200", 37.075), "NVIDIA B300 SXM6 AC": ("b300", 36.825),
+            "NVIDIA GB300": ("gb300", 46.631), "NVIDIA H20": ("h20", 17.7),
+            "NVIDIA RTX PRO 6000 Blackwell Server Edition": ("rtx_pro_6000_server", 54.543)}
+    fl = load_table()
+    for name, (key, fp32) in want.items():
+        assert sku_for(name) == key, name
+        (e,) = [e for e in fl.skus[key]["entries"] if e["metric"] == "fp32"]
+        assert e["floor"] == fp32 and "diag-skus.yaml.in" in e["source"]
+    assert sku_for("NVIDIA GB200") is None and sku_for("NVIDIA H200 NVL") is None   # no public floor: none invented
