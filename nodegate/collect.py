@@ -543,6 +543,11 @@ class NodeFacts(FabricFacts):
                            self._text("fabricmanager.version"))
 
     @cached_property
+    def imex_unit(self) -> SystemdUnit:
+        """``systemd.imex_show`` (systemctl show nvidia-imex): issue 39.5, NVL72 nodes."""
+        return self._parse("systemd.imex_show", systemd.parse_systemctl_show, self._text("systemd.imex_show"))
+
+    @cached_property
     def fabricmanager_unit(self) -> SystemdUnit:
         """``systemd.fabricmanager_show`` (systemctl show nvidia-fabricmanager)."""
         return self._parse("systemd.fabricmanager_show", systemd.parse_systemctl_show,

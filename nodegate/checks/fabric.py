@@ -148,6 +148,45 @@ def _domain_problem(facts, spec, g, name) -> tuple[str, str, str] | None:
     return None
 
 
+@check(id="NG-FAB-002", name="imex_daemon", title="IMEX daemon active on an NVLink-domain node (NVL72)",
+       scope="node", severity="critical", evidence=("systemd.imex_show", "smi.qx"),
+       action="fix configuration",
+       remediation="Install and enable nvidia-imex at the driver's version, configure its nodes_config.cfg with "
+                   "the NVLink domain's nodes, start it (systemctl enable --now nvidia-imex) and check its log.",
+       rule="fabric.imex=auto: on a node whose GPUs are an NVL72 tray (GB200/GB300: skus.yaml nvswitches external), "
+            "the nvidia-imex unit (systemctl show nvidia-imex) is loaded and active: NVIDIA's IMEX service exports "
+            "GPU memory across the nodes of the NVLink domain (docs.nvidia.com/multi-node-nvlink-systems/imex-guide); "
+            "not installed or not active FAILs; unit state unreadable -> ERROR. fabric.imex=true: on any node. "
+            "Other nodes (auto), fabric.imex=false -> SKIP naming fabric.imex.")
+def imex_daemon(facts, spec) -> Result:
+    spec = spec_or_default(spec)
+    want = spec.fabric.imex
+    if want is False:
+        return Result.skipped("fabric.imex=false: IMEX not checked", expected="fabric.imex=false")
+    if want == "auto":
+        gpus, _ = optional(facts, "gpus")
+        nvl = [g for g in gpus or [] if (p := sku_profile(_dev(g))) is not None and p.nvswitches == EXTERNAL]
+        if not nvl:
+            return Result.skipped("fabric.imex=auto: not an NVL72 tray (no GPU whose NVLink switches sit outside "
+                                  "the node)", expected="fabric.imex=auto")
+    unit = facts.imex_unit
+    keys = ("systemd.imex_show",)
+    state = f"{fmt(unit.load_state)}, {fmt(unit.active_state)}/{fmt(unit.sub_state)}" if unit else "no unit"
+    expected = "nvidia-imex loaded and active"
+    kw = dict(evidence=lines(*(f"{k}={v}" for k, v in (unit.raw.items() if unit else []))), evidence_keys=keys)
+    if unit is None or unit.load_state in (None, "not-found"):
+        return Result.failed(expected, state, "nvidia-imex is not installed on an NVLink-domain node", **kw)
+    if unit.active_state != "active":
+        return Result.failed(expected, state, f"nvidia-imex is {fmt(unit.active_state)} ({fmt(unit.sub_state)}, "
+                             f"result {fmt(getattr(unit, 'result', None))})", **kw)
+    return Result.passed(expected, state, **kw)
+
+
+def _dev(g) -> str | None:
+    v, _ = optional(g, "pci_device_id")
+    return v
+
+
 @check(id="NG-NVSW-001", name="nvswitch_count", title="NVSwitch count as the board has",
        scope="node", severity="critical", evidence=("pci.nvswitch", "smi.qx"),
        remediation="Reseat or replace the NVSwitch baseboard/tray (a missing NVSwitch fell off the bus or was "

@@ -77,6 +77,8 @@ ITEMS: dict[str, tuple[str, str]] = {
                                   "effective unit state"),
     "systemd.fabricmanager_show": ("systemctl show nvidia-fabricmanager --no-pager -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result",
                                    "fabric manager unit state"),
+    "systemd.imex_show": ("systemctl show nvidia-imex --no-pager -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result",
+                          "the IMEX daemon's unit (GB200/GB300 NVL72: multi-node NVLink memory export)"),
     "fabricmanager.version": ("nv-fabricmanager --version", "fabric manager version"),
     "dkms.status": ("dkms status", "DKMS module states"),
     "smi.version": ("nvidia-smi --version", "userspace driver / NVML versions"),

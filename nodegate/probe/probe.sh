@@ -578,6 +578,8 @@ ng_tool systemd.persistenced_show systemctl show nvidia-persistenced --no-pager 
 ng_tool systemd.fabricmanager_show systemctl show nvidia-fabricmanager --no-pager \
   -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result
 ng_tool fabricmanager.version nv-fabricmanager --version
+# issue 39.5: the IMEX daemon (NVL72 multi-node NVLink memory export; NVIDIA IMEX guide)
+ng_tool systemd.imex_show systemctl show nvidia-imex --no-pager -p LoadState,ActiveState,SubState,UnitFileState,MainPID,Result
 ng_item fabricmanager.log ng_f_fmlog
 ng_tool dkms.status dkms status
 ng_tool smi.version nvidia-smi --version

@@ -267,6 +267,8 @@ class FabricSpec(_Section):
     # issue 39.5: the NVLink domain (GB200/GB300 NVL72: the rack) every GPU must have registered in
     cluster_uuid: Optional[str] = Field(None, max_length=64, description="expected fabric ClusterUUID (the NVLink domain, e.g. the NVL72 rack)")
     clique_id: Optional[str] = Field(None, max_length=32, description="expected fabric CliqueId")
+    # issue 39.5: the IMEX daemon exports GPU memory across the nodes of an NVLink domain (NVL72)
+    imex: Union[bool, Literal["auto"]] = Field("auto", description="nvidia-imex active required (auto: GPUs of an NVL72 tray, SKU nvswitches: external)")
 
 
 class NvswitchSpec(_Section):

@@ -27,6 +27,19 @@ GPU_MODELS: dict[str, dict] = {
         "inforom": "G520.0200.00.05", "nvlink_links": 18, "nvlink_gbps": "26.562", "nvswitch_device": 0x22A3,
         "nvswitches": 4, "fabric": True,
     },
+    # issue 39.7: a B200 in the field's formats: device 2901 and the subsystem DCGM lists for it
+    # (NVIDIA/DCGM diag-skus.yaml.in "B200 DevId 1999"), 183359 MiB (nvidia-smi's B200 180GB), 1000 W,
+    # 18 NVLink5 links printed 53.125 GB/s (corpus 108 on B300, the same NVLink5); on HGX B200 the
+    # NVLink switch chips are not host PCI functions (skus.yaml 2901): no NVSwitch function here
+    "b200": {
+        "product_name": "NVIDIA B200", "architecture": "Blackwell", "device_id": 0x2901,
+        "subsystem": "199910DE", "pcie_gen": 5, "pcie_width": 16, "memory_mib": 183359,
+        "reserved_mib": 628, "vbios": "97.00.4B.00.0C", "board_part": "692-2G525-0200-000",
+        "gpu_part": "2901-886-A1", "serial_prefix": "17400000", "gsp": True,
+        "row_remap": True, "retired_pages": False, "remap_banks": 4608, "power_limit": "1000.00 W",
+        "inforom": "G525.0200.00.05", "nvlink_links": 18, "nvlink_gbps": "53.125", "nvswitch_device": None,
+        "nvswitches": 0, "fabric": True,
+    },
     "v100-sxm2": {
         "product_name": "Tesla V100-SXM2-32GB", "architecture": "Volta", "device_id": 0x1DB5,
         "subsystem": "124910DE", "pcie_gen": 3, "pcie_width": 16, "memory_mib": 32768,

@@ -314,7 +314,9 @@ def gpu_state(d: dict, name: str, i: int) -> dict:
         # firmware and configuration as nvidia-smi -q -x prints them
         "nvlink": {"links": 0 if d["node"]["vm"] else m["nvlink_links"], "gbps": m["nvlink_gbps"], "down": [],
                    "speed": {}, "errors": {}},
-        "fabric": {"state": "Completed", "status": "Success"} if m["fabric"] and d["nvswitch"]["count"]
+        # (B200: its NVLink switch chips are no host PCI functions, the fabric manager still registers it)
+        "fabric": {"state": "Completed", "status": "Success"} if m["fabric"] and (
+            d["nvswitch"]["count"] or (m["nvswitch_device"] is None and m["nvlink_links"] and d["fabricmanager"]))
         else {"state": "N/A", "status": "N/A"},
         "replays": 0, "replay_rollovers": 0,
         "aer": None if d["node"]["vm"] else {"correctable": 0, "nonfatal": 0, "fatal": 0},

@@ -609,6 +609,11 @@ class _Renderer:
             props = {"MainPID": "0", "Result": "success", "LoadState": "not-found", "ActiveState": "inactive",
                      "SubState": "dead", "UnitFileState": ""}
         t.cases["show nvidia-fabricmanager *"] = Invocation(out="".join(f"{k}={v}\n" for k, v in props.items()))
+        # issue 39.5: nvidia-imex is not installed on the simulated (HGX and VM) nodes: systemctl's answer
+        # for a unit it does not know
+        imex = {"MainPID": "0", "Result": "success", "LoadState": "not-found", "ActiveState": "inactive",
+                "SubState": "dead", "UnitFileState": ""}
+        t.cases["show nvidia-imex *"] = Invocation(out="".join(f"{k}={v}\n" for k, v in imex.items()))
         if fm:
             self.tool("nv-fabricmanager", "/usr/bin/nv-fabricmanager").cases["--version"] = Invocation(
                 out=f"Fabric Manager version is : {fm.get('version') or self.drv['version']}\n")
