@@ -97,8 +97,15 @@ def fill_links(gpus: list[GpuFacts], links: list[LspciLink]) -> list[GpuFacts]:
         lk = g.link
         l = by_bdf.get(g.pci_bus_id or "")
         empty = all(v is None for v in (lk.current_gen, lk.max_gen, lk.current_width, lk.max_width))
-        out.append(replace(g, link=_from_lspci(l)) if l is not None and empty and "link" not in g.field_errors
-                   else g)
+        why = g.field_errors.get("link")
+        # a section a -q -d output did not print (issue 39.5) is filled like an absent one; a malformed
+        # link value stays an error (it is not "absent")
+        absent = why is None or why.startswith("section not collected")
+        if l is not None and empty and absent:
+            errs = {k: v for k, v in g.field_errors.items() if k != "link"}
+            out.append(replace(g, link=_from_lspci(l), field_errors=errs))
+        else:
+            out.append(g)
     return out
 
 

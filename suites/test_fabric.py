@@ -14,3 +14,8 @@ def test_fabric_state(verdict):
 def test_nvswitch_count(verdict):
     """NG-NVSW-001 (node, critical): NVSwitch count as the board has."""
     assert verdict.ok, verdict.message
+
+
+def test_imex_daemon(verdict):
+    """NG-FAB-002 (node, critical): IMEX daemon active on an NVLink-domain node (NVL72)."""
+    assert verdict.ok, verdict.message

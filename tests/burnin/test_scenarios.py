@@ -52,7 +52,13 @@ def test_single_sample_blip_without_counters_is_not_confirmed(scenario):
                           Phase(4, 0, {"clocks_event_reasons.active": "0x0000000000000000"})])
     b, data, got = scenario(sc, max_temperature_c=85)
     assert "clocks_throttle_reasons.active" in data.fields and not any("counters" in f for f in data.fields)
-    assert got == HEALTHY
+    # the blip lasts one sampling interval (1 s of wall time): on a loaded machine two samples can
+    # both fall inside it, and then the next sample does confirm it (checks.md: a reason counts when
+    # the next sample shows it too). The verdict follows the samples actually taken, either way.
+    hits = [s.seq for s, g in data.series(0) if isinstance(g.mask, int) and g.mask & 0x8]
+    want = HEALTHY if len(hits) <= 1 else {**HEALTHY, "burnin_clocks[gpu0]": "fail"}
+    assert hits, "the blip was never sampled"
+    assert got == want, hits
 
 
 def test_link_that_trains_down_under_load_fails(scenario):
