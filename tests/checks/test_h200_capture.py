@@ -44,7 +44,7 @@ EXPECTED = {
     # and no AER counters (not in the capture): ERROR until the spec says nvlink.links: 0 / pcie.errors:
     # not_verified; one GPU and no NVSwitch, no InfiniBand device, no CUDA toolkit in the spec: SKIP
     "NG-NVL-001": E, "NG-NVL-002": E, "NG-PCIERR-001": E,
-    "NG-FAB-001": S, "NG-IB-001": S, "NG-IB-002": S, "NG-IB-003": S, "NG-CUDA-001": S,
+    "NG-FAB-001": S, "NG-FAB-002": S, "NG-IB-001": S, "NG-IB-002": S, "NG-IB-003": S, "NG-CUDA-001": S,
     "NG-NVSW-001": P,  # 0 expected for one H200
     "NG-CFG-001": P, "NG-CFG-002": P, "NG-CFG-003": P, "NG-CFG-004": P,  # 96.00.A5.00.1A, 700/700 W, MIG off
     "NG-CUDA-002": P,  # 580.159.04 >= Hopper's 520.61.05

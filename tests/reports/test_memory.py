@@ -269,5 +269,7 @@ def test_skip_reports_are_kept_as_stand_ins_with_the_same_short_summary(tmp_path
         assert kinds == ["SkippedStandIn"]
         kept, kinds = run("--durations=1", *fold)
         assert kinds == ["TestReport"]
-        assert slim == kept and len(slim) == 16 and "retired pages do not apply" in slim[0], slim[:3]
+        # 16 retired-pages lines, and the IMEX daemon's (NG-FAB-002) skip: one folded line, or one per node
+        want = 17 if not fold else 18
+        assert slim == kept and len(slim) == want and any("retired pages do not apply" in ln for ln in slim), slim[:3]
     assert "suites/test_" in slim[0] and "::" in slim[0]    # --no-fold-skipped: by test id
