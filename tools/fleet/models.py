@@ -40,6 +40,18 @@ GPU_MODELS: dict[str, dict] = {
         "inforom": "G525.0200.00.05", "nvlink_links": 18, "nvlink_gbps": "53.125", "nvswitch_device": None,
         "nvswitches": 0, "fabric": True,
     },
+    # issue 39.7: a GH200 (Grace Hopper Superchip) in the field's formats: device 2342 and the 97871 MiB
+    # nvidia-smi shows for the GH200 480GB's 96 GB HBM3, 900 W (DCGM diag-skus 2342 target_power), GPU
+    # attached by NVLink-C2C at 00000009:01:00.0; no NVLink peer or NVSwitch on a single-superchip node
+    "gh200": {
+        "product_name": "NVIDIA GH200 480GB", "architecture": "Hopper", "device_id": 0x2342,
+        "subsystem": "16EB10DE", "pcie_gen": 5, "pcie_width": 16, "memory_mib": 97871,
+        "reserved_mib": 452, "vbios": "96.00.7E.00.01", "board_part": "699-2G530-0206-000",
+        "gpu_part": "2342-895-A1", "serial_prefix": "16540000", "gsp": True,
+        "row_remap": True, "retired_pages": False, "remap_banks": 3072, "power_limit": "900.00 W",
+        "inforom": "G530.0206.00.02", "nvlink_links": 0, "nvlink_gbps": "26.562", "nvswitch_device": None,
+        "nvswitches": 0, "fabric": False,
+    },
     "v100-sxm2": {
         "product_name": "Tesla V100-SXM2-32GB", "architecture": "Volta", "device_id": 0x1DB5,
         "subsystem": "124910DE", "pcie_gen": 3, "pcie_width": 16, "memory_mib": 32768,

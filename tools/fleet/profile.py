@@ -159,6 +159,10 @@ def normalize(name: str, d: dict) -> dict:
     _sd(node, "hostname", name)
     _sd(node, "uptime", "86400.42 172000.10")
     _sd(node, "vm", False)
+    # issue 39.7: a Grace node (GH200): one GPU at PCI domain 0009 behind its root port (nvidia-smi
+    # 00000009:01:00.0, as GH200 nodes report it), attached to the CPU by NVLink-C2C; aarch64
+    _sd(node, "grace", False)
+    _sd(node, "arch", "aarch64" if node["grace"] else "x86_64")
     _sd(node, "boot_id", _boot_id(name))
     _sd(node, "machine_id", _machine_id(name))
     _sd(node, "os_release", "Ubuntu 22.04.4 LTS")
@@ -278,6 +282,8 @@ def gpu_bus(d: dict, i: int) -> tuple[int, int, int, int]:
     """(domain, bus, device, function) of GPU slot ``i``."""
     if d["node"]["vm"]:
         return (0, 0, 6 + i, 0)
+    if d["node"].get("grace"):
+        return (9 + i, 1, 0, 0)
     from .models import BUS_LAYOUTS
     layout = BUS_LAYOUTS["hgx8"]
     bus = layout[i] if i < len(layout) else 0xE0 + i

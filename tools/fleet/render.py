@@ -94,11 +94,11 @@ def _bdf_sysfs(b: tuple[int, int, int, int]) -> str:
     return f"{b[0]:04x}:{b[1]:02x}:{b[2]:02x}.{b[3]:x}"
 
 
-def _banner(version: str, flavor: str, build: str) -> str:
+def _banner(version: str, flavor: str, build: str, arch: str = "x86_64") -> str:
     """/proc/driver/nvidia/version first line (double spaces are real)."""
     if flavor == "open":
-        return f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  {build}"
-    return f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  {build}"
+        return f"NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {version}  {build}"
+    return f"NVRM version: NVIDIA UNIX {arch} Kernel Module  {version}  {build}"
 
 
 def _exec_starts(texts: list[str]) -> list[str]:
@@ -323,6 +323,13 @@ class _Renderer:
                 glink = self._link(pc["cur_gen"], pc["cur_width"], dev_max, pc["max_width"])
             if vm:
                 path = f"/sys/devices/pci0000:00/{_bdf_sysfs(b)}"
+            elif self.d["node"].get("grace"):
+                # GH200: the GPU's own root port on its PCI domain (sysfs pci0009:00/0009:00:00.0/0009:01:00.0)
+                root = f"/sys/devices/pci{b[0]:04x}:00/{b[0]:04x}:00:00.0"
+                self._pcidev(root, 0x10DE, 0x22B2, 0x060400, self._link(pc["cur_gen"], pc["cur_width"],
+                                                                        pc["max_gen"], pc["max_width"]))
+                self._aer(root, {"correctable": 0, "nonfatal": 0, "fatal": 0} if st["aer"] else None)
+                path = f"{root}/{_bdf_sysfs(b)}"
             else:
                 host_gen = pc["host_max_gen"] if isinstance(pc["host_max_gen"], int) else pc["max_gen"]
                 r = b[1] - 3
@@ -386,7 +393,7 @@ class _Renderer:
         if not drv["loaded"]:
             return
         t.file("/proc/driver/nvidia/version",
-               f"{_banner(drv['version'], drv['flavor'], drv['build'])}\nGCC version:  {drv['gcc']} \n")
+               f"{_banner(drv['version'], drv['flavor'], drv['build'], self.d['node'].get('arch', 'x86_64'))}\nGCC version:  {drv['gcc']} \n")
         t.file("/proc/driver/nvidia/params", (DATA / "proc_driver_params_580.txt").read_text())
         for i in range(self.count):
             st, b = self.states[i], self.bdfs[i]
@@ -644,8 +651,9 @@ class _Renderer:
         u = self.tool("uname", "/usr/bin/uname", Invocation(out="Linux\n"))
         u.cases["-r"] = Invocation(out=k + "\n")
         u.cases["-n"] = Invocation(out=n["hostname"] + "\n")
-        u.cases["-m"] = Invocation(out="x86_64\n")
-        u.cases["-a"] = Invocation(out=f"Linux {n['hostname']} {k} #1 SMP PREEMPT_DYNAMIC x86_64 x86_64 x86_64 GNU/Linux\n")
+        arch = self.d["node"].get("arch", "x86_64")
+        u.cases["-m"] = Invocation(out=f"{arch}\n")
+        u.cases["-a"] = Invocation(out=f"Linux {n['hostname']} {k} #1 SMP PREEMPT_DYNAMIC {arch} {arch} {arch} GNU/Linux\n")
         for kv in n["kernels"]:
             self.t.file(f"/lib/modules/{kv}/modules.dep", "")
             self.t.dir(f"/lib/modules/{kv}/kernel")
@@ -690,7 +698,7 @@ class _Renderer:
             lines.append(stamp("nvidia: module license 'NVIDIA' taints kernel." if drv["flavor"] == "proprietary"
                                else "nvidia: loading out-of-tree module taints kernel.", 4.5))
             lines.append(stamp("nvidia-nvlink: Nvlink Core is being initialized, major device number 511"))
-            lines.append(stamp("NVRM: loading " + _banner(drv["version"], drv["flavor"], drv["build"])
+            lines.append(stamp("NVRM: loading " + _banner(drv["version"], drv["flavor"], drv["build"], self.d["node"].get("arch", "x86_64"))
                                .removeprefix("NVRM version: ")))
             if "nvidia_modeset" in self.d["modules"]["loaded"]:
                 lines.append(stamp(f"nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms  "
