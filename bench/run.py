@@ -374,7 +374,13 @@ def machine() -> dict:
                     if ln.startswith("model name")), "")
     except OSError:
         pass
-    mem = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.splitlines()
+    mem = []
+    try:   # MemTotal from /proc/meminfo: `free` (procps) is not on every machine
+        kb = next(int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
+                  if ln.startswith("MemTotal:"))
+        mem = ["", f"MemTotal {kb / 1048576:.1f} GiB"]
+    except (OSError, StopIteration, ValueError, IndexError):
+        pass
     return {"nproc": os.cpu_count(), "cpu_model": cpu, "mem": mem[1] if len(mem) > 1 else "",
             "python": platform.python_version(), "kernel": platform.release(),
             "loadavg_at_start": os.getloadavg()}

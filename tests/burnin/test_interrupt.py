@@ -33,8 +33,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pids(pattern: str) -> list[int]:
-    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
-    return [int(p) for p in r.stdout.split() if int(p) != os.getpid()]
+    """Live processes whose command line holds ``pattern`` (/proc; pgrep is procps, not everywhere)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit() or int(p.name) == os.getpid():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (p / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if pattern in cmd and state != "Z":
+            out.append(int(p.name))
+    return out
 
 
 def _wait(pred, timeout: float) -> bool:

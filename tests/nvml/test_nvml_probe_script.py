@@ -165,7 +165,7 @@ OLD_PYTHONS = [Path(f"/root/.pyenv/versions/{v}/bin/python") for v in ("3.6.15",
 @pytest.mark.parametrize("py", OLD_PYTHONS, ids=lambda p: p.parts[-3])
 def test_script_runs_on_old_python(py):
     # nodes with an old system python3 (CentOS 7 era 3.6): same JSON as on 3.11
-    if not py.exists():
+    if not os.access(py, os.X_OK):   # absent, or under a directory this user cannot enter
         pytest.skip(f"{py} not installed on this machine")
     env = dict(os.environ, PYTHONPATH=str(FAKE), FAKE_NVML_SCENARIO="h200")
     cp = subprocess.run([str(py), "-B", "-"], input=script_text().encode(), capture_output=True,
