@@ -432,7 +432,7 @@ class Inventory:
             bases.append(p if p.is_dir() else p.parent)
         out: list[str] = []
         for kind, e in entities:
-            if _sets(e.vars.get(SPEC_VAR), path):
+            if holds_path(e.vars.get(SPEC_VAR), path):
                 out.append(f"{self.source} ({kind} {e.name}'s vars)")
             for base in bases:
                 sub = base / ("group_vars" if kind == "group" else "host_vars")
@@ -440,14 +440,14 @@ class Inventory:
                     files = self._loader.find_vars_files(str(sub), e.name) if sub.is_dir() else []
                     for f in files:
                         data = self._loader.load_from_file(str(f), unsafe=True)
-                        if isinstance(data, dict) and _sets(data.get(SPEC_VAR), path):
+                        if isinstance(data, dict) and holds_path(data.get(SPEC_VAR), path):
                             out.append(str(f))
                 except a["AnsibleError"]:
                     continue
         return out
 
 
-def _sets(value, path: list) -> bool:
+def holds_path(value, path: list) -> bool:
     """Whether the nested mapping/list ``value`` holds the key path ``path``."""
     for part in path:
         if isinstance(value, dict) and part in value:

@@ -29,7 +29,8 @@ from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra, run_interruptibly
+from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
+                                    report_with_extra, run_interruptibly)
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -268,11 +269,7 @@ def _evaluate(config, name: str, node: str, gpu, dres) -> Result:
         return Result.errored(f"spec error: {run.spec_errors[node]}")
     if b.gather_error:
         return Result.errored(f"node not gathered: {b.gather_error}")
-    from nodegate.session.verdicts import clash_message
-    try:
-        clash = clash_message(run.identity_groups(node))
-    except Exception:  # noqa: BLE001 - unreadable ids: the probe's NG-INV-003 item says so
-        clash = None
+    clash = identity_clash(run, node)
     if clash:   # issue 37.9: one machine answering for several nodes: its soak proves nothing of this one
         return Result.errored(clash, evidence_keys=("meta.boot_id", "meta.machine_id"))
     data, ctx = _node_context(config, node)

@@ -29,7 +29,8 @@ from nodegate.perf.present import CHECK_IDS, REMEDIATION, info_fields, scope_of,
 from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, group_by_node, record_verdict, replay_has, report_with_extra, run_interruptibly
+from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
+                                    report_with_extra, run_interruptibly)
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
@@ -114,15 +115,6 @@ def _labels(b) -> list[str]:
     return out or [""]
 
 
-def _clash(run, node: str) -> str | None:
-    """The identity-clash ERROR of ``node`` (nodegate.session.verdicts.clash_message), or None."""
-    from nodegate.session.verdicts import clash_message
-    try:
-        return clash_message(run.identity_groups(node))
-    except Exception:  # noqa: BLE001 - unreadable ids: the probe's NG-INV-003 item says so
-        return None
-
-
 def _judge_contained(inputs: list, baselines, th_by_node: dict, errors: dict) -> dict:
     """J.judge_run over every node (the fleet rule compares them); when it raises (a bug reached
     by one node's hostile figures), each node is judged again alone so that the exception stays
@@ -170,7 +162,7 @@ def _judged(config) -> dict:
         if run.spec_errors.get(node):
             errors[node] = f"spec error: {run.spec_errors[node]}"
             continue
-        clash = _clash(run, node)
+        clash = identity_clash(run, node)
         if clash:
             # issue 37.9: N copies of one machine: their figures are one machine's, never N
             # nodes' (the fleet rule counted it N times and their perf items PASSed)

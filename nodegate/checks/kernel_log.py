@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..errors import EvidenceError
 from ..outcomes import Result
 from ..spec.sxid import sxid_info
 from ..spec.xid import xid_fail_set, xid_info
@@ -34,13 +35,6 @@ _NO_ACTION_154 = {"none"}
 
 #: outcome of one event: FAIL, ERROR (an Xid the catalog does not know), or informational
 FAIL, UNKNOWN, INFO = "fail", "unknown", "info"
-
-
-def classify(ev, fail_xids) -> tuple[bool, str]:
-    """(fails?, description) of one KernelEvent (an Xid not in the catalog: not a FAIL here;
-    ``verdict_of`` tells it apart)."""
-    v, desc = verdict_of(ev, fail_xids)
-    return v == FAIL, desc
 
 
 def verdict_of(ev, fail_xids) -> tuple[str, str]:
@@ -77,12 +71,7 @@ def verdict_of(ev, fail_xids) -> tuple[str, str]:
     return INFO, ev.kind
 
 
-def _summary(events, fail_xids) -> tuple[list[str], list[str]]:
-    fails, infos, _ = _summary3(events, fail_xids)
-    return fails, infos
-
-
-def _summary3(events, fail_xids) -> tuple[list[str], list[str], list[str]]:
+def _summary(events, fail_xids) -> tuple[list[str], list[str], list[str]]:
     """(failing, informational, unknown-Xid) descriptions, each "<desc> at <bus> xN"."""
     out = {FAIL: {}, INFO: {}, UNKNOWN: {}}
     for ev in events:
@@ -100,7 +89,7 @@ def _unknown_result(unknown: list[str], expected: str, obs: str, facts, kw) -> R
     """ERROR for Xids the catalog lacks (issue 39.1): "Xid N is not in the catalog (driver V): review"."""
     try:
         drv = loaded_driver_version(facts)
-    except Exception:  # noqa: BLE001 - the version only names the catalog's branch in the message
+    except EvidenceError:   # the version only names the catalog's branch in the message
         drv = None
     return Result.errored(f"{'; '.join(unknown)} (driver {drv or 'version unknown'}): review it against NVIDIA's "
                           "Xid catalog (https://docs.nvidia.com/deploy/xid-errors/) and add it to "
@@ -122,7 +111,7 @@ def _history(facts, spec, keep) -> str:
     The checks judge the current boot, as on a live node (tests/bugreports/README.md)."""
     hist, _ = optional(facts, "kernel_history")
     events = [e for e in hist or [] if keep(e)]
-    fails, infos = _summary(events, xid_fail_set(spec))
+    fails, infos, _ = _summary(events, xid_fail_set(spec))
     shown = fails + infos
     return f"; history (earlier boots, not judged): {'; '.join(shown)}" if shown else ""
 
@@ -163,7 +152,7 @@ def kernel_log_node(facts, spec) -> Result:
     known = [g.pci_bus_id for g in gpus or [] if g.pci_bus_id]
     mine = [e for e in events if not (e.bus_id and any(same_bus(e.bus_id, b) for b in known))]
     fx = xid_fail_set(spec)
-    fails, infos, unknown = _summary3(mine, fx)
+    fails, infos, unknown = _summary(mine, fx)
     expected = "no failing NVRM events outside the per-GPU results"
     obs = ("; ".join(fails) or "no failing node-wide events") + (f"; informational: {'; '.join(infos)}" if infos
                                                                   else "") + f" ({len(events)} records, {src or 'log'}{_cut_note(facts)})"
@@ -196,7 +185,7 @@ def kernel_log_gpu(facts, spec, gpu) -> Result:
                               evidence_keys=("smi.qx", "kernel.log"))
     events = [e for e in facts.kernel_events if e.bus_id and same_bus(e.bus_id, g.pci_bus_id)]
     fx = xid_fail_set(spec)
-    fails, infos, unknown = _summary3(events, fx)
+    fails, infos, unknown = _summary(events, fx)
     expected = f"no failing NVRM events for {g.pci_bus_id}"
     obs = ("; ".join(fails) or "no failing events") + (f"; informational: {'; '.join(infos)}" if infos else "")
     obs += f" ({_cut_note(facts).lstrip(', ')})" if _cut_note(facts) else ""

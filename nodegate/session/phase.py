@@ -54,6 +54,17 @@ def run_interruptibly(config, name: str, fn: Callable[[], None]) -> None:
                          "was gathered and writing the reports\n")
 
 
+def identity_clash(run, node: str) -> str | None:
+    """The ERROR message of ``node``'s burn-in and perf items when another node of the run is the
+    same machine (nodegate.session.verdicts.clash_message; issue 37.9: N copies of one machine are
+    one machine's figures, never N nodes'), or None. Unreadable ids: None (NG-INV-003 says so)."""
+    from .verdicts import clash_message
+    try:
+        return clash_message(run.identity_groups(node))
+    except Exception:  # noqa: BLE001 - untrusted ids: the probe's NG-INV-003 item reports them
+        return None
+
+
 def gather_options(config) -> GatherOptions:
     """Deadlines, pool size, sudo and host-key policy from the command line (defaults when an
     option is absent: the phase plugins load without the lead's options too)."""

@@ -17,6 +17,7 @@ import pytest
 from .. import checks as ng_checks
 from ..bundle import REFUSED
 from ..outcomes import Outcome, Result, asserted
+from ..inventory import holds_path
 from ..run import RUN_KEY, FleetRun
 from ..reports.remedy import error_remediation
 from ..textsafe import shown
@@ -251,15 +252,6 @@ def evaluate(item, p: VerdictParam) -> None:
 _SKIP_KEY = re.compile(r"\b([a-z][a-z0-9_]{0,40}(?:\.[a-z0-9_]{1,40}){1,4})(?==|\b is\b| set\b| lists\b)")
 
 
-def _sets(raw, dotted: str) -> bool:
-    cur = raw
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return False
-        cur = cur[part]
-    return True
-
-
 def spec_off_note(config, run, node: str, message: str, cache: dict) -> str:
     """`` [spec kernel_log.enabled set in /site/host_vars/n1.yml]``: where the spec value that made
     this check SKIP was set (issue 37.5: a spec that turns checks off is shown with its source
@@ -268,7 +260,7 @@ def spec_off_note(config, run, node: str, message: str, cache: dict) -> str:
     from the inventory (``Inventory.spec_origins``: group_vars/host_vars, Ansible's order, the
     last one kept by the merge), else the run's spec source (``--spec FILE``); "" when none."""
     raw = run.spec_raw.get(node) or {}
-    keys = [k for k in dict.fromkeys(_SKIP_KEY.findall(message[:300])) if _sets(raw, k)]
+    keys = [k for k in dict.fromkeys(_SKIP_KEY.findall(message[:300])) if holds_path(raw, k.split("."))]
     if not keys:
         return ""
     from .state import INVENTORY_KEY

@@ -54,6 +54,17 @@ def run_scenario(tmp_path, monkeypatch, sc: Scenario, duration: int, **spec) -> 
         return b, None
 
 
+def soak_evidence(tmp, duration: int, sc: Scenario | None = None) -> dict:
+    """The burn-in evidence (``burnin.*`` items) of one real local burn-in run with shims, for tests
+    that graft it onto other bundles (module-scoped fixtures: no function monkeypatch there)."""
+    mp = pytest.MonkeyPatch()
+    try:
+        b, _ = run_scenario(tmp, mp, sc or Scenario(), duration)
+    finally:
+        mp.undo()
+    return {k: e for k, e in b.items.items() if k.startswith("burnin.")}
+
+
 @pytest.fixture
 def scenario(tmp_path, monkeypatch):
     def go(sc: Scenario, duration: int = 6, **spec):

@@ -17,8 +17,7 @@ import pytest
 
 from nodegate.bundle import Bundle
 
-from .conftest import run_scenario
-from .shims import Scenario
+from .conftest import soak_evidence
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "inventories" / "samples" / "fleet"
@@ -28,18 +27,12 @@ NODES = ("h200-580-open-healthy", "h100-535-healthy")
 @pytest.fixture(scope="module")
 def burnin_bundles(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bi-replay")
-    mp = pytest.MonkeyPatch()
-    try:
-        b, _ = run_scenario(tmp, mp, Scenario(), 4)
-    finally:
-        mp.undo()
+    soak = soak_evidence(tmp, 4)
     out = tmp / "bundles"
     shutil.rmtree(out)
     for node in NODES:
         base = Bundle.load(SAMPLES / node)
-        for k, e in b.items.items():
-            if k.startswith("burnin."):
-                base.items[k] = e
+        base.items.update(soak)
         base.write(out)
     return out
 

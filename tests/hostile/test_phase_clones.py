@@ -19,7 +19,7 @@ import pytest
 
 from nodegate.bundle import Bundle
 
-from .test_phase_containment import SAMPLES, _k
+from .test_phase_containment import SAMPLES, _k, nccl_body
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIES = [f"copy{i}" for i in range(4)]
@@ -28,15 +28,10 @@ OTHER = "h100-535-healthy"
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
-    from tests.burnin.conftest import run_scenario
-    from tests.burnin.shims import Scenario
+    from tests.burnin.conftest import soak_evidence
     tmp = tmp_path_factory.mktemp("clones")
-    mp = pytest.MonkeyPatch()
-    try:
-        soak, _ = run_scenario(tmp / "soak", mp, Scenario(), 3)
-    finally:
-        mp.undo()
-    nccl = next((ROOT / "tests" / "perf" / "fixtures").glob("306-*.txt")).read_bytes().decode().split("\n---\n", 1)[1]
+    soak = soak_evidence(tmp / "soak", 3)
+    nccl = nccl_body()
     out = tmp / "bundles"
     for name, src in [(n, "h200-580-open-healthy") for n in COPIES] + [(OTHER, OTHER)]:
         b = Bundle.load(SAMPLES / src)
@@ -46,9 +41,7 @@ def bundles(tmp_path_factory):
                                                          "tests": ["nccl"], "complete": True, "exit_code": 0}))
         b.items["perf.tools"] = _k("perf.tools", "gpus: 8\n")
         b.items["perf.nccl"] = _k("perf.nccl", nccl)
-        for k, e in soak.items.items():
-            if k.startswith("burnin."):
-                b.items[k] = e
+        b.items.update(soak)
         b.write(out)
     return out
 

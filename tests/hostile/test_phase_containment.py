@@ -22,7 +22,10 @@ from nodegate.bundle import Bundle, Evidence
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "inventories" / "samples" / "fleet"
 GOOD, BAD = "h200-580-open-healthy", "h100-535-healthy"
-NCCL = (ROOT / "tests" / "perf" / "fixtures").glob("306-*.txt")
+def nccl_body() -> str:
+    """A real nccl-tests all_reduce_perf output (tests/perf/fixtures/306, its body below the header)."""
+    f = next((ROOT / "tests" / "perf" / "fixtures").glob("306-*.txt"))
+    return f.read_bytes().decode().split("\n---\n", 1)[1]
 
 
 def _ev(text: str, rc: int = 0) -> Evidence:
@@ -50,16 +53,11 @@ HOSTILE = {
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory):
-    from tests.burnin.conftest import run_scenario
-    from tests.burnin.shims import Scenario
+    from tests.burnin.conftest import soak_evidence
     tmp = tmp_path_factory.mktemp("contain")
-    mp = pytest.MonkeyPatch()
-    try:
-        soak, _ = run_scenario(tmp / "soak", mp, Scenario(), 3)
-    finally:
-        mp.undo()
+    soak = soak_evidence(tmp / "soak", 3)
     out = tmp / "bundles"
-    nccl = next(iter(NCCL)).read_bytes().decode().split("\n---\n", 1)[1]
+    nccl = nccl_body()
     for node in (GOOD, BAD):
         b = Bundle.load(SAMPLES / node)
         b.items["perf.run"] = _k("perf.run", _perf_run(node))
@@ -70,10 +68,8 @@ def bundles(tmp_path_factory):
         else:
             b.items["perf.nccl"] = _k("perf.nccl", HOSTILE["wrong-inf"] + HOSTILE["digits"])
             b.items["perf.nvbandwidth"] = _k("perf.nvbandwidth", HOSTILE["nested"])
-            for k, e in soak.items.items():
-                if k.startswith("burnin."):
-                    b.items[k] = e
-            run = json.loads(soak.items["burnin.run"].stdout)
+            b.items.update(soak)
+            run = json.loads(soak["burnin.run"].stdout)
             run["duration_s"] = "not a number"   # int() raises ValueError in burnin_data
             b.items["burnin.run"] = _k("burnin.run", json.dumps(run))
         b.write(out)
