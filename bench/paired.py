@@ -8,7 +8,8 @@ the other core, SMALL replays run back to back until it ends: both see the same 
 same moments. Reported:
 
 - ``ratio``: BIG's wall time over the median wall time of the SMALL runs that ended before BIG
-  did (each run's wall, CPU and peak RSS from bench/measure.run_measured, the same way for both);
+  did (or, ``small_outlasted_big``, the first one when none did: on a loaded machine it ran
+  beside BIG for BIG's whole run; each run's wall, CPU and peak RSS from bench/measure.run_measured, the same way for both);
 - ``windows``: for each of those SMALL runs, its mean user CPU a shard (bench/shardlog_plugin.py)
   and BIG's for the shards it finished in the same seconds, with their ratio. A ratio that rises
   along BIG's run is a per-node cost that grows with the nodes done; flat near 1, there is none.
@@ -72,7 +73,7 @@ def windows(shards: dict[str, list[tuple[int, float, float, float]]],
 
 def main(big_n: int, small_n: int, out: Path | None = None, extra: list[str] = ()) -> int:
     from bench.measure import run_measured
-    from bench.run import _env, machine
+    from bench.common import _env, machine
     from bench.scale import make_copies, replay_argv
     out = out or ROOT / "reports" / "bench-paired.json"
     t0 = time.monotonic()
@@ -109,11 +110,16 @@ def main(big_n: int, small_n: int, out: Path | None = None, extra: list[str] = (
             raise RuntimeError(f"a paired replay failed: big rc {bm.rc}, small rcs {[r['rc'] for r in small]}\n"
                                f"{bm.output[-3000:]}")
         beside = [r for r in small if r["end"] <= got["end"]]   # the last one also ran alone
+        # on a loaded machine the first SMALL run may outlast BIG: then it is the only one that
+        # ran beside BIG (for all of BIG's time), counted and marked, rather than no figure at all
+        partial = not beside and bool(small)
+        if partial:
+            beside = small[:1]
         walls = [r["wall_s"] for r in beside]
         shards = read_shards(log)
     row = {"big_nodes": big_n, "small_nodes": small_n, "big_wall_s": bm.wall_s, "big_cpu_s": bm.cpu_s,
            "big_peak_rss_mb": bm.peak_rss_mb, "small_runs": len(small), "small_walls_s": walls,
-           "small_median_s": statistics.median(walls) if walls else None,
+           "small_median_s": statistics.median(walls) if walls else None, "small_outlasted_big": partial,
            "ratio": round(bm.wall_s / statistics.median(walls), 2) if walls else None,
            "nodes_ratio": round(big_n / small_n, 2), "windows": windows(shards, beside),
            # shards each run logged (its last one has no next collection to end it)
