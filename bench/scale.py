@@ -159,7 +159,7 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
         make_copies(fleet, n)
     gen_s = round(time.monotonic() - t0, 1)
     print(f"[scale {n:>5}] {n} bundles ready in {gen_s}s; nodegate --replay ...", flush=True)
-    from bench.run import _env, _phases
+    from bench.common import _env, _phases
     argv = replay_argv(fleet, reports, extra)
     started = time.time()
     load = os.getloadavg()[0]
@@ -214,7 +214,7 @@ def main(sizes=SIZES, out: Path | None = None, extra: list[str] = (), repeat: in
             for n in sizes:
                 runs[n].append(run_size(n, Path(tmp), list(extra), keep=k < repeat - 1))
     rows = [combine(runs[n]) for n in sizes]
-    from bench.run import machine
+    from bench.common import machine
     info = machine()
     if len(rows) > 1:
         first = rows[0]

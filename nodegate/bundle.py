@@ -8,6 +8,9 @@ Layout (documented for people in docs/bundle.md)::
     <bundles>/<node>/<key>.rc      its exit code when not 0, or why it has none (absent: 0)
 
 A bundle is never rewritten by evaluation; reports only read it.
+
+One module because reading and writing a bundle share its layout, its caps and its refusals (a
+bundle read back must be exactly what was written); file-level safety is nodegate.safeio.
 """
 
 from __future__ import annotations

@@ -12,33 +12,12 @@ no file matched. ``systemctl show`` of a missing unit is rc 0 with ``LoadState=n
 Everything else non-zero (127 tool missing, 124 timeout, permission denied) is EvidenceError.
 
 Imports point one way: parsers never import this module.
+
+One module because NodeFacts is one class: one cached property per fact group, each a few
+lines calling its parser (the fabric's are in collect_fabric.py).
 """
 
 from __future__ import annotations
-
-
-class cached_property:  # noqa: N801 - a drop-in for functools.cached_property
-    """``functools.cached_property`` without its lock. Before Python 3.12 that lock is one per
-    property for the whole class: a node's facts parsed in a gathering thread blocked every other
-    thread computing the same property for any other node (the tests run while nodes are
-    gathered, docs/performance.md). Facts are pure functions of an immutable bundle, so two
-    threads computing one property at once only duplicate work. Once computed, the value sits in
-    the instance's ``__dict__`` and is read without calling this descriptor at all."""
-
-    def __init__(self, func):
-        self.func = func
-        self.attrname = func.__name__
-        self.__doc__ = func.__doc__
-
-    def __set_name__(self, owner, name):
-        self.attrname = name
-
-    def __get__(self, instance, owner=None):
-        if instance is None:
-            return self
-        val = self.func(instance)
-        instance.__dict__[self.attrname] = val
-        return val
 
 import time
 
@@ -50,8 +29,9 @@ from .facts import (DkmsStatus, DmiFacts, DriverBanner, FirmwareFacts, GpuFacts,
                     SmiReport, SmiVersion, SysfsLink, SystemdUnit, UnitFile)
 from .parsers import (dkms, dmi, firmware, kernel_log, libnvml, modinfo, modules, pci, persistenced,
                       proc_version, smi_csv, smi_error, smi_version, smi_xml, sysfs_lists, systemd)
-from .collect_fabric import FabricFacts  # noqa: E402  (imports cached_property from this module)
-from .parsers._limits import TooManyGpus  # noqa: E402
+from .collect_fabric import FabricFacts
+from .lazy import cached_property
+from .parsers._limits import TooManyGpus
 
 
 class _Raw(Exception):

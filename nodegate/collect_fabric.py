@@ -7,7 +7,7 @@ missing, failed, truncated or unparsable.
 
 from __future__ import annotations
 
-from .collect import cached_property  # defined before collect.py imports this module
+from .lazy import cached_property
 from .errors import EvidenceError, NodegateError
 from .facts import AerCounters, FmLogEvent, GpuNvLinks, IbPort, PciFunction
 from .parsers import (fabricmanager_log, ib_ports, ibstat, nvlink_errors, nvlink_status, pci_aer,

@@ -7,6 +7,9 @@ Conventions (one meaning everywhere):
               not a parse error; each check decides what unsupported means (checks.md).
 - numbers are ints in the unit the name says; bus ids are normalised to ``dddd:bb:dd.f``
   lower case (nvidia-smi's 8-digit domain ``00000000:19:00.0`` -> ``0000:19:00.0``).
+
+One module because it is the vocabulary every parser and check shares: typed fact records
+with no logic beyond their normalisation, read whole by both sides.
 """
 
 from __future__ import annotations

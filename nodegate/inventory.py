@@ -39,6 +39,9 @@ set for this process before ansible is imported): duplicated YAML keys
 (``DUPLICATE_YAML_DICT_KEY=error``) and unparsable sources (``INVENTORY_UNPARSED_IS_FAILED``,
 ``INVENTORY_ANY_UNPARSED_IS_FAILED``). Every error is an ``InventoryError`` carrying Ansible's own
 message and the source; Ansible's warnings are kept in ``Inventory.warnings``.
+
+One module because it is the one adapter to ansible-core's inventory: loading, host
+patterns, connection variables and the merged spec must agree on one InventoryManager.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ansible_core import LOCK, ansible, captured, msg, plain
+from .dotted import holds_path  # noqa: F401  (nodegate.inventory.holds_path: its callers)
 from .errors import InventoryError, SpecError
 from .hostpatterns import match_groups, select_names  # noqa: F401 - nodegate.inventory's public names
 
@@ -445,18 +449,6 @@ class Inventory:
                 except a["AnsibleError"]:
                     continue
         return out
-
-
-def holds_path(value, path: list) -> bool:
-    """Whether the nested mapping/list ``value`` holds the key path ``path``."""
-    for part in path:
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-            value = value[part]
-        else:
-            return False
-    return True
 
 
 def load_inventory(source: str | Path | list | tuple) -> Inventory:

@@ -154,7 +154,7 @@ def run_environment(run, env: dict) -> dict:
     came from and GPUs that two nodes report (docs/security.md "Contradictory evidence")."""
     env = dict(env)
     if run is not None and getattr(run, "spec_source", None):
-        from nodegate.session.specfile import summary
+        from nodegate.specsource import summary
         env["nodegate spec source"] = "; ".join(summary(run.spec_source, list(run.all_nodes)))
     shared = _shared_gpus(run) if run is not None else []
     if shared:   # one board cannot be in two nodes

@@ -20,23 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
+from tools.fleet.owner import proc_start
+
 BASE = Path("/srv/nodegate-fleet")
-
-
-def proc_start(pid: int) -> str:
-    """The start time of ``pid`` (field 22 of /proc/<pid>/stat, clock ticks since boot), "" when
-    unreadable: a pid reused by another process has another start time."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # the command name (field 2) may hold spaces and parentheses: split after its last ")"
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else ""
 
 
 def owner_alive(workdir: Path) -> bool | None:

@@ -28,6 +28,9 @@ errors) and calls these. The rules (docs/baseline.md):
   ExecStart lines, the daemon's --user) changed: regression unless ``baseline.planned``
   lists ``persistence``; persistence mode Enabled -> Disabled on a GPU: regression.
 - Checks: a check (same spec) that PASSes on the baseline and FAILs now is a regression.
+
+One module because the regression rules above are one table read together: each kind's rule sits
+beside the others it must not contradict (docs/baseline.md lists them in this order).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Every rule takes ``(data: BurninData, ctx: Context, gpu: int | None)``; node rul
 ``RULES`` maps the suite test name (``test_<name>``) to (scope, severity, title, remediation, func).
 Evidence keys: ``burnin.samples`` unless a rule says otherwise. Sources of each rule in comments
 (../shared/spec/checks.md, "catalog" below).
+
+One module because ``RULES`` is one table: the rules share the series helpers and the
+Context, and the catalog (docs/checks.md) is generated from the table in this order.
 """
 
 from __future__ import annotations

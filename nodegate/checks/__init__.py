@@ -13,22 +13,9 @@ from typing import Callable
 
 from ..errors import EvidenceError
 from ..outcomes import Outcome, Result
+from .slots import GpuSlot, gpu_slots, slot_conflict  # noqa: F401  (re-exported: the suites use them)
 
 SEVERITIES = ("critical", "major", "minor")
-
-
-@dataclass(frozen=True)
-class GpuSlot:
-    """One per-GPU test item: ``index`` and ``pci_bus_id`` as observed (or expected when the
-    GPU is missing: then ``present`` is False)."""
-
-    index: int
-    pci_bus_id: str | None = None
-    present: bool = True
-
-    @property
-    def label(self) -> str:
-        return f"gpu{self.index}"
 
 
 @dataclass(frozen=True)
@@ -43,6 +30,7 @@ class CheckDef:
     rule: str               # one-paragraph rule as in the catalog
     func: Callable
     action: str = ""        # RMA-sheet action when a FAIL does not name one (reports/actions.ACTIONS)
+    gpu_less: bool = False  # applies to a node whose spec says it has no GPUs (gpu.count: 0)
 
 
 REGISTRY: dict[str, CheckDef] = {}
@@ -55,7 +43,7 @@ CHECK_MODULES: tuple[str, ...] = ("driver", "persistence", "modules", "dkms", "f
 
 
 def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence: tuple[str, ...],
-          remediation: str, rule: str, action: str = ""):
+          remediation: str, rule: str, action: str = "", gpu_less: bool = False):
     """Decorator declaring a check. Duplicate ids or names are a programming error."""
     if scope not in ("node", "gpu"):
         raise ValueError(scope)
@@ -65,7 +53,8 @@ def check(*, id: str, name: str, title: str, scope: str, severity: str, evidence
     def deco(fn):
         if id in REGISTRY or any(c.name == name for c in REGISTRY.values()):
             raise ValueError(f"duplicate check {id}/{name}")
-        REGISTRY[id] = CheckDef(id, name, title, scope, severity, tuple(evidence), remediation, rule, fn, action)
+        REGISTRY[id] = CheckDef(id, name, title, scope, severity, tuple(evidence), remediation, rule, fn, action,
+                                gpu_less)
         return fn
 
     return deco
@@ -94,14 +83,19 @@ def by_name(name: str) -> CheckDef:
 
 
 def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
-    """Run one check. ``spec.checks.skip`` naming its id or name -> SKIP; EvidenceError -> ERROR
-    naming the key; FAIL gets the remediation appended."""
+    """Run one check. ``spec.checks.skip`` naming its id or name -> SKIP; ``gpu.count: 0`` -> SKIP
+    for every check not declared ``gpu_less``; EvidenceError -> ERROR naming the key."""
     c = load_all()[check_id]
     # spec checks.skip: the operator declared the check not applicable (SKIP naming the key).
     skip = getattr(getattr(spec, "checks", None), "skip", None) or ()
     if c.id in skip or c.name in skip:
         return Result.skipped(f"checks.skip lists {c.id if c.id in skip else c.name}: not applicable to this node",
                               expected="checks.skip")
+    if not c.gpu_less and getattr(getattr(spec, "gpu", None), "count", None) == 0:
+        # a login, storage or service node: the spec says it has no GPUs, so a GPU or driver
+        # check does not apply (SKIP naming the key); NG-INV-001 still proves there is none
+        return Result.skipped(f"gpu.count=0: the spec says this node has no GPUs; {c.name} does not apply",
+                              expected="gpu.count 0")
     try:
         clash = slot_conflict(facts, gpu) if c.scope == "gpu" else None
         if clash:
@@ -122,5 +116,3 @@ def evaluate(check_id: str, facts, spec, gpu: GpuSlot | None = None) -> Result:
     # appended to the message (issue 32: "...above 0 Remediation: Reseat..." in one field)
     return res
 
-
-from .slots import gpu_slots, slot_conflict  # noqa: E402,F401  (re-exported; needs GpuSlot defined above)

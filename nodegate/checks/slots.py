@@ -5,7 +5,8 @@
   the spec's ``gpu.bus_ids`` not observed, else by the next indexes), so the missing GPU shows
   up as a FAIL of the model check and ERROR of the other per-GPU checks.
 - When GPUs cannot be read at all (driver/library mismatch, no driver): one slot per spec
-  count, or a single slot 0, so every per-GPU check reports ERROR naming the cause.
+  count, or a single slot 0, so every per-GPU check reports ERROR naming the cause; none when
+  the spec says the node has no GPUs (``gpu.count: 0``, a login or storage node).
 Never raises EvidenceError.
 
 ``identity_conflicts(gpus)``: GPUs of one node that share a PCI bus id, serial, UUID or index;
@@ -15,10 +16,25 @@ FAILs naming them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import EvidenceError
 from ..facts import NA, normalize_bus_id
-from . import GpuSlot
 from ._util import same_bus, spec_or_default
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """One per-GPU test item: ``index`` and ``pci_bus_id`` as observed (or expected when the
+    GPU is missing: then ``present`` is False)."""
+
+    index: int
+    pci_bus_id: str | None = None
+    present: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"gpu{self.index}"
 
 
 def gpu_slots(facts, spec=None) -> list[GpuSlot]:
@@ -28,6 +44,8 @@ def gpu_slots(facts, spec=None) -> list[GpuSlot]:
     try:
         gpus = list(facts.gpus)
     except EvidenceError:
+        if want == 0:   # the spec says the node has no GPUs: no per-GPU item (NG-INV-001 judges PCI)
+            return []
         n = want if want else max(1, len(bus_ids))
         return [GpuSlot(i, bus_ids[i] if i < len(bus_ids) else None, present=True) for i in range(n)]
     slots = sorted((GpuSlot(g.index if g.index is not None else i, g.pci_bus_id) for i, g in enumerate(gpus)),

@@ -1,7 +1,7 @@
 """GPU identity for the reports: what names a GPU on an RMA sheet, from every piece of evidence.
 
 nvidia-smi names the GPUs it sees (index, bus id, serial, UUID, part number, VBIOS:
-``verdicts.gpu_identity``). A GPU missing from nvidia-smi (fallen off the bus, not initialised)
+``engine.evaluate.gpu_identity``). A GPU missing from nvidia-smi (fallen off the bus, not initialised)
 has only its slot: its bus id from the spec's ``gpu.bus_ids`` and an item index after the
 present GPUs (the ``gpu7`` of its test id). Its other evidence still names it:
 

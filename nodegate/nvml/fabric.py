@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import ParseError
 from ..facts import NA, GpuFacts, GpuNvLinks, NvLink, normalize_bus_id
-from .mapping import _flag, _index, _ok_doc, _sub, _val
+from .document import _flag, _index, _ok_doc, _sub, _val
 
 #: nvmlComputeMode_t -> the word nvidia-smi prints (nvml.h NVML_COMPUTEMODE_*; 1 = the removed
 #: EXCLUSIVE_THREAD mode).

@@ -18,10 +18,11 @@ Corpus helpers (for tests of every layer)::
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from ..errors import ParseError
+from .corpus import corpus_sections, parse_corpus_file  # noqa: F401  (re-exported)
+from .forms import guess_form, lines_all  # noqa: F401  (re-exported)
 from . import (perf_dcgmi, perf_dcgmproftester, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl,
                perf_nvbandwidth, perf_perftest)
 from . import ib_guids, ib_write_lat, ibdiagnet, iblinkinfo, ibnetdiscover, nccl_json  # issue 38: cross-node
@@ -121,81 +122,6 @@ FORM_BY_KEY: dict[str, str] = {
 def parse(form: str, text: str | bytes):
     """Run the parser of ``form``. KeyError for an unknown form; ParseError for bad text."""
     return PARSERS[form](text)
-
-
-_LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?\s*$")
-# one `lspci` line: [domain:]bus:dev.fn <class name>: <description>
-_LSPCI_PLAIN = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] \w[\w ./-]{0,60}: \S")
-
-
-def lines_all(text: str, rx) -> bool:
-    """Every non-blank line of ``text`` matches ``rx`` (and there is one)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return bool(lines) and all(rx.match(ln) for ln in lines)
-
-
-def guess_form(text: str) -> str:
-    """Best form for unlabelled output (pasted or corpus text). Falls back to ``kernel_log``."""
-    s = text.lstrip()
-    if s.startswith("<?xml") or "<nvidia_smi_log" in text[:4096]:
-        return "smi_xml"
-    if "NVSMI LOG" in text or re.search(r"^\s*Clocks (?:Event|Throttle) Reasons\s*$", text, re.M):
-        return "smi_text"
-    if re.search(r"^\|\s*NVIDIA-SMI \S+.*Driver Version:", text, re.M):
-        return "smi_summary"
-    if re.search(r"^\s+Link \d+: [A-Za-z ]+ Errors: ", text, re.M):
-        return "nvlink_errors"
-    if re.search(r"^\s+Link \d+: (?:\d+(?:\.\d+)? ?GB/s|<inactive>)\s*$", text, re.M) or \
-            re.search(r"Nvlink queries are not supported for Devices in MIG mode|"
-                      r"Device does not have or support Nvlink", text, re.I):
-        return "nvlink_status"
-    if re.search(r"^CA '[^']+'\s*$", text, re.M):
-        return "ibstat"
-    if re.search(r"nv-fabricmanager(?:\[\d+\])?: ", text):
-        return "fabricmanager_log"
-    if re.search(r"^GPU \d+: .+ \(UUID: GPU-", text, re.M) and not re.search(r"^\s+Link ", text, re.M):
-        return "smi_list"
-    if smi_error.parse_smi_error(text) is not None:
-        return "smi_error"
-    if "LnkCap:" in text or "LnkSta:" in text:
-        return "lspci"
-    if lines_all(text, _LSPCI_PLAIN):   # plain `lspci` / `lspci -D` (corpus 121): the same stanza lines
-        return "lspci"
-    if "==> /sys/" in text:
-        return "sysfs_tail"
-    if re.search(r"NVRM version:.*NVIDIA UNIX", text):
-        return "proc_version"
-    if re.search(r"^(?:Error! |[A-Za-z0-9_-]+(?:/|, )[^,:\s]+(?:, \S+)*: (?:added|built|installed|broken))", text, re.M):
-        return "dkms"
-    if re.search(r"^(?:filename|license|vermagic|srcversion):\s", text, re.M):
-        return "modinfo"
-    if re.search(r"^\[(?:Unit|Service|Install)\]\s*$", text, re.M):
-        return "unit_text"
-    if re.search(r"^\s*(?:Loaded|Active):\s", text, re.M):
-        return "systemctl_status"
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if lines and all(_LSMOD_LINE.match(ln.strip()) for ln in lines):
-        return "lsmod"
-    if lines and re.match(r"^[\w.]+(?: \[[^\]]+\])?(?:, [\w.]+(?: \[[^\]]+\])?)+$", lines[0].strip()):
-        return "smi_csv"
-    return "kernel_log"
-
-
-def parse_corpus_file(path) -> tuple[dict, str]:
-    """Split a corpus file (``../shared/corpus/NNN-*.txt``) into its header and body.
-
-    Header: ``key: value`` lines before the line ``---`` (``driver: X  gpu: Y`` gives both
-    ``driver`` and ``gpu``). Body: everything after ``---\\n``, byte-exact.
-    Raises ParseError when the ``---`` line is missing.
-    """
-    from .corpus import parse_corpus_file as _p
-    return _p(path)
-
-
-def corpus_sections(path):
-    """The corpus body split at shell-prompt command lines, each with its form (see corpus.py)."""
-    from .corpus import corpus_sections as _s
-    return _s(path)
 
 
 __all__ = ["PARSERS", "FORM_BY_KEY", "parse", "guess_form", "parse_corpus_file", "corpus_sections",

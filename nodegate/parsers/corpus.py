@@ -61,7 +61,7 @@ def parse_corpus_file(path) -> tuple[dict, str]:
 
 
 def corpus_sections(path) -> list[Section]:
-    from . import guess_form
+    from .forms import guess_form
     _, body = parse_corpus_file(path)
     parts: list[tuple[str | None, list[str]]] = [(None, [])]
     for ln in body.split("\n"):
@@ -94,7 +94,7 @@ def _is_bare_prompt(ln: str) -> bool:
 
 
 def _form_for(cmd: str, text: str) -> str:
-    from . import guess_form
+    from .forms import guess_form
     tool = cmd.split()[1] if cmd.startswith("sudo ") else cmd.split()[0]
     if tool == "nvidia-smi":
         if re.search(r"\snvlink\b", cmd):   # nvlink -s|--status, nvlink -e|--errorcounters (corpus 106, 119)

@@ -34,7 +34,7 @@ import json
 import re
 
 from ..errors import ParseError
-from ..perf.model import Integrity, Measurement, ToolReport
+from ..perfmodel.model import Integrity, Measurement, ToolReport
 from ._figures import InvalidFigure, checked
 from ._perftext import load_json, prepare
 

@@ -6,5 +6,5 @@ ONE exec per node, streamed, framed) -> bundle keys ``perf.*`` (``runner``) -> p
 ``extract`` -> validity from GPU state sampled during each test (``validity``) -> the four rules
 (``rules``: SKU floor from ``floors``, in-node peers, fleet, baseline) -> reports (``report``).
 
-This package's ``__init__`` imports nothing so that parsers may use ``nodegate.perf.model``.
+The measurement model and the floor table live in nodegate.perfmodel (below the parsers and reports).
 """

@@ -24,7 +24,7 @@ from ..parsers.perf_json import parse_perf_json
 from ..parsers.perf_nccl import parse_nccl
 from ..parsers.perf_nvbandwidth import NvbRun, parse_nvbandwidth
 from ..parsers.perf_perftest import PerftestRun, parse_perftest
-from .model import PERFTEST, Integrity, Measurement, StatusResult, ToolReport
+from ..perfmodel.model import PERFTEST, Integrity, Measurement, StatusResult, ToolReport
 from .nccl import from_nccl
 from .stable import stable
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..bundle import Bundle
 from ..outcomes import Outcome
 from .extract import extract
-from .floors import sku_for, sku_name
+from ..perfmodel.floors import sku_for, sku_name
 from .locate import localise
 from .rules import Item, NodeInput, Thresholds, fleet_stats, judge_node
 from .spec import PerfSpec

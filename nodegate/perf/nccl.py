@@ -32,7 +32,7 @@ from __future__ import annotations
 import statistics
 
 from ..parsers.perf_nccl import NcclRow, NcclRun, NcclTable
-from .model import Integrity, Measurement, ToolReport
+from ..perfmodel.model import Integrity, Measurement, ToolReport
 from .stable import stable
 
 _ELSIZE = {"int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1, "fp8_e4m3": 1, "fp8_e5m2": 1,

@@ -44,8 +44,8 @@ from typing import Callable
 
 from ..outcomes import Outcome
 from ..parsers._figures import MAX_FIGURE
-from .floors import Floor, floor_for, hca_floor
-from .model import Integrity, Measurement, StatusResult, ToolReport
+from ..perfmodel.floors import Floor, floor_for, hca_floor
+from ..perfmodel.model import Integrity, Measurement, StatusResult, ToolReport
 from .validity import GpuState
 
 RULES = ("sku_floor", "in_node_peers", "fleet", "baseline", "data_corruption", "tool_verdict")

@@ -10,9 +10,9 @@ for 4,096 nodes x 56 GPU pairs, never the records themselves.
   that PASSed or FAILed: an ERROR ("invalid measurement", nothing to judge against) was not
   judged and is counted under the chart, not drawn.
 - The SKU is the node's GPU model (``NodeInfo.gpu_model``, from the probe's facts) mapped to the
-  floor table's SKU (nodegate.perf.floors.sku_for); a node with mixed or unknown GPUs is shown
+  floor table's SKU (nodegate.perfmodel.floors.sku_for); a node with mixed or unknown GPUs is shown
   under its model text (or "unknown SKU"). The metric is the item's title (its label names the
-  metric, engine, direction and unit: nodegate.perf.model.Measurement.label), so copy-engine and
+  metric, engine, direction and unit: nodegate.perfmodel.model.Measurement.label), so copy-engine and
   SM figures, one-way and bidirectional, before and after burn-in never share a chart.
 - An outlier is an item the rules FAILed (SKU floor, in-node peers, fleet, baseline, data
   corruption: the record's ``rule``): drawn red, linked to its node page, and listed under the
@@ -92,7 +92,7 @@ def sku_of(gpu_model: str | None) -> tuple[str | None, str]:
     if not gpu_model or _MIXED.search(gpu_model):
         return None, gpu_model or "unknown SKU"
     try:
-        from ..perf.floors import sku_for, sku_name
+        from ..perfmodel.floors import sku_for, sku_name
         key = sku_for(gpu_model)
         return (key, sku_name(key)) if key else (None, gpu_model)
     except Exception:  # noqa: BLE001 - no floor table: the model text still groups the nodes
@@ -105,8 +105,8 @@ def table_floor(sku_key: str | None, title: str, unit: str) -> float | None:
     if not sku_key or not m:
         return None
     try:
-        from ..perf.floors import load_table
-        from ..perf.model import Measurement
+        from ..perfmodel.floors import load_table
+        from ..perfmodel.model import Measurement
         for e in (load_table().skus.get(sku_key) or {}).get("entries", []):
             if e.get("unit") != unit or e.get("floor") is None:
                 continue

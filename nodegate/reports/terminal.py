@@ -102,7 +102,7 @@ def fold_unreached(stats: dict, infos: list[NodeInfo]) -> dict[str, list]:
 def run_lines(spec_sources: dict[str, str], nodes: list[str], shared_gpus=()) -> list[str]:
     """Where each node's spec came from (one line per origin; nodes judged by their own bundle's
     spec flagged), and GPUs that two nodes report (one serial or UUID on two nodes)."""
-    from ..session.specfile import from_bundle, summary
+    from ..specsource import from_bundle, summary
     out = [f"spec: {one_line(line, 500)}" for line in summary(spec_sources, nodes)]
     if from_bundle(spec_sources):
         out.append("spec: a bundle's own spec is only as trusted as the bundle: judge it by yours with --spec FILE "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from .. import checks as ng_checks
+from ..engine.evaluate import IDENTITY_CHECK
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
 from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
@@ -25,9 +26,9 @@ def uses_xdist(config) -> bool:
     return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
                 or getattr(o, "dist", "no") not in ("no", None))
 
-#: the node_identity check (NG-INV-003): it compares every node of the run, so its items run
-#: after every node's own items (and, while gathering, after every node is in)
-IDENTITY_CHECK = "NG-INV-003"
+#: the node_identity check (NG-INV-003, nodegate.engine.evaluate.IDENTITY_CHECK): it compares
+#: every node of the run, so its items run after every node's own items (and, while gathering,
+#: after every node is in)
 
 
 class VerdictParam:

@@ -56,9 +56,9 @@ def run_interruptibly(config, name: str, fn: Callable[[], None]) -> None:
 
 def identity_clash(run, node: str) -> str | None:
     """The ERROR message of ``node``'s burn-in and perf items when another node of the run is the
-    same machine (nodegate.session.verdicts.clash_message; issue 37.9: N copies of one machine are
+    same machine (nodegate.engine.evaluate.clash_message; issue 37.9: N copies of one machine are
     one machine's figures, never N nodes'), or None. Unreadable ids: None (NG-INV-003 says so)."""
-    from .verdicts import clash_message
+    from ..engine.evaluate import clash_message
     try:
         return clash_message(run.identity_groups(node))
     except Exception:  # noqa: BLE001 - untrusted ids: the probe's NG-INV-003 item reports them

@@ -44,5 +44,7 @@ def after_item() -> None:
     if cache:
         # the per-GPU identities go; the node's driver version and Xids stay (a string and a small
         # dict: its node_identity item, run after every node's own items, needs nothing else)
-        cache.pop(("gpus", node), None)
+        engine_cache = cache.get(("engine", node))
+        if engine_cache:
+            engine_cache.pop("gpus", None)
         cache.pop(("slots", node), None)

@@ -23,10 +23,7 @@ from .state import spec_get
 #: (raw spec dict, its source string) of ``--spec`` once loaded at configure
 OVERRIDE_KEY = pytest.StashKey[tuple]()
 
-BUNDLE = "bundle meta.json"
-BUNDLE_EMPTY = "bundle meta.json (no spec in it: built-in defaults)"
-TARGET = "built-in defaults (--target has no spec; give --spec FILE)"
-BUGREPORT = "built-in defaults (an nvidia-bug-report log has no spec; give --spec FILE)"
+from ..specsource import BUGREPORT, BUNDLE, BUNDLE_EMPTY, TARGET, from_bundle, summary  # noqa: F401  (re-exported)
 
 
 def load_file(path: str | Path) -> dict:
@@ -89,22 +86,3 @@ def live_source(config) -> str:
     inv = getattr(config.option, "inventory", None)
     from ..inventory import sources_label
     return f"inventory {sources_label(inv)}" if inv else TARGET
-
-
-def summary(sources: dict[str, str], nodes: list[str] | None = None, max_names: int = 5) -> list[str]:
-    """One line per distinct origin: ``inventory inv.yml: 12 node(s)``, or the node names when
-    few (``bundle meta.json: a, b``), in order of first appearance."""
-    groups: dict[str, list[str]] = {}
-    for n in nodes if nodes is not None else list(sources):
-        if n in sources:
-            groups.setdefault(sources[n], []).append(n)
-    out = []
-    for src, ns in groups.items():
-        names = ", ".join(ns[:max_names]) + (f" and {len(ns) - max_names} more" if len(ns) > max_names else "")
-        out.append(f"{src}: {len(ns)} node(s)" + (f" ({names})" if len(groups) > 1 else ""))
-    return out
-
-
-def from_bundle(sources: dict[str, str]) -> list[str]:
-    """Nodes judged by the spec their own bundle carries."""
-    return [n for n, s in sources.items() if s in (BUNDLE, BUNDLE_EMPTY)]

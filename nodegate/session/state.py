@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ..dotted import spec_get  # noqa: F401  (state.spec_get: its callers)
+
 #: NodeJobs built at configure time (nodegate.session.jobs.build_jobs); the burn-in plugin reads them
 JOBS_KEY = pytest.StashKey[list]()
 #: whether this pytest run is a nodegate run (suites/ targeted, or --inventory/--target/--replay)
@@ -43,14 +45,3 @@ CONFIG: list = [None]
 
 def is_active(config) -> bool:
     return bool(config.stash.get(ACTIVE_KEY, False))
-
-
-def spec_get(spec, dotted: str, default=None):
-    """``spec`` (a Spec model or a raw dict) at the dotted path, or ``default`` when any part is
-    absent or None."""
-    cur = spec
-    for part in dotted.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
-        if cur is None:
-            return default
-    return cur

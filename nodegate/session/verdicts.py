@@ -1,35 +1,26 @@
-"""Evaluating a suite item's check in setup, and what its reports carry.
+"""Presenting a suite item's result: the item selects a (check, GPU) pair, the engine decides it.
 
-``evaluate(item, p)`` waits for the item's node when it is still being gathered, runs the check
-(``nodegate.checks.evaluate``), records the report info (``state.RESULT_KEY``: the
-``report.nodegate`` contract of docs/contributing.md) and JUnit properties, then fails the setup
-(ERROR) or skips (SKIP); PASS and FAIL go to the test body.
+``evaluate(item, p)``: makes sure the item's node is in (``node_ready``: while the node is being
+gathered, its first item waits for it; once per node, outside the verdict), states what the run
+knows about the node before any evidence (``node_context``: spec error, bundle refused, node not
+gathered, another node answering for the same machine), asks ``nodegate.engine.evaluate_item``
+for the result and presents it: the record for the reports (``state.RESULT_KEY``: the
+``report.nodegate`` contract of docs/contributing.md), the JUnit properties, then fails the setup
+(ERROR) or skips (SKIP); PASS and FAIL go to the test body. Nothing here decides an outcome.
 """
 
 from __future__ import annotations
 
-import re
-
-from dataclasses import replace
-
 import pytest
 
-from .. import checks as ng_checks
 from ..bundle import REFUSED
-from ..outcomes import Outcome, Result, asserted
-from ..inventory import holds_path
+from ..engine.evaluate import (IDENTITY_CHECK, PROP_KEYS, NodeContext, clash_message,  # noqa: F401  (PROP_KEYS,
+                               driver_version as _driver_version, evaluate_item, printable)  # printable: re-exported)
+from ..outcomes import Outcome, asserted
 from ..run import RUN_KEY, FleetRun
-from ..reports.remedy import error_remediation
-from ..textsafe import shown
-from .identity import missing_gpu_identity, xids_by_bus, xids_for
-from .items import IDENTITY_CHECK, VerdictParam, node_slots
-from .state import IDENT_KEY, RESULT_KEY, spec_get
+from .items import VerdictParam, node_slots
+from .state import IDENT_KEY, INVENTORY_KEY, RESULT_KEY, spec_get
 from .terminal import wait_ticker
-
-#: JUnit <properties> of every nodegate item, in this order (docs/contributing.md); spec_source:
-#: where the node's spec came from (nodegate.session.specfile)
-PROP_KEYS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
-             "expected", "observed", "remediation", "spec_source")
 
 
 def node_cache(config) -> dict:
@@ -45,26 +36,6 @@ def node_cache(config) -> dict:
     return c
 
 
-def surplus_gpus(run: FleetRun, node: str, res: Result) -> Result:
-    """gpu_count while the tests ran alongside gathering: per-GPU items were collected from
-    gpu.count, so a GPU beyond it has none. Never silent: a FAIL says so, and a SKIP (gpu_count
-    turned off in checks.skip) becomes ERROR naming the GPUs whose checks did not run."""
-    want = spec_get(run.spec.get(node), "gpu.count")
-    try:
-        extra = [g for g in run.facts[node].gpus if g.index is not None and want and g.index >= int(want)]
-    except Exception:  # noqa: BLE001 - unreadable GPUs: gpu_count's own result says so
-        return res
-    if not extra:
-        return res
-    run.surplus[node] = len(run.facts[node].gpus)
-    names = ", ".join(f"gpu{g.index} ({g.pci_bus_id or 'bus id unknown'})" for g in extra)
-    why = (f"the node reports {len(extra)} GPU(s) beyond gpu.count {want}: {names}; their per-GPU "
-           "checks were not collected (run with --gather-first, or correct gpu.count)")
-    if res.outcome is Outcome.FAIL:
-        return replace(res, message=f"{res.message}; {why}")
-    return Result.errored(why, expected=res.expected or f"{want} GPU(s)", evidence_keys=("smi.qx",))
-
-
 def resolve_slot(run: FleetRun, node: str, slot, cache: dict):
     """A per-GPU item collected from gpu.count before its node was gathered -> (the slot
     ``gpu_slots`` gives for that index now that the node is in, None), or (slot, why) when the
@@ -78,16 +49,6 @@ def resolve_slot(run: FleetRun, node: str, slot, cache: dict):
         return got, None
     return slot, (f"gpu{slot.index}: the node reports no GPU at index {slot.index} "
                   f"(indices {sorted(by_index)}; gpu.count {spec_get(run.spec.get(node), 'gpu.count')})")
-
-
-def printable(res: Result) -> Result:
-    """``res`` with its expected, observed and message text safe to print: pytest writes them
-    itself (failure sections, the short summary, skip reasons, assertion messages), and they
-    carry node output (docs/security.md). Control characters are shown escaped."""
-    m, e, o = shown(res.message), shown(res.expected), shown(res.observed)
-    if m is res.message and e is res.expected and o is res.observed:
-        return res
-    return replace(res, message=m, expected=e, observed=o)
 
 
 def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str) -> str | None:
@@ -119,163 +80,73 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
     return msg
 
 
-def clash_message(groups) -> str | None:
-    """The ERROR message of every item of a node that shares its boot or machine id with other
-    nodes of the run (``FleetRun.identity_groups``), or None without a clash. Each group once,
-    bounded (ClashGroup.phrase): a message per item naming all N-1 copies made the reports
-    quadratic in the nodes (issue 31, item 9). Also the perf and burn-in phases' (issue 37.9)."""
-    if not groups:
-        return None
-    many = any(g.count > 1 for g in groups)
-    return ("not evaluated: " + "; ".join(g.phrase() for g in groups)
-            + f": one machine answered for {'all of them' if many else 'both'}, so this node's evidence cannot "
-            "be attributed to it (NG-INV-003)")
-
-
-def gpu_identity(run: FleetRun, node: str, slot) -> dict:
-    """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown).
-    A GPU nvidia-smi does not show is named by its other evidence (nodegate.session.identity):
-    the driver's Device Minor as its index, its UUID and VBIOS."""
-    ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
-             "board_part_number": "", "vbios_version": ""}
-    if slot is None:
-        return ident
-    ident["gpu_index"] = str(slot.index)
-    ident["pci_bus_id"] = slot.pci_bus_id or ""
-    found = False
-    try:
-        gpus = run.facts[node].gpus
-        # the GPU at this index and bus id first: two GPUs may report one bus id (issue 17)
-        order = sorted(gpus, key=lambda g: (g.index != slot.index, g.pci_bus_id != slot.pci_bus_id))
-        for g in order:
-            if (slot.pci_bus_id and g.pci_bus_id == slot.pci_bus_id) or (not slot.pci_bus_id and g.index == slot.index):
-                ident.update(pci_bus_id=g.pci_bus_id or "", gpu_serial=_s(g.serial), gpu_uuid=_s(g.uuid),
-                             board_part_number=_s(g.board_part_number), vbios_version=_s(g.vbios_version))
-                found = True
-                break
-    except Exception:  # noqa: BLE001 - identity is best effort; the check reports the error
-        pass
-    if not found and not getattr(slot, "present", True):
-        other = missing_gpu_identity(run.facts[node], slot.pci_bus_id)
-        other.pop("gpu_name", None)
-        ident.update(other)
-    return ident
-
-
-def _s(v) -> str:
-    return "" if v is None else str(v)
-
-
 def driver_version(run: FleetRun, node: str) -> str:
-    """The loaded nvidia module's version, "" when it cannot be read."""
+    """The loaded nvidia module's version of ``node``, "" when it cannot be read (site items)."""
     try:
-        v = run.facts[node].nvidia_module_version
+        return _driver_version(run.facts[node])
     except Exception:  # noqa: BLE001
         return ""
-    return str(v) if v else ""
 
 
-def evaluate(item, p: VerdictParam) -> None:
-    """Evaluate the item's check (waiting for its node when it is still being gathered), record
-    what the reports need, and fail (ERROR) or skip (SKIP) the setup; PASS/FAIL go to the test."""
-    check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
-    run: FleetRun = item.config.stash[RUN_KEY]
-    cdef = ng_checks.load_all()[check_id]
-    # tests run while gathering: this node's first item waits for it; a released node (bounded
-    # memory) is read again, for its node_identity item only the ids (FleetRun.bundle_for)
+def node_ready(item, run: FleetRun, node: str, check_id: str):
+    """The node's bundle, waiting for it when it is still being gathered (tests run while
+    gathering: the node's first item waits; a released node, bounded memory, is read again;
+    for its node_identity item only the ids: FleetRun.bundle_for)."""
     light = check_id == IDENTITY_CHECK
     b = run.bundles.get(node)
     if b is None or (not light and node in run._light):
         b = run.bundle_for(node, light=light, tick=wait_ticker(item.config, run))
+    return b
+
+
+def node_context(config, run: FleetRun, node: str, b, clash: str | None) -> NodeContext:
+    """What the run knows about ``node`` before any of its evidence is judged (engine.NodeContext)."""
+    inv = config.stash.get(INVENTORY_KEY, None)
+    cache = node_cache(config)
+
+    def spec_origin(key: str) -> str:
+        ck = ("spec_origin", node, key)
+        if ck not in cache:
+            files = inv.spec_origins(node, key) if inv is not None else []
+            cache[ck] = files[-1] if files else ""
+        return cache[ck]
+
+    return NodeContext(node=node, spec_error=run.spec_errors.get(node) or None,
+                       refused=(b.meta.get("error", "") if b.meta.get("status") == REFUSED else None),
+                       gather_error=b.gather_error or None, clash=clash, bundle_dir=str(b.path or ""),
+                       spec_source=run.spec_source.get(node, ""), gpus_collected_from_spec=run.overlapped,
+                       spec_raw=run.spec_raw.get(node) or {}, spec_origin=spec_origin)
+
+
+def _facts(run: FleetRun, node: str):
+    try:
+        return run.facts[node]
+    except Exception:  # noqa: BLE001 - a node whose facts cannot be made: its items ERROR (engine)
+        return None
+
+
+def evaluate(item, p: VerdictParam) -> None:
+    """Select the item's (check, GPU) pair, have the engine evaluate it, and present the result:
+    record what the reports need, and fail (ERROR) or skip (SKIP) the setup; PASS/FAIL go to
+    the test."""
+    check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
+    run: FleetRun = item.config.stash[RUN_KEY]
+    b = node_ready(item, run, node, check_id)
     cache = node_cache(item.config)
     clash = identity_clash(item.config, run, node, cache, check_id)
     unresolved = None
     if provisional:
         slot, unresolved = resolve_slot(run, node, slot, cache)
-    if run.spec_errors.get(node):
-        res = Result.errored(f"spec error: {run.spec_errors[node]}")
-    elif b.meta.get("status") == REFUSED:
-        res = Result.errored(f"bundle not read: {b.meta.get('error', '')}", evidence_keys=())
-    elif b.gather_error:
-        res = Result.errored(f"node not gathered: {b.gather_error}", evidence_keys=())
-    elif clash and check_id != IDENTITY_CHECK:
-        res = Result.errored(clash, evidence_keys=("meta.boot_id", "meta.machine_id"))
-    elif unresolved:
-        res = Result.errored(unresolved, evidence_keys=("smi.qx",))
-    else:
-        res = ng_checks.evaluate(check_id, run.facts[node], run.spec[node], slot)
-        if run.overlapped and cdef.name == "gpu_count":
-            res = surplus_gpus(run, node, res)
-    spec_note = spec_off_note(item.config, run, node, res.message, cache) if res.outcome is Outcome.SKIP else ""
-    if spec_note:
-        res = replace(res, message=res.message + spec_note)
-    res = printable(res)
-    key = None if slot is None else (slot.index, slot.pci_bus_id)
-    idents = cache.get(("gpus", node))
-    if idents is None:
-        idents = cache[("gpus", node)] = {}
-    ident = idents.get(key)
-    if ident is None:
-        ident = idents[key] = gpu_identity(run, node, slot)
-        ident["driver_version"] = cache.setdefault(("driver", node), driver_version(run, node))
-        xids = cache.get(("xids", node))
-        if xids is None:
-            xids = cache[("xids", node)] = xids_by_bus(run.facts[node]) if not b.gather_error else {}
-        ident["xids"] = xids_for(xids, None if slot is None else (ident["pci_bus_id"] or None))
-    # an ERROR proves nothing about the node: its remediation says how to obtain the evidence,
-    # never the check's FAIL text (nodegate.reports.remedy)
-    remediation = error_remediation(res.message) if res.outcome is Outcome.ERROR else cdef.remediation
-    info = {"node": node, **ident, "check_id": cdef.id,
-            "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity, "scope": cdef.scope,
-            "expected": res.expected, "observed": res.observed, "message": res.message,
-            "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
-            "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
-            "bundle_dir": str(b.path or ""), "spec_source": run.spec_source.get(node, "")}
-    item.stash[RESULT_KEY] = info
-    # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
-    # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
-    props = [(k, info[k]) for k in PROP_KEYS]
-    if res.outcome in (Outcome.PASS, Outcome.SKIP):
-        props[PROP_KEYS.index("remediation")] = ("remediation", "")
-    item.user_properties.extend(props)
-    if spec_note:   # JUnit <property name="spec_set_in">: the spec key that turned this check off, and its file
-        item.user_properties.append(("spec_set_in", spec_note.strip(" []")))
-    p.result = asserted(res, remediation)
+    ctx = node_context(item.config, run, node, b, clash)
+    out = evaluate_item(ctx, _facts(run, node), run.spec[node], check_id, slot, unresolved=unresolved,
+                        cache=cache.setdefault(("engine", node), {}))
+    if out.surplus is not None:
+        run.surplus[node] = out.surplus
+    res = out.result
+    item.stash[RESULT_KEY] = out.record
+    item.user_properties.extend(out.properties)
+    p.result = asserted(res, out.remediation)
     if res.outcome is Outcome.ERROR:
-        pytest.fail(f"[{cdef.id}] could not evaluate: {res.message}", pytrace=False)   # printable()
+        pytest.fail(f"[{out.check.id}] could not evaluate: {res.message}", pytrace=False)   # printable()
     if res.outcome is Outcome.SKIP:
-        pytest.skip(f"[{cdef.id}] {res.message}")
-
-
-#: a spec key a SKIP message names: ``kernel_log.enabled=false: ...``, ``memory.repair=auto: ...``,
-#: ``checks.skip lists NG-KLOG-001: ...``
-_SKIP_KEY = re.compile(r"\b([a-z][a-z0-9_]{0,40}(?:\.[a-z0-9_]{1,40}){1,4})(?==|\b is\b| set\b| lists\b)")
-
-
-def spec_off_note(config, run, node: str, message: str, cache: dict) -> str:
-    """`` [spec kernel_log.enabled set in /site/host_vars/n1.yml]``: where the spec value that made
-    this check SKIP was set (issue 37.5: a spec that turns checks off is shown with its source
-    file in every report: the SKIP message reaches the terminal (-rs), HTML, JUnit and
-    results.jsonl). Only keys the node's own spec sets (a default needs no file); the files come
-    from the inventory (``Inventory.spec_origins``: group_vars/host_vars, Ansible's order, the
-    last one kept by the merge), else the run's spec source (``--spec FILE``); "" when none."""
-    raw = run.spec_raw.get(node) or {}
-    keys = [k for k in dict.fromkeys(_SKIP_KEY.findall(message[:300])) if holds_path(raw, k.split("."))]
-    if not keys:
-        return ""
-    from .state import INVENTORY_KEY
-    inv = config.stash.get(INVENTORY_KEY, None)
-    notes = []
-    for k in keys[:3]:
-        ck = ("spec_origin", node, k)
-        if ck not in cache:
-            files = []
-            if inv is not None:
-                try:
-                    files = inv.spec_origins(node, k)
-                except Exception:  # noqa: BLE001 - naming the file is best effort; the skip stands
-                    files = []
-            cache[ck] = files[-1] if files else (run.spec_source.get(node, "") or "")
-        if cache[ck]:
-            notes.append(f"spec {k} set in {cache[ck]}")
-    return f" [{'; '.join(notes)}]" if notes else ""
+        pytest.skip(f"[{out.check.id}] {res.message}")

@@ -170,6 +170,11 @@ class SiteBackend(BaseBackend):
             self.budget_s = budget_s
 
     def _spent(self) -> str:
-        from .state import budget_spent
         budget = getattr(self, "budget_s", None)
         return budget_spent(budget) if budget is not None else "the node's site budget is spent: not evaluated"
+
+
+def budget_spent(budget_s: float) -> str:
+    """The words of a site check not run, or cut, because its node's site budget is spent."""
+    return (f"the node's site checks used their budget of {budget_s:g} s (--site-timeout, default "
+            "--connect-timeout + --probe-timeout): not evaluated")

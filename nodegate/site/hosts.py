@@ -107,7 +107,7 @@ def restrict(value, where: str, nodes: list[str], groups: dict[str, list[str]]) 
 def node_groups(config, run, nodes: list[str]) -> dict[str, list[str]]:
     """Each node's inventory groups: the run's jobs (live, or --replay with --inventory), else
     its bundle's meta.json ``groups`` (plain --replay; validated: a list of group names)."""
-    from ..session.state import JOBS_KEY
+    from ..session.api import JOBS_KEY
     jobs = config.stash.get(JOBS_KEY, None) or []
     by_job = {str(j.name): [str(g) for g in getattr(j, "groups", ()) or ()] for j in jobs}
     out: dict[str, list[str]] = {}
@@ -137,7 +137,7 @@ def molecule_env(config, run) -> str | None:
     ``ansible-inventory`` is not on it (a venv that was not activated)."""
     if os.environ.get(ENV):
         return None
-    from ..session.state import JOBS_KEY
+    from ..session.api import JOBS_KEY
     sources = getattr(config.option, "inventory", None) or []
     sources = [sources] if isinstance(sources, str) else list(sources)
     if len(sources) == 1 and "," not in sources[0]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import NodegateError
-from ..session.verdicts import PROP_KEYS, driver_version
+from ..engine.evaluate import PROP_KEYS, driver_version
 from .backend import SiteCommandError
 from .checks import SiteCheck, site_check
 from .state import SITE_KEY
@@ -96,7 +96,7 @@ def _preselect_nodes(config) -> list[str]:
     (nodegate.session.selection.preselect, before this plugin's sessionstart made its state):
     site items count there like suite items; [] otherwise."""
     from ..run import RUN_KEY
-    from ..session.selection import preselecting
+    from ..session.api import preselecting
     run = config.stash.get(RUN_KEY, None)
     return list(run.nodes) if run is not None and preselecting(config) else []
 
@@ -135,7 +135,7 @@ def order(config, items) -> None:
     if drop:
         config.hook.pytest_deselected(items=drop)
         # not part of the node's suite either (the reports' "every item ran": COLLECTED_KEY)
-        from ..session.state import COLLECTED_KEY
+        from ..session.api import COLLECTED_KEY
         collected = config.stash.get(COLLECTED_KEY, None)
         for n in (regs[i] for i in drop):
             if collected and collected.get(n):
@@ -259,7 +259,7 @@ def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> 
     b = st.run.bundles.get(node)
     failing = outcome in ("fail", "error")
     info = {"node": node, "gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
-            "board_part_number": "", "vbios_version": "", "driver_version": driver_version(st.run, node),
+            "board_part_number": "", "vbios_version": "", "driver_version": _driver(st.run, node),
             "check_id": chk.id, "check_name": chk.name, "title": chk.title, "severity": chk.severity,
             "expected": chk.title, "observed": message if failing else "", "message": message,
             "evidence": _evidence(st, node) if failing else "", "remediation": chk.remediation,
@@ -324,3 +324,11 @@ def report_info(item, rep, call) -> dict | None:
         if isinstance(exc, pytest.fail.Exception):
             rep.longrepr = f"[{chk.id}] could not evaluate: {why}"
     return info
+
+
+def _driver(run, node: str) -> str:
+    """The node's loaded driver version for a site item's record, "" when unknown."""
+    try:
+        return driver_version(run.facts[node])
+    except Exception:  # noqa: BLE001 - identity is best effort
+        return ""

@@ -53,7 +53,7 @@ def user_path(config, path: Path) -> str | None:
 def make_module(config, module_path: Path, parent):
     """pytest_pycollect_makemodule: the site module with its id named as the user gave its path
     (None: pytest's own, for nodegate's suites and anything no argument holds)."""
-    from ..session.jobs import SUITES
+    from ..session.api import SUITES
     try:
         Path(os.path.abspath(module_path)).relative_to(SUITES)
         return None

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from .backend import budget_spent  # noqa: F401  (re-exported)
 from .pool import SitePool, SiteUnavailable
 
 SITE_KEY = pytest.StashKey["SiteRun"]()
@@ -75,12 +76,6 @@ class SiteRun:
     def backend(self, node: str):
         sh = self.pool.hosts.get(node)
         return sh.backend if sh is not None else None
-
-
-def budget_spent(budget_s: float) -> str:
-    """The words of a site check not run, or cut, because its node's site budget is spent."""
-    return (f"the node's site checks used their budget of {budget_s:g} s (--site-timeout, default "
-            "--connect-timeout + --probe-timeout): not evaluated")
 
 
 def site_state(config) -> SiteRun:

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import nodegate.parsers as P
 from nodegate.errors import ParseError
+from nodegate.nvml import document as NVDOC
 from nodegate.nvml import mapping as NV
 from tests.hostile import harness as H
 
@@ -35,9 +36,10 @@ def _public_text_functions():
         for name, fn in inspect.getmembers(mod, inspect.isfunction):
             if fn.__module__ == mod.__name__ and not name.startswith("_") and name not in NOT_TEXT:
                 out.append((f"{m.name}.{name}", fn))
-    for name, fn in inspect.getmembers(NV, inspect.isfunction):
-        if fn.__module__ == NV.__name__ and not name.startswith("_"):
-            out.append((f"nvml.mapping.{name}", fn))
+    for mod in (NV, NVDOC):   # the NVML document's readers moved to nvml/document.py (issue 40)
+        for name, fn in inspect.getmembers(mod, inspect.isfunction):
+            if fn.__module__ == mod.__name__ and not name.startswith("_"):
+                out.append((f"nvml.mapping.{name}", fn))
     return sorted(out)
 
 

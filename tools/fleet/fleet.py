@@ -196,7 +196,7 @@ class Fleet:
         pid is not taken for it) and whether it is meant to outlive that process (``make fleet``):
         tools/reaper.py stops a fleet whose owner is gone (issue 37.9: ``make bench`` ended by
         SIGTERM left 16 sshd daemons and a 4 GB tmpfs behind)."""
-        from tools.reaper import proc_start
+        from .owner import proc_start
         (self.workdir / "owner.json").write_text(json.dumps(
             {"pid": os.getpid(), "start": proc_start(os.getpid()), "persistent": self.persistent}))
 

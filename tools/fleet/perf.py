@@ -38,7 +38,7 @@ from nodegate.perf.script import APPS_QUERY, STATE_FIELDS
 from nodegate.perf.spec import PROFTESTER_DEFAULT
 
 from .profile import gpu_bus
-from .render import Invocation
+from .shimtable import Invocation
 from .smi_xml import bus_id_smi
 
 DEFAULTS = {"h2d": 55.2, "d2h": 55.1, "p2p": 372.0, "allreduce": 478.0, "gflops": 52000.0, "ib": 392.0,

@@ -11,12 +11,13 @@ exec arrays as ``{ path=... ; argv[]=... }``), modinfo (kmod), nvidia-smi (captu
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .models import EVENT_BITS, GPU_MODELS, SYSFS_SPEED, branch, cuda_version
 from .profile import Profile, gpu_bus, gpu_state
 from .smi_xml import bus_id_smi, render_gpu, render_smi_xml
+from .shimtable import Invocation, ToolTable  # noqa: F401  (re-exported: tests import them here)
 from .tree import Tree
 
 DATA = Path(__file__).with_name("data")
@@ -52,31 +53,6 @@ SMI_NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the
                  "that the latest NVIDIA driver is installed and running.\n\n", 9)
 CLOCKS_QUERY = "--query-gpu=index,pci.bus_id,pstate,clocks_event_reasons.active --format=csv,noheader"
 CLOCKS_QUERY_OLD = "--query-gpu=index,pci.bus_id,pstate,clocks_throttle_reasons.active --format=csv,noheader"
-
-
-@dataclass
-class Invocation:
-    """One recorded answer of a shim: stdout, stderr, exit code, or a hang; ``sleep``: seconds the
-    shim sleeps before it answers (a real tool's run time), or ``"arg"``: as many seconds as its
-    last argument says (gpu_burn's duration); None: answers at once. ``seq``: a memory of earlier
-    runs: the k-th call answers ``seq[min(k, len - 1)]`` instead of ``out`` (tools/fleet/perf.py's
-    drifting nodes)."""
-
-    out: str = ""
-    err: str = ""
-    rc: int = 0
-    hang: bool = False
-    sleep: float | str | None = None
-    seq: tuple = ()          # successive stdout answers: the k-th call answers seq[min(k, len - 1)]
-
-
-@dataclass
-class ToolTable:
-    """Answers of one tool by its argument string (shell ``case`` patterns; ``*`` = prefix)."""
-
-    path: str
-    cases: dict[str, Invocation] = field(default_factory=dict)
-    default: Invocation = field(default_factory=lambda: Invocation(err="usage error\n", rc=2))
 
 
 @dataclass

@@ -1,0 +1,22 @@
+"""The session's public interface for the phases that plug into it (site checks: nodegate.site).
+
+A phase reads the run's state through these names only; the modules behind them (state, jobs,
+selection, start, verdicts) may change without it (issue 40 item 3: site/ reached into the
+session's internals; the import contract "site checks use the session's public interface" in
+pyproject.toml keeps it so). Each name is documented where it is defined.
+
+- ``COLLECTED_KEY``, ``JOBS_KEY``: stash keys of the collected node set and the run's node jobs;
+- ``SUITES``: the suite modules every node's items come from;
+- ``build_jobs(config)``: the run's node jobs (inventory or ``--target``), every spec validated;
+- ``gather_options(config)``: the transport's options of this run (deadlines, known_hosts, ...);
+- ``preselecting(config)``: whether this process only learns the selection before gathering.
+"""
+
+from __future__ import annotations
+
+from .jobs import SUITES, build_jobs
+from .selection import preselecting
+from .start import gather_options
+from .state import COLLECTED_KEY, JOBS_KEY
+
+__all__ = ["COLLECTED_KEY", "JOBS_KEY", "SUITES", "build_jobs", "gather_options", "preselecting"]
