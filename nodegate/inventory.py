@@ -22,10 +22,10 @@ vars files over inline vars), Jinja templating and host patterns are ansible-cor
   ``get_vars`` with ansible-core's own ``hash_behaviour=merge`` (Ansible's ``merge_hash``), over
   the same sources, templated. Every other variable keeps Ansible's replace semantics.
 
-Connections: ansible-core's ``ssh`` (Ansible's default, also ``smart``) -> nodegate's OpenSSH
-transport, except for a host with a password (Ansible logs in through sshpass there; nodegate runs
-OpenSSH in batch mode, which takes no password): the paramiko transport, with the same
-known_hosts policy and deadlines; ``paramiko``/``paramiko_ssh`` -> the paramiko transport;
+Connections: ansible-core's ``ssh`` (Ansible's default; ``smart`` where ansible-core resolves it to
+ssh, paramiko when the OpenSSH client is absent) -> nodegate's OpenSSH transport, except for a host
+with a password (Ansible logs in through sshpass there; nodegate runs OpenSSH in batch mode, which
+takes no password): the paramiko transport, with the same known_hosts policy and deadlines; ``paramiko``/``paramiko_ssh`` -> the paramiko transport;
 ``local`` -> local. Several sources (``ansible -i A -i B``) are one ``InventoryManager`` over all
 of them, in the order given. Anything
 nodegate cannot do as Ansible would is refused (``InventoryError``, a ``SpecError``; the plugin exits 2 naming the host
@@ -308,8 +308,12 @@ class Inventory:
                 hv = self._vm.get_vars(host=ah, include_hostvars=True)
                 t = a["Templar"](loader=self._loader, variables=hv)
                 conn_name = str(t.template(hv.get("ansible_connection") or a["C"].DEFAULT_TRANSPORT))
-                if conn_name == "smart":   # ansible-core: "smart" is ssh (play_context)
-                    conn_name = "ssh"
+                # "smart" (and "persistent") resolved by ansible-core itself: PlayContext.connection is
+                # a ConnectionFieldAttribute (ansible/playbook/attribute.py) that gives ssh, or paramiko
+                # where the OpenSSH client is absent or lacks ControlPersist, as TaskExecutor does
+                pc = a["PlayContext"]()
+                pc.connection = conn_name
+                conn_name = str(pc.connection)
                 for var, what in UNSUPPORTED_VARS.items():
                     if hv.get(var) not in (None, ""):
                         raise InventoryError(f"{where}: {var} ({what}) is not supported by nodegate's transports "
