@@ -27,16 +27,24 @@ server accepts any public key, so the OpenSSH client works against them too.
 
 from __future__ import annotations
 
+import shutil
 import socket
 import threading
 from pathlib import Path
 
 import paramiko
+import pytest
 
 MODES = ("mute", "slow-banner", "banner-lines", "kex-stall", "auth-stall", "no-channel", "no-exec-reply",
          "tiny-window", "silent", "healthy")
 SERVER_OUTPUT = b"hello from the test server\n"
 _HOST_KEY: list = []
+
+#: why a test that connects with the OpenSSH client (nodegate's ``ssh`` transport: ``ssh`` on PATH,
+#: Ansible's default connection) cannot run here, or None
+NO_SSH_CLIENT = (None if shutil.which("ssh")
+                 else "the OpenSSH client (ssh) is not installed (apt-get install openssh-client)")
+needs_ssh_client = pytest.mark.skipif(NO_SSH_CLIENT is not None, reason=str(NO_SSH_CLIENT))
 
 
 def host_key() -> paramiko.PKey:

@@ -30,8 +30,7 @@ CONNECT, PROBE = 2.0, 4.0
 #: Which deadline fired is proven by the stage and message asserted with it, not by the clock:
 #: this bound only proves that the stall (endless here) was cut (issue 30: no race with the load)
 MARGIN = 10.0
-HAVE_SSH = os.path.exists("/usr/bin/ssh")
-SCHEMES = ["paramiko", pytest.param("ssh", marks=pytest.mark.skipif(not HAVE_SSH, reason="no OpenSSH client"))]
+SCHEMES = ["paramiko", pytest.param("ssh", marks=S.needs_ssh_client)]
 
 #: mode -> (the stage it holds a client in, the budget that applies there)
 CONNECT_STAGES = {
@@ -287,6 +286,7 @@ def test_a_forked_process_gets_a_watchdog_of_its_own():
 
 
 # ------------------------------------------------------------------------------ the issue's run
+@S.needs_ssh_client   # the inventory sets no ansible_connection: Ansible's default ssh, OpenSSH's client
 def test_the_issues_run_ends_within_its_deadlines_with_a_report_for_every_node(key, tmp_path):
     """Issue 17 item 2 as reported: with ``--connect-timeout 3 --probe-timeout 10``, one server
     that never answers the exec request and one that never reads held the run past 300 s and no

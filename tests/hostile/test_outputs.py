@@ -112,6 +112,7 @@ def test_a_read_only_output_location_exits_2_even_for_root(live, tmp_path, opt):
     assert srv.accepted == 0
 
 
+@S.needs_ssh_client   # the live node is reached with Ansible's default connection, ssh
 def test_a_usable_location_is_created_and_the_run_goes_on(live, tmp_path):
     srv, inv = live
     reports = tmp_path / "new" / "reports"

@@ -144,7 +144,7 @@ def test_machine_id_item(shell):
         assert ev.rc == 1
 
 
-@pytest.mark.skipif(not shutil.which("busybox"), reason="busybox not installed")
+@pytest.mark.skipif(not shutil.which("busybox"), reason="busybox not installed (apt-get install busybox-static)")
 def test_busybox_cuts_the_same_way(tmp_path):
     log = [XID48] + API + [xid13(i) for i in range(6000)] + [other(i) for i in range(7000)]
     (tmp_path / "log.txt").write_text("".join(x + "\n" for x in log))

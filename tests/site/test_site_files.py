@@ -43,7 +43,9 @@ SITE_INV = textwrap.dedent("""\
             gpu03:
 """)
 # the three shapes of the real files: testinfra's ansible:// group, molecule's AnsibleRunner over
-# MOLECULE_INVENTORY_FILE, and none (every node)
+# MOLECULE_INVENTORY_FILE, and none (every node). Molecule's scaffolded test checks /etc/hosts; this
+# one checks /etc/passwd, which every Debian machine has (base-passwd): no package ships /etc/hosts
+# (the installer or the container runtime writes it), so a bare chroot has none
 SLURM = textwrap.dedent('''
     testinfra_hosts = ['ansible://slurm-node:!h200']
 
@@ -61,7 +63,7 @@ MOLECULE = textwrap.dedent('''
 
 
     def test_hosts_file(host):
-        f = host.file('/etc/hosts')
+        f = host.file('/etc/passwd')
         assert f.exists
         assert f.user == 'root'
 ''')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -93,11 +94,15 @@ def test_unwritable_out_exits_4_with_the_reason(tmp_path, capsys):
 
 def test_probe_that_cannot_run_exits_3_and_leaves_a_bundle_naming_it(tmp_path, capsys):
     # chroot into a directory that does not exist: as root "No such file or directory", otherwise
-    # "Operation not permitted"; either way the probe produced nothing
+    # "Operation not permitted"; either way the probe produced nothing. Where chroot(8) is not on
+    # PATH (Debian's /usr/sbin is not on a plain user's PATH) the process cannot start: the
+    # message names the tool
     rc = main(["--out", str(tmp_path / "b"), "--node", "n1", "--root", str(tmp_path / "no-such-root"),
                "--probe-timeout", "20"])
     assert rc == EXIT_PROBE
-    assert "nodegate-collect: n1: probe-failed: probe produced no evidence" in capsys.readouterr().err
+    why = ("probe produced no evidence" if shutil.which("chroot")
+           else "cannot run chroot: No such file or directory")
+    assert f"nodegate-collect: n1: probe-failed: {why}" in capsys.readouterr().err
     meta = json.loads((tmp_path / "b" / "n1" / "meta.json").read_text())
     assert meta["status"] == "probe-failed" and "chroot" in meta["error"], meta
 
