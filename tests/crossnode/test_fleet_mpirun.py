@@ -63,8 +63,11 @@ def spec(**kw) -> CrossnodeSpec:
 def launchers(fleet, nodes):
     m = MpirunLauncher(ssh_user=fleet.user, identity_file=str(fleet.client_key_path),
                        known_hosts=str(fleet.known_hosts_path), extra_args=MCA, connect_timeout=30)
+    # the stand-in server prints "Waiting for client" as soon as it listens (and ends at once when
+    # it cannot): waiting up to 60 s for it keeps a client from starting before its server on a
+    # loaded machine, where an SSH session can take longer than the default 10 s to start
     p = SshPairLauncher({n.name: n.target for n in nodes}, HostKeyPolicy(files=[Path(fleet.known_hosts_path)]),
-                        connect_timeout=60)
+                        connect_timeout=60, ready_wait_s=60)
     return m, p
 
 
@@ -78,6 +81,12 @@ def run(fleet, tmp_path, *, sp=None, nodes=None, **kw):
 
 def states(res):
     return {n.node: n.state.value for n in res.nodes}
+
+
+def _why(res) -> list:
+    """What an assertion prints: each job's stage, hosts/HCAs, verdict and why; the faults."""
+    return [(j.job_id, j.stage, j.hcas or j.hosts, j.verdict.value, j.message[:160]) for j in res.jobs] + \
+        [(f.kind, f.end_a, f.end_b, f.why) for f in res.faults]
 
 
 def wait_no_leftovers(fleet, seconds=20.0):
@@ -152,12 +161,13 @@ def test_a_hang_is_ended_by_the_deadline_and_localised(fleet, faults, tmp_path):
 def test_a_slow_hca_is_blamed_with_two_partners_and_named_by_guid_and_switch_port(fleet, faults, tmp_path):
     faults("slow_hca n2 1 0.5\n")
     res, _ = run(fleet, tmp_path)
+    assert len(res.faults) == 1, _why(res)
     (f,) = res.faults
     assert (f.kind, f.end_a, f.end_b) == ("hca", "n2:mlx5_1", "leaf-r1:2")
     assert f.guid.startswith("0x") and "distinct partners" in f.why
     assert len({j for j in f.jobs if "links" in j}) >= 2
     assert res.node("n2").state is NodeState.CONFIRMED_FAULTY and f.fault_id in res.node("n2").faults
-    assert {states(res)[n] for n in ("n1", "n3", "n4")} == {"cleared"}
+    assert {states(res)[n] for n in ("n1", "n3", "n4")} == {"cleared"}, _why(res)
 
 
 def test_a_bad_cable_between_two_healthy_nodes_is_a_path_named_by_both_ends(fleet, faults, tmp_path):
