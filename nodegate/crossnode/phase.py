@@ -122,6 +122,9 @@ class _Run:
         self.excluded: dict[str, str] = {n.name: n.excluded for n in nodes if n.excluded}
         self.job_rows: dict[str, JobRow] = {}
         self.stopped = ""   # what stopped the phase (a launcher missing, a partition, an interruption)
+        #: nodes a launch could not reach after the pre-flight (node -> why): what failed with
+        #: them was not measured, so they are never blamed (not_used, ERROR) and no fault names them
+        self.lost: dict[str, str] = {}
 
     # ------------------------------------------------------------------ stage A
     def run_static(self) -> None:
@@ -274,6 +277,8 @@ class _Run:
             self.job_rows[job.job_id] = row
             out[job.job_id] = row.verdict is Outcome.PASS
             for n, why in rec.unreachable.items():
+                if n in self.nodes:
+                    self.lost.setdefault(n, why)
                 if n in self.nodes and n not in self.excluded:
                     self.excluded[n] = f"launcher could not reach it: {why}"
         self.result.jobs_s += max((rec.duration_s for _, rec in done), default=0.0)
@@ -390,6 +395,8 @@ class _Run:
                         findings.remove(g)
             findings += refined
         for f in findings:
+            if any(e.split(":", 1)[0] in self.lost for e in f.ends):
+                continue   # a path/HCA "fault" of a node that could not be reached: nothing was measured
             fid += 1
             row = FaultRow(f"F{fid:03d}", f.kind, f.ends[0], f.ends[1], f.why, list(f.jobs))
             self._cross_check(row)
@@ -399,6 +406,11 @@ class _Run:
                 if node in self.nodes:
                     node_faults.setdefault(node, []).append(row.fault_id)
         for name in self.nodes:
+            if name in self.lost and states.get(name, ("untested",))[0] != "cleared":
+                res.nodes.append(NodeRow(name, NodeState.NOT_USED, f"not judged: the launcher could not reach it "
+                                         f"during the run ({self.lost[name]}); the jobs with it are ERROR",
+                                         self._jobs_with(name)))
+                continue
             if name in self.excluded and (name not in states or states[name][0] == "untested"):
                 res.nodes.append(NodeRow(name, NodeState.NOT_USED, f"not used as a partner: {self.excluded[name]}"))
                 continue
@@ -416,6 +428,9 @@ class _Run:
             if res.errors and state is NodeState.UNTESTED:
                 why = f"{why} ({self.stopped or res.errors[0]})"
             res.nodes.append(NodeRow(name, state, why, list(jobs), faults))
+
+    def _jobs_with(self, node: str) -> list[str]:
+        return [j.job_id for j in self.result.jobs if node in j.hosts]
 
     def _cross_check(self, row: FaultRow) -> None:
         """A fault below the node against the static cable map: an HCA whose cable the map shows

@@ -202,6 +202,25 @@ def test_an_unreachable_hostfile_node_is_not_used_and_named(fleet, tmp_path):
     assert {states(res)[n] for n in NODES} == {"cleared"}
 
 
+def test_a_node_lost_after_the_preflight_is_not_judged_never_blamed(fleet, tmp_path):
+    """A node that answers the pre-flight and is gone when mpirun's ssh reaches for it (here:
+    the pre-flight is skipped, and the real mpirun meets "Connection refused"): the jobs with it
+    are ERROR, it is not_used with why, never confirmed_faulty; its partners are cleared by
+    other jobs; a replay judges the same."""
+    nodes = fleet_nodes(fleet)                         # n1..n4 and "gone"
+    m, p = launchers(fleet, nodes)
+    m.preflight = lambda addresses, stop=None: {}      # it answered then, it is gone now
+    res = run_phase(nodes, PhaseConfig(spec(), run_id="lost", stages=("static", "nodes")), launcher=m,
+                    evidence_dir=tmp_path)
+    gone = res.node("gone")
+    assert gone.state is NodeState.NOT_USED and gone.outcome is Outcome.ERROR, _why(res)
+    assert "could not reach it during the run (Connection refused)" in gone.why and gone.jobs
+    assert all(res.job(j).verdict is Outcome.ERROR for j in gone.jobs)
+    assert {states(res)[n] for n in NODES} == {"cleared"} and res.faults == []
+    again = replay_phase(nodes, PhaseConfig(spec(), run_id="lost", stages=("static", "nodes")), tmp_path)
+    assert states(again) == states(res) and again.node("gone").why == gone.why
+
+
 def test_mpirun_missing_is_an_error_naming_it_and_the_static_rows_are_kept(fleet, tmp_path):
     nodes = [n for n in fleet_nodes(fleet) if n.name in NODES]
     m = MpirunLauncher(mpirun="/nonexistent/mpirun")

@@ -227,6 +227,62 @@ def test_entry_point_refuses_input_that_makes_no_run_possible_naming_file_and_li
     assert not (tmp_path / "ev").exists()                  # nothing launched, nothing written
 
 
+BW_OUT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 8388608    5000           392.39             392.00\t\t   0.005841
+---------------------------------------------------------------------------------------
+"""
+LAT_OUT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write Latency Test
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   \
+99% percentile[usec]   99.9% percentile[usec] 
+ 2       5000          1.80           4.20         1.90     \t       1.94       \t0.05   \t\t2.10    \t\t3.15   
+---------------------------------------------------------------------------------------
+"""
+
+
+class FakePairs:
+    """perftest pairs as the stand-in prints them; a pair with a ``lost`` node fails to connect
+    to it (nodegate's SSH transport: status "error"), as SshPairLauncher records it."""
+
+    name = "ssh"
+
+    def __init__(self, lost=()):
+        self.lost, self.pairs = set(lost), []
+
+    def run_pair(self, job_id, server, client, cmds, deadline_s, stop=None):
+        self.pairs.append((server, client))
+        rec = LaunchRecord(self.name, [" ".join(c) for c in cmds.values()], [server, client])
+        for test, out in (("bw", BW_OUT), ("lat", LAT_OUT)):
+            for side, node in (("server", server), ("client", client)):
+                if node in self.lost:
+                    rec.items[f"{test}_{side}"] = Item(b"", b"connect to 10.0.0.3 timed out", None, "error")
+                    rec.unreachable[node] = "connect to 10.0.0.3 timed out"
+                else:
+                    rec.items[f"{test}_{side}"] = Item(out.encode() if side == "client" else b"", b"", 0)
+        return rec
+
+
+def test_a_node_lost_during_the_per_hca_rounds_is_not_judged_and_no_hca_of_it_is_blamed(tmp_path):
+    ns = nodes(6)
+    fp = FakePairs(lost={"g3"})
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r11", stages=("static", "links")), launcher=FakeLauncher(),
+                    pair_launcher=fp, evidence_dir=tmp_path)
+    assert any("g3" in p for p in fp.pairs)
+    g3 = res.node("g3")
+    assert g3.state is NodeState.NOT_USED and "could not reach it during the run (connect to 10.0.0.3" in g3.why
+    assert g3.jobs and all(res.job(j).verdict is Outcome.ERROR for j in g3.jobs)
+    assert res.faults == [] and res.outcome is Outcome.ERROR          # never an "hca" fault of what was not measured
+    good = [j for j in res.jobs if "g3" not in j.hosts]
+    assert good and {j.verdict for j in good} == {Outcome.PASS}
+
+
 def test_fewer_than_two_usable_nodes_is_untested_never_pass(tmp_path):
     res = run_phase(nodes(1), PhaseConfig(SPEC, run_id="r7", stages=("nodes",)), launcher=FakeLauncher(),
                     evidence_dir=tmp_path)
