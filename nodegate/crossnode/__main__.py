@@ -6,7 +6,8 @@ option (issue 38, second round) runs it with the inventory and the per-node resu
         --ssh-user root --ssh-key ~/.ssh/id_ed25519 --known-hosts ~/.ssh/known_hosts
     python -m nodegate.crossnode --nodes nodes.txt --spec crossnode.yaml --evidence reports/bundles --replay RUN_ID
 
-``--nodes``: one node a line, ``name [address] [key=value ...]`` (``gpus=8``, ``gpu=H100``,
+``--ibnetdiscover FILE``: the fabric as discovered (compared with the spec's ``topology_file``);
+``--ibdiagnet FILE``: an ibdiagnet log. ``--nodes``: one node a line, ``name [address] [key=value ...]`` (``gpus=8``, ``gpu=H100``,
 ``domain=rack3``); ``--spec``: the ``crossnode:`` section as YAML (docs/crossnode.md).
 Exit status: 0 every node cleared and every cable as planned; 1 a fault was found; 2 bad input;
 3 the phase could not judge everything (ERROR).
@@ -21,6 +22,8 @@ import sys
 import threading
 from pathlib import Path
 
+import yaml
+
 from ..errors import SpecError
 from ..outcomes import Outcome
 from ..textsafe import shown
@@ -29,19 +32,44 @@ from .phase import PhaseConfig, PhaseError, PhaseNode, plan_text, replay_phase, 
 from .spec import CrossnodeSpec
 
 
+_KEYS = ("gpu", "gpus", "domain")
+
+
 def _nodes(path: str, user: str | None, key: str | None) -> list[PhaseNode]:
+    """The node list; ValueError naming ``path:line`` for a line it cannot take."""
     out = []
-    for ln in Path(path).read_text().splitlines():
+    for no, ln in enumerate(Path(path).read_text().splitlines(), 1):
         parts = ln.split("#", 1)[0].split()
         if not parts:
             continue
         name, rest = parts[0], parts[1:]
         addr = rest.pop(0) if rest and "=" not in rest[0] else name
         kv = dict(p.split("=", 1) for p in rest if "=" in p)
+        words = [p for p in rest if "=" not in p]
+        if words:
+            raise ValueError(f"{path}:{no}: node {name!r}: {words[0]!r}: one address, then key=value only")
+        keys = [k for k in kv if k not in _KEYS]
+        if keys:
+            raise ValueError(f"{path}:{no}: node {name!r}: unknown key {keys[0]!r} "
+                             f"(known: {', '.join(k + '=' for k in _KEYS)})")
+        if not kv.get("gpus", "0").isdigit():
+            raise ValueError(f"{path}:{no}: node {name!r}: gpus={kv['gpus']!r} is not a number")
         q = f"?ssh_identity_file={key}" if key else ""
         out.append(PhaseNode(name, addr, f"paramiko://{user + '@' if user else ''}{addr}{q}", kv.get("gpu", ""),
                              int(kv.get("gpus", "0") or 0), kv.get("domain")))
     return out
+
+
+class _BadInput(Exception):
+    """Input that makes no run possible: the message names the file (and line)."""
+
+
+def _read(what: str, path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise _BadInput(f"{what} {path}: {e}") from None
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,29 +83,45 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ssh-user")
     ap.add_argument("--ssh-key")
     ap.add_argument("--known-hosts")
+    ap.add_argument("--ibnetdiscover", metavar="FILE",
+                    help="the fabric as discovered: ibnetdiscover's output from any node (compared with "
+                         "topology_file; names each HCA's switch port)")
+    ap.add_argument("--ibdiagnet", metavar="FILE", help="an ibdiagnet log (its link errors become cable rows)")
     ap.add_argument("--json", action="store_true", help="print result.json's rows")
     a = ap.parse_args(argv)
     try:
-        data = safe_load(Path(a.spec).read_text()) or {}
+        try:
+            data = safe_load(Path(a.spec).read_text()) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise ValueError(f"{a.spec}{f':{mark.line + 1}' if mark else ''}: not YAML "
+                             f"({getattr(e, 'problem', None) or e})") from None
         spec = CrossnodeSpec.model_validate(data.get("crossnode", data) if isinstance(data, dict) else data)
         nodes = _nodes(a.nodes, a.ssh_user, a.ssh_key)
-    except (OSError, ValueError, SpecError) as e:
+    except (OSError, UnicodeDecodeError, ValueError, SpecError) as e:
         print(f"nodegate-crossnode: bad input: {shown(str(e))[:2000]}", file=sys.stderr)
         return 2
     cfg = PhaseConfig(spec, run_id=a.replay or a.run_id)
-    if spec.cable_plan:
-        from .static import load_cable_plan
-        try:
-            cfg.cable_plan = load_cable_plan(Path(spec.cable_plan).read_text())
-        except (OSError, SpecError) as e:
-            print(f"nodegate-crossnode: cable plan: {e}", file=sys.stderr)
-            return 2
-    if spec.topology_file:
-        try:
-            cfg.expected_topology = Path(spec.topology_file).read_text()
-        except OSError as e:
-            print(f"nodegate-crossnode: topology file: {e}", file=sys.stderr)
-            return 2
+    try:
+        if spec.cable_plan:
+            from .static import cable_plan_where, load_cable_plan
+            text = _read("cable plan", spec.cable_plan)
+            try:
+                cfg.cable_plan = load_cable_plan(text, source=spec.cable_plan)
+            except SpecError as e:
+                raise _BadInput(str(e)) from None
+            cfg.cable_plan_where = cable_plan_where(text, spec.cable_plan)
+        if spec.topology_file:
+            cfg.expected_topology = _read("topology file", spec.topology_file)
+        if a.ibnetdiscover:
+            cfg.discovered_topology = _read("ibnetdiscover output", a.ibnetdiscover)
+            cfg.discovered_topology_file = a.ibnetdiscover
+        if a.ibdiagnet:
+            cfg.ibdiagnet_log = _read("ibdiagnet log", a.ibdiagnet)
+            cfg.ibdiagnet_file = a.ibdiagnet
+    except _BadInput as e:
+        print(f"nodegate-crossnode: bad input: {shown(str(e))[:2000]}", file=sys.stderr)
+        return 2
     if a.plan:
         sys.stdout.write(plan_text(nodes, cfg))
         return 0
@@ -103,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             res = run_phase(nodes, cfg, launcher=launcher, pair_launcher=pair, evidence_dir=a.evidence, stop=stop)
     except PhaseError as e:
-        print(f"nodegate-crossnode: {e}", file=sys.stderr)
+        print(f"nodegate-crossnode: bad input: {shown(str(e))[:2000]}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(res.to_dict(), indent=1))

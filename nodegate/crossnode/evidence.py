@@ -139,6 +139,8 @@ def record_from_bundle(b: Bundle) -> LaunchRecord:
     rec.setup_error = str(m.get("setup_error") or "")
     if isinstance(m.get("versions"), dict):
         rec.versions = {str(k): str(v) for k, v in m["versions"].items()}
+    if isinstance(m.get("unreachable"), dict):   # a replay judges a lost node as the run did
+        rec.unreachable = {str(k)[:256]: str(v)[:300] for k, v in list(m["unreachable"].items())[:1000]}
     if b.gather_error:
         rec.missing = f"recorded evidence not usable: {b.gather_error}"
     for k, e in b.items.items():

@@ -13,6 +13,7 @@ the same way (nothing is accepted that was not measured).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -71,6 +72,11 @@ class PhaseConfig:
     discovered_topology: str | None = None
     expected_topology: str | None = None
     ibdiagnet_log: str | None = None
+    #: where each input came from, for the error that names it: node -> "file:line" of the cable
+    #: plan's entry (static.cable_plan_where); the discovered topology's and ibdiagnet log's files
+    cable_plan_where: dict[str, str] = field(default_factory=dict)
+    discovered_topology_file: str = ""
+    ibdiagnet_file: str = ""
     stages: tuple[str, ...] = ("static", "nodes", "links")
     max_parallel: int = 64
     rep_payloads: tuple[str, ...] = ("all_reduce_perf:split", "alltoall_perf")
@@ -78,6 +84,20 @@ class PhaseConfig:
 
 class _Abort(Exception):
     pass
+
+
+_LINE = re.compile(r"^line (\d+): ")
+
+
+def where(name: str, e: Exception) -> str:
+    """``name:line`` when the parser's message starts ``line N:`` (nodegate.parsers.ibnetdiscover),
+    else ``name``."""
+    m = _LINE.match(str(e))
+    return f"{name}:{m.group(1)}" if m else name
+
+
+def _without_line(e: Exception) -> str:
+    return _LINE.sub("", str(e), count=1)
 
 
 def _rate(spec: CrossnodeSpec) -> float | None:
@@ -101,6 +121,10 @@ class _Run:
         self.static: StaticResult | None = None
         self.excluded: dict[str, str] = {n.name: n.excluded for n in nodes if n.excluded}
         self.job_rows: dict[str, JobRow] = {}
+        self.stopped = ""   # what stopped the phase (a launcher missing, a partition, an interruption)
+        #: nodes a launch could not reach after the pre-flight (node -> why): what failed with
+        #: them was not measured, so they are never blamed (not_used, ERROR) and no fault names them
+        self.lost: dict[str, str] = {}
 
     # ------------------------------------------------------------------ stage A
     def run_static(self) -> None:
@@ -109,27 +133,29 @@ class _Run:
         for n, cables in self.cfg.cable_plan.items():
             plan.setdefault(n, []).extend(cables)
         discovered = expected = diag = None
-        try:
-            if self.cfg.discovered_topology is not None:
-                discovered = parse_ibnetdiscover(self.cfg.discovered_topology)
-        except NodegateError as e:
-            self.result.errors.append(f"discovered topology (ibnetdiscover) does not parse: {e}")
-        try:
-            if self.cfg.expected_topology is not None:
-                expected = parse_ibnetdiscover(self.cfg.expected_topology)
-        except NodegateError as e:
-            self.result.errors.append(f"topology file ({self.spec.topology_file or 'expected topology'}) "
-                                      f"does not parse: {e}")
-        try:
-            if self.cfg.ibdiagnet_log is not None:
-                diag = parse_ibdiagnet(self.cfg.ibdiagnet_log)
-        except NodegateError as e:
-            self.result.errors.append(f"ibdiagnet log does not parse: {e}")
+        for what, name, text in (("discovered", self.cfg.discovered_topology_file or "discovered topology (ibnetdiscover)",
+                                  self.cfg.discovered_topology),
+                                 ("expected", self.spec.topology_file or "expected topology", self.cfg.expected_topology),
+                                 ("ibdiagnet", self.cfg.ibdiagnet_file or "ibdiagnet log", self.cfg.ibdiagnet_log)):
+            if text is None:
+                continue
+            try:
+                if what == "ibdiagnet":
+                    diag = parse_ibdiagnet(text)
+                elif what == "discovered":
+                    discovered = parse_ibnetdiscover(text)
+                else:
+                    expected = parse_ibnetdiscover(text)
+            except NodegateError as e:
+                # nothing of that file is compared: its cables stay ERROR (no neighbour evidence)
+                # or uncompared, never PASS; the per-node rows are kept
+                kind = "topology file" if what == "expected" else "file"
+                self.result.errors.append(f"{kind} {where(name, e)} does not parse: {_without_line(e)}")
         if not bundles and not plan and discovered is None:
             return
         self.static = static_fabric(bundles, plan, rails=self.spec.rails, rate_gbps=_rate(self.spec),
                                     discovered=discovered, expected=expected, ibdiagnet=diag,
-                                    known_nodes=list(self.nodes))
+                                    known_nodes=list(self.nodes), where=self.cfg.cable_plan_where)
         self.result.cables = list(self.static.cables)
         self.result.errors += [e for e in self.static.errors if "not in the inventory" in e]
         # a node without one Active InfiniBand port cannot take part: not used as a partner
@@ -251,6 +277,8 @@ class _Run:
             self.job_rows[job.job_id] = row
             out[job.job_id] = row.verdict is Outcome.PASS
             for n, why in rec.unreachable.items():
+                if n in self.nodes:
+                    self.lost.setdefault(n, why)
                 if n in self.nodes and n not in self.excluded:
                     self.excluded[n] = f"launcher could not reach it: {why}"
         self.result.jobs_s += max((rec.duration_s for _, rec in done), default=0.0)
@@ -332,6 +360,7 @@ class _Run:
             self.result.errors.append(f"evidence not written: {e}")
         except _Abort as e:
             self.result.errors.append(str(e))
+            self.stopped = str(e)
             if not self.replay:
                 cancel = getattr(self.launcher, "cancel", None)
                 if cancel:
@@ -366,6 +395,8 @@ class _Run:
                         findings.remove(g)
             findings += refined
         for f in findings:
+            if any(e.split(":", 1)[0] in self.lost for e in f.ends):
+                continue   # a path/HCA "fault" of a node that could not be reached: nothing was measured
             fid += 1
             row = FaultRow(f"F{fid:03d}", f.kind, f.ends[0], f.ends[1], f.why, list(f.jobs))
             self._cross_check(row)
@@ -375,6 +406,11 @@ class _Run:
                 if node in self.nodes:
                     node_faults.setdefault(node, []).append(row.fault_id)
         for name in self.nodes:
+            if name in self.lost and states.get(name, ("untested",))[0] != "cleared":
+                res.nodes.append(NodeRow(name, NodeState.NOT_USED, f"not judged: the launcher could not reach it "
+                                         f"during the run ({self.lost[name]}); the jobs with it are ERROR",
+                                         self._jobs_with(name)))
+                continue
             if name in self.excluded and (name not in states or states[name][0] == "untested"):
                 res.nodes.append(NodeRow(name, NodeState.NOT_USED, f"not used as a partner: {self.excluded[name]}"))
                 continue
@@ -390,8 +426,11 @@ class _Run:
                 why = "; ".join(f"{r.kind} {r.end_a} at fault ({r.fault_id})" for r in hca_faults)
                 jobs = list(dict.fromkeys(jobs + [j for r in hca_faults for j in r.jobs]))
             if res.errors and state is NodeState.UNTESTED:
-                why = f"{why} ({res.errors[0]})"
+                why = f"{why} ({self.stopped or res.errors[0]})"
             res.nodes.append(NodeRow(name, state, why, list(jobs), faults))
+
+    def _jobs_with(self, node: str) -> list[str]:
+        return [j.job_id for j in self.result.jobs if node in j.hosts]
 
     def _cross_check(self, row: FaultRow) -> None:
         """A fault below the node against the static cable map: an HCA whose cable the map shows
@@ -432,7 +471,8 @@ def run_phase(nodes: list[PhaseNode], config: PhaseConfig, *, launcher, pair_lau
     run possible (no nodes, duplicate names)."""
     names = [n.name for n in nodes]
     if len(set(names)) != len(names):
-        raise PhaseError("duplicate node names in the phase's node list")
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise PhaseError(f"duplicate node names in the phase's node list: {', '.join(dup[:10])}")
     config.run_id = config.run_id or _new_run_id()
     store = EvidenceStore(evidence_dir, config.run_id)
     return _Run(nodes, config, launcher, pair_launcher, store, stop, replay=False).run()

@@ -292,21 +292,24 @@ def rail_validation(ports: dict[str, list[HcaPort]], rails: dict[int, list[str]]
 def static_fabric(bundles: dict[str, Bundle], plan: dict[str, list[CableSpec]], *,
                   rails: dict[int, list[str]] | None = None, rate_gbps: float | None = None,
                   discovered: Topology | None = None, expected: Topology | None = None,
-                  ibdiagnet: IbdiagReport | None = None, known_nodes: Iterable[str] | None = None) -> StaticResult:
+                  ibdiagnet: IbdiagReport | None = None, known_nodes: Iterable[str] | None = None,
+                  where: dict[str, str] | None = None) -> StaticResult:
     """Stage A over ``bundles`` (node -> its probe bundle). ``plan``: node -> planned cables
     (empty: no per-cable plan); ``rails``: rail -> leaf switch names; ``rate_gbps``: the fabric
     profile's rate; ``discovered``/``expected``: ibnetdiscover topologies; ``known_nodes``: the
-    inventory (a plan naming another node is ERROR naming it)."""
+    inventory (a plan naming another node is ERROR naming it, and ``where[node]``, the
+    ``file:line`` of its entry in the cable plan, when known)."""
     rails = {int(r): ([v] if isinstance(v, str) else list(v)) for r, v in (rails or {}).items()}
     res = StaticResult()
     known = set(known_nodes) if known_nodes is not None else set(bundles)
     for node in sorted(set(plan) - known):
+        at = f" ({where[node]})" if where and node in where else ""
         for c in plan[node]:
             res.cables.append(CableRow(f"{node}:{c.hca}/{c.port}", f"{c.switch}:{c.switch_port}", Outcome.ERROR,
                                        "unknown-node", "a node of the inventory",
-                                       f"the cable plan names {node!r}, which is not in the inventory", c.rail,
+                                       f"the cable plan names {node!r}, which is not in the inventory{at}", c.rail,
                                        source="cable plan"))
-        res.errors.append(f"cable plan names a node not in the inventory: {node}")
+        res.errors.append(f"cable plan names a node not in the inventory: {node}{at}")
     for node, b in sorted(bundles.items()):
         if b.gather_error:
             res.errors.append(f"{node}: not gathered ({b.gather_error})")
@@ -358,27 +361,67 @@ def static_fabric(bundles: dict[str, Bundle], plan: dict[str, list[CableSpec]], 
     return res
 
 
-def load_cable_plan(text: str, known_nodes: Iterable[str] | None = None) -> dict[str, list[CableSpec]]:
+def _plan_lines(text: str) -> dict[str, tuple[int, list[int]]]:
+    """node -> (line of its key, [line of each cable]) in a cable plan's YAML (1-based); {} when
+    the text does not compose into a mapping (load_cable_plan then says why)."""
+    import yaml
+
+    from ..yamlio import SAFE_LOADER
+    try:
+        root = yaml.compose(text, Loader=SAFE_LOADER)
+    except yaml.YAMLError:
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    out = {}
+    for k, v in root.value:
+        if isinstance(k, yaml.ScalarNode):
+            items = v.value if isinstance(v, yaml.SequenceNode) else []
+            out[k.value] = (k.start_mark.line + 1, [i.start_mark.line + 1 for i in items])
+    return out
+
+
+def cable_plan_where(text: str, source: str) -> dict[str, str]:
+    """node -> ``source:line`` of its entry in a cable plan (the error naming an unknown node)."""
+    return {n: f"{source}:{ln}" for n, (ln, _) in _plan_lines(text).items()}
+
+
+def load_cable_plan(text: str, known_nodes: Iterable[str] | None = None, *,
+                    source: str = "") -> dict[str, list[CableSpec]]:
     """A site cable plan (YAML ``{node: [ {hca, port, switch, switch_port, rail} ]}``) as CableSpecs.
-    Raises SpecError naming the node and cable that does not validate (``known_nodes`` is not
-    checked here: ``static_fabric`` makes rows of unknown nodes)."""
+    Raises SpecError naming the file and line (``source``: the file's name) and the node and
+    cable that does not validate (``known_nodes`` is not checked here: ``static_fabric`` makes
+    rows of unknown nodes)."""
+    from pydantic import ValidationError
+
     from ..errors import SpecError
     from ..yamlio import safe_load
+    name = source or "cable plan"
     try:
         data = safe_load(text)
     except Exception as e:  # yaml.YAMLError: the file is not YAML
-        raise SpecError(f"cable plan: not YAML ({type(e).__name__}: {str(e)[:200]})") from None
+        mark = getattr(e, "problem_mark", None)
+        at = f"{name}:{mark.line + 1}" if mark is not None else name
+        what = getattr(e, "problem", None) or str(e)
+        raise SpecError(f"cable plan {at}: not YAML ({type(e).__name__}: {str(what)[:200]})") from None
     if not isinstance(data, dict):
-        raise SpecError("cable plan: not a mapping of node -> cables")
+        raise SpecError(f"cable plan {name}:1: not a mapping of node -> cables")
+    lines = _plan_lines(text)
     out: dict[str, list[CableSpec]] = {}
     for node, cables in data.items():
+        ln, cable_lines = lines.get(str(node), (0, []))
+        at = f"{name}:{ln}" if ln else name
         if not isinstance(node, str) or not isinstance(cables, list):
-            raise SpecError(f"cable plan: {node!r} must map to a list of cables")
+            raise SpecError(f"cable plan {at}: {node!r} must map to a list of cables")
         specs = []
         for i, c in enumerate(cables):
             try:
                 specs.append(CableSpec.model_validate(c))
-            except Exception as e:
-                raise SpecError(f"cable plan: {node} cable {i + 1}: {str(e).splitlines()[-1][:200]}") from None
+            except ValidationError as e:
+                cat = f"{name}:{cable_lines[i]}" if i < len(cable_lines) else at
+                first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
+                key = ".".join(str(x) for x in first.get("loc", ()))
+                why = f"{key}: {first.get('msg', '')}" if key else str(first.get("msg", ""))
+                raise SpecError(f"cable plan {cat}: {node} cable {i + 1}: {why[:200]}") from None
         out[node] = specs
     return out

@@ -29,8 +29,12 @@ Schema::
                                                 port_guid, width, speed)},
                                          links=[((guid_a, port_a), (guid_b, port_b), width, speed)])
 
-GUIDs are ``0x`` + 16 lower-case hex digits. ParseError for a port line outside a node block,
-a peer named twice for one port with different ends, or more than MAX_NODES nodes.
+GUIDs are ``0x`` + 16 lower-case hex digits. ParseError (its message starts ``line N:``, the
+1-based line of the text) for a port line outside a node block, a line that starts like a node
+(``Switch``/``Ca``/``Rt`` and a port count) or a port (``[N]``) but is not one, a peer named twice
+for one port with different ends, text with content but no node line at all (not a topology:
+``ibnetdiscover --ports`` or another tool's output), or more than MAX_NODES nodes. A topology
+that lost a link in a line nodegate cannot read is refused, never compared without it.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ _PORT = re.compile(r'^\[(?P<port>\d{1,4})\](?:\[ext \d{1,4}\])?(?:\((?P<pguid>[0
 _LID = re.compile(r"\blid (\d{1,5})\b")
 _SPEED = re.compile(r"\b(?P<w>\d{1,2})x(?P<s>SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR|GDR)\s*$", re.I)
 _DESC = re.compile(r'"([^"]*)"')
+#: what starts like a node or a port line: it must then parse as one
+_NODE_LIKE = re.compile(r"^(?:Switch|Ca|Rt)\s+\d")
+_PORT_LIKE = re.compile(r"^\[\d")
 
 #: nominal per-lane data rate by the IBTA speed name, Gb/s
 SPEED_LANE = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0, "EDR": 25.0, "HDR": 50.0,
@@ -120,10 +127,12 @@ def parse_ibnetdiscover(text: str | bytes) -> Topology:
     text = V.check_text(text, cap=MAX_CHARS, what="ibnetdiscover")
     topo = Topology()
     cur: IbNode | None = None
-    for raw in text.splitlines():
+    first = 0   # the first line with content
+    for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        first = first or no
         if "=" in line and not line.startswith("[") and not line.startswith(("Switch", "Ca", "Rt")):
             continue   # vendid= devid= sysimgguid= switchguid= caguid=
         m = _NODE.match(line)
@@ -135,12 +144,12 @@ def parse_ibnetdiscover(text: str | bytes) -> Topology:
                          number(lid.group(1), "lid") if lid else None)
             topo.nodes[g] = cur
             if len(topo.nodes) > MAX_NODES:
-                raise ParseError("ibnetdiscover: too many nodes")
+                raise ParseError(f"line {no}: ibnetdiscover: more than {MAX_NODES} nodes")
             continue
         m = _PORT.match(line)
         if m:
             if cur is None:
-                raise ParseError(f"ibnetdiscover: port line outside a node block: {line[:100]!r}")
+                raise ParseError(f"line {no}: ibnetdiscover: port line outside a node block: {line[:100]!r}")
             port = number(m.group("port"), "port")
             comment = m.group("comment") or ""
             sp = _SPEED.search(comment)
@@ -151,10 +160,16 @@ def parse_ibnetdiscover(text: str | bytes) -> Topology:
                           descs[-1] if descs else "", {"S": "Switch", "H": "Ca", "R": "Rt"}[m.group("pkind")])
             old = topo.ports.get((cur.guid, port))
             if old is not None and (old.peer_guid, old.peer_port) != (pl.peer_guid, pl.peer_port):
-                raise ParseError(f"ibnetdiscover: port {port} of {cur.guid} listed with two peers")
+                raise ParseError(f"line {no}: ibnetdiscover: port {port} of {cur.guid} listed with two peers")
             topo.ports[(cur.guid, port)] = pl
             continue
+        if _NODE_LIKE.match(line) or _PORT_LIKE.match(line):
+            what = "port" if line.startswith("[") else "node"
+            raise ParseError(f"line {no}: ibnetdiscover: not a {what} line of the topology format: {line[:100]!r}")
         # anything else (a chassis header, a "Non-Chassis Nodes" line): not a node or a port
+    if first and not topo.nodes:
+        raise ParseError(f"line {first}: ibnetdiscover: no node line (Switch/Ca/Rt) in the text: not an "
+                         "ibnetdiscover topology (its default format, not --ports or --list output)")
     # peers seen only from the other end (a truncated file or a filtered one) get their node
     for (g, p), pl in list(topo.ports.items()):
         if pl.peer_guid not in topo.nodes:

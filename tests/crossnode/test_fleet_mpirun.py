@@ -63,8 +63,11 @@ def spec(**kw) -> CrossnodeSpec:
 def launchers(fleet, nodes):
     m = MpirunLauncher(ssh_user=fleet.user, identity_file=str(fleet.client_key_path),
                        known_hosts=str(fleet.known_hosts_path), extra_args=MCA, connect_timeout=30)
+    # the stand-in server prints "Waiting for client" as soon as it listens (and ends at once when
+    # it cannot): waiting up to 60 s for it keeps a client from starting before its server on a
+    # loaded machine, where an SSH session can take longer than the default 10 s to start
     p = SshPairLauncher({n.name: n.target for n in nodes}, HostKeyPolicy(files=[Path(fleet.known_hosts_path)]),
-                        connect_timeout=60)
+                        connect_timeout=60, ready_wait_s=60)
     return m, p
 
 
@@ -78,6 +81,12 @@ def run(fleet, tmp_path, *, sp=None, nodes=None, **kw):
 
 def states(res):
     return {n.node: n.state.value for n in res.nodes}
+
+
+def _why(res) -> list:
+    """What an assertion prints: each job's stage, hosts/HCAs, verdict and why; the faults."""
+    return [(j.job_id, j.stage, j.hcas or j.hosts, j.verdict.value, j.message[:160]) for j in res.jobs] + \
+        [(f.kind, f.end_a, f.end_b, f.why) for f in res.faults]
 
 
 def wait_no_leftovers(fleet, seconds=20.0):
@@ -152,12 +161,13 @@ def test_a_hang_is_ended_by_the_deadline_and_localised(fleet, faults, tmp_path):
 def test_a_slow_hca_is_blamed_with_two_partners_and_named_by_guid_and_switch_port(fleet, faults, tmp_path):
     faults("slow_hca n2 1 0.5\n")
     res, _ = run(fleet, tmp_path)
+    assert len(res.faults) == 1, _why(res)
     (f,) = res.faults
     assert (f.kind, f.end_a, f.end_b) == ("hca", "n2:mlx5_1", "leaf-r1:2")
     assert f.guid.startswith("0x") and "distinct partners" in f.why
     assert len({j for j in f.jobs if "links" in j}) >= 2
     assert res.node("n2").state is NodeState.CONFIRMED_FAULTY and f.fault_id in res.node("n2").faults
-    assert {states(res)[n] for n in ("n1", "n3", "n4")} == {"cleared"}
+    assert {states(res)[n] for n in ("n1", "n3", "n4")} == {"cleared"}, _why(res)
 
 
 def test_a_bad_cable_between_two_healthy_nodes_is_a_path_named_by_both_ends(fleet, faults, tmp_path):
@@ -190,6 +200,25 @@ def test_an_unreachable_hostfile_node_is_not_used_and_named(fleet, tmp_path):
     gone = res.node("gone")
     assert gone.state is NodeState.NOT_USED and "unreachable over SSH" in gone.why and "127.0.1.250" in gone.why
     assert {states(res)[n] for n in NODES} == {"cleared"}
+
+
+def test_a_node_lost_after_the_preflight_is_not_judged_never_blamed(fleet, tmp_path):
+    """A node that answers the pre-flight and is gone when mpirun's ssh reaches for it (here:
+    the pre-flight is skipped, and the real mpirun meets "Connection refused"): the jobs with it
+    are ERROR, it is not_used with why, never confirmed_faulty; its partners are cleared by
+    other jobs; a replay judges the same."""
+    nodes = fleet_nodes(fleet)                         # n1..n4 and "gone"
+    m, p = launchers(fleet, nodes)
+    m.preflight = lambda addresses, stop=None: {}      # it answered then, it is gone now
+    res = run_phase(nodes, PhaseConfig(spec(), run_id="lost", stages=("static", "nodes")), launcher=m,
+                    evidence_dir=tmp_path)
+    gone = res.node("gone")
+    assert gone.state is NodeState.NOT_USED and gone.outcome is Outcome.ERROR, _why(res)
+    assert "could not reach it during the run (Connection refused)" in gone.why and gone.jobs
+    assert all(res.job(j).verdict is Outcome.ERROR for j in gone.jobs)
+    assert {states(res)[n] for n in NODES} == {"cleared"} and res.faults == []
+    again = replay_phase(nodes, PhaseConfig(spec(), run_id="lost", stages=("static", "nodes")), tmp_path)
+    assert states(again) == states(res) and again.node("gone").why == gone.why
 
 
 def test_mpirun_missing_is_an_error_naming_it_and_the_static_rows_are_kept(fleet, tmp_path):

@@ -110,8 +110,61 @@ def test_a_topology_file_that_does_not_parse_is_an_error_naming_it(tmp_path):
     cfg = PhaseConfig(sp, run_id="r5", stages=("static",), expected_topology='[1]\t"S-0002c9"[2]\t# no node\n',
                       discovered_topology="")
     res = run_phase(nodes(2), cfg, launcher=FakeLauncher(), evidence_dir=tmp_path)
-    assert any(e.startswith("topology file (site/fabric.topo) does not parse") for e in res.errors)
+    assert any(e.startswith("topology file site/fabric.topo:1 does not parse: ibnetdiscover: port line outside")
+               for e in res.errors), res.errors
     assert res.outcome is Outcome.ERROR and len(res.cables) == 4           # the per-node rows are kept
+
+
+X5 = (Path(__file__).parent / "data" / "ibnetdiscover-x5-qdr.topo").read_text()
+
+
+def test_a_topology_file_cut_short_names_its_line_and_nothing_of_it_is_compared(tmp_path):
+    # the real X5 fabric discovered; the site's copy of its topology file stopped mid-line 14
+    lines = X5.splitlines()
+    cut = "\n".join(lines[:13] + [lines[13][:20]]) + "\n"
+    sp = SPEC.model_copy(update={"topology_file": "site/x5.topo"})
+    cfg = PhaseConfig(sp, run_id="r9", stages=("static", "nodes"), expected_topology=cut, discovered_topology=X5)
+    res = run_phase(nodes(4), cfg, launcher=FakeLauncher(), evidence_dir=tmp_path)
+    assert res.errors == ["topology file site/x5.topo:14 does not parse: ibnetdiscover: not a port line of the "
+                          f"topology format: {lines[13][:20].strip()!r}"]
+    assert not [c for c in res.cables if c.source == "ibnetdiscover"]    # no link judged against half a plan
+    assert len(res.cables) == 8 and {n.state for n in res.nodes} == {NodeState.CLEARED}   # the rest is kept
+    assert res.outcome is Outcome.ERROR                                   # never PASS with the file unread
+
+
+def test_a_discovered_topology_that_does_not_parse_leaves_the_cables_it_would_name_error(tmp_path):
+    ns = nodes(2)
+    for n in ns:                                   # no iblinkinfo on the nodes: only ibnetdiscover names neighbours
+        del n.bundle.items["ib.iblinkinfo"]
+    cfg = PhaseConfig(SPEC, run_id="r10", stages=("static",), discovered_topology="ibnetdiscover: command not found\n",
+                      discovered_topology_file="fabric/ibnetdiscover.out")
+    res = run_phase(ns, cfg, launcher=FakeLauncher(), evidence_dir=tmp_path)
+    assert res.errors == ["file fabric/ibnetdiscover.out:1 does not parse: ibnetdiscover: no node line (Switch/Ca/Rt) "
+                          "in the text: not an ibnetdiscover topology (its default format, not --ports or --list "
+                          "output)"]
+    assert {(c.verdict, c.problem) for c in res.cables} == {(Outcome.ERROR, "no-neighbour-evidence")}
+    assert len(res.cables) == 4 and res.outcome is Outcome.ERROR
+
+
+@pytest.mark.parametrize("tool, launcher", [("mpirun", "MpirunLauncher"), ("srun", "SrunLauncher")])
+def test_a_launcher_missing_from_path_is_an_error_naming_it_and_the_other_results_are_kept(
+        tmp_path, monkeypatch, tool, launcher):
+    from nodegate.crossnode import launchers
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))         # the tool is not installed on this host
+    ns = nodes(4)
+    ns[3].excluded = "driver not loaded (per-node check driver.loaded)"
+    res = run_phase(ns, PhaseConfig(SPEC.model_copy(update={"launcher": tool}), run_id="m", stages=("static", "nodes")),
+                    launcher=getattr(launchers, launcher)(), evidence_dir=tmp_path / "ev")
+    assert res.errors == [f"{tool}: {tool} not found ({tool!r} is not on PATH): " + {
+        "mpirun": "install Open MPI or HPC-X on this host", "srun": "this host is not a Slurm submit host"}[tool]]
+    assert res.outcome is Outcome.ERROR and res.jobs == []                # nothing launched, nothing accepted
+    assert len(res.cables) == 8 and {c.verdict for c in res.cables} == {Outcome.PASS}   # Stage A is kept
+    assert res.node("g3").state is NodeState.NOT_USED and "driver.loaded" in res.node("g3").why
+    for n in ("g0", "g1", "g2"):
+        assert res.node(n).state is NodeState.UNTESTED and f"{tool} not found" in res.node(n).why
+    kept = json.loads((tmp_path / "ev" / "crossnode" / "m" / "result.json").read_text())
+    assert kept["outcome"] == "error" and len(kept["cables"]) == 8 and kept["errors"] == res.errors
 
 
 def test_a_cable_plan_naming_unknown_nodes_is_an_error_naming_them(tmp_path):
@@ -121,6 +174,113 @@ def test_a_cable_plan_naming_unknown_nodes_is_an_error_naming_them(tmp_path):
     assert res.errors == ["cable plan names a node not in the inventory: gpu99"]
     (ghost,) = [c for c in res.cables if c.node_end.startswith("gpu99")]
     assert ghost.verdict is Outcome.ERROR and ghost.problem == "unknown-node"
+
+
+def test_entry_point_reports_every_bad_input_by_name_and_keeps_the_rest(tmp_path, capsys, monkeypatch):
+    """mpirun missing, a cable plan naming a node the node list does not have, a topology file
+    that does not parse: one run, an ERROR line for each naming it (file:line), exit 3 (ERROR)."""
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    (tmp_path / "nodes.txt").write_text("g0 10.0.0.1 gpus=8 gpu=H100\ng1 10.0.0.2 gpus=8 gpu=H100\n")
+    (tmp_path / "plan.yaml").write_text("g0:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1, rail: 0}\n"
+                                        "gpu99:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 9, rail: 0}\n")
+    (tmp_path / "x5.topo").write_text("\n".join(X5.splitlines()[:13] + ["[3]\t\"S-0008f105001"]) + "\n")
+    (tmp_path / "spec.yaml").write_text(f"crossnode:\n  fabric: ib-ndr400\n  cable_plan: {tmp_path}/plan.yaml\n"
+                                        f"  topology_file: {tmp_path}/x5.topo\n")
+    rc = cli.main(["--nodes", str(tmp_path / "nodes.txt"), "--spec", str(tmp_path / "spec.yaml"),
+                   "--ibnetdiscover", str(tmp_path / "x5.topo"), "--evidence", str(tmp_path / "ev"), "--run-id", "c"])
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert f"ERROR file {tmp_path}/x5.topo:14 does not parse: ibnetdiscover: not a port line" in out
+    assert f"ERROR topology file {tmp_path}/x5.topo:14 does not parse" in out
+    assert f"ERROR cable plan names a node not in the inventory: gpu99 ({tmp_path}/plan.yaml:3)" in out
+    assert "ERROR mpirun: mpirun not found ('mpirun' is not on PATH)" in out
+    assert "CABLE ERROR gpu99:mlx5_0/1 <-> leaf-r0:9: unknown-node" in out
+    assert "CABLE ERROR g0:mlx5_0/1 <-> leaf-r0:1: no-evidence" in out     # kept, not compared, not PASS
+    assert "ERROR g0: untested (no job it was in was judged (mpirun: mpirun not found" in out
+    assert (tmp_path / "ev" / "crossnode" / "c" / "result.json").is_file()
+
+
+@pytest.mark.parametrize("name, text, why", [
+    ("nodes.txt", "g0 10.0.0.1 gpus=8\ng1 10.0.0.2 gpus=eight\n", "nodes.txt:2: node 'g1': gpus='eight' is not a number"),
+    ("nodes.txt", "g0 10.0.0.1 gpus=8\ng1 10.0.0.2 rack=4\n", "nodes.txt:2: node 'g1': unknown key 'rack'"),
+    ("nodes.txt", "g0\ng1\ng0\n", "duplicate node names in the phase's node list: g0"),
+    ("spec.yaml", "crossnode:\n  fabric: [ib\n", "spec.yaml:3: not YAML"),
+    ("plan.yaml", "g0:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1}\n  - {hca: mlx5_1, switch: leaf-r1}\n",
+     "cable plan {d}/plan.yaml:3: g0 cable 2: switch_port: Field required"),
+    ("plan.yaml", "g0: [\n", "cable plan {d}/plan.yaml:2: not YAML"),
+    ("x5.topo", None, "topology file {d}/x5.topo: [Errno 2] No such file or directory"),
+])
+def test_entry_point_refuses_input_that_makes_no_run_possible_naming_file_and_line(tmp_path, capsys, name, text, why):
+    files = {"nodes.txt": "g0 10.0.0.1 gpus=8\ng1 10.0.0.2 gpus=8\n",
+             "spec.yaml": f"crossnode:\n  fabric: ib-ndr400\n  cable_plan: {tmp_path}/plan.yaml\n"
+                          f"  topology_file: {tmp_path}/x5.topo\n",
+             "plan.yaml": "g0:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1}\n", "x5.topo": X5}
+    files[name] = text
+    for f, t in files.items():
+        if t is not None:
+            (tmp_path / f).write_text(t)
+    rc = cli.main(["--nodes", str(tmp_path / "nodes.txt"), "--spec", str(tmp_path / "spec.yaml"),
+                   "--evidence", str(tmp_path / "ev")])
+    err = capsys.readouterr().err
+    assert rc == 2 and why.format(d=tmp_path) in err, err
+    assert not (tmp_path / "ev").exists()                  # nothing launched, nothing written
+
+
+BW_OUT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 8388608    5000           392.39             392.00\t\t   0.005841
+---------------------------------------------------------------------------------------
+"""
+LAT_OUT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Write Latency Test
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   \
+99% percentile[usec]   99.9% percentile[usec] 
+ 2       5000          1.80           4.20         1.90     \t       1.94       \t0.05   \t\t2.10    \t\t3.15   
+---------------------------------------------------------------------------------------
+"""
+
+
+class FakePairs:
+    """perftest pairs as the stand-in prints them; a pair with a ``lost`` node fails to connect
+    to it (nodegate's SSH transport: status "error"), as SshPairLauncher records it."""
+
+    name = "ssh"
+
+    def __init__(self, lost=()):
+        self.lost, self.pairs = set(lost), []
+
+    def run_pair(self, job_id, server, client, cmds, deadline_s, stop=None):
+        self.pairs.append((server, client))
+        rec = LaunchRecord(self.name, [" ".join(c) for c in cmds.values()], [server, client])
+        for test, out in (("bw", BW_OUT), ("lat", LAT_OUT)):
+            for side, node in (("server", server), ("client", client)):
+                if node in self.lost:
+                    rec.items[f"{test}_{side}"] = Item(b"", b"connect to 10.0.0.3 timed out", None, "error")
+                    rec.unreachable[node] = "connect to 10.0.0.3 timed out"
+                else:
+                    rec.items[f"{test}_{side}"] = Item(out.encode() if side == "client" else b"", b"", 0)
+        return rec
+
+
+def test_a_node_lost_during_the_per_hca_rounds_is_not_judged_and_no_hca_of_it_is_blamed(tmp_path):
+    ns = nodes(6)
+    fp = FakePairs(lost={"g3"})
+    res = run_phase(ns, PhaseConfig(SPEC, run_id="r11", stages=("static", "links")), launcher=FakeLauncher(),
+                    pair_launcher=fp, evidence_dir=tmp_path)
+    assert any("g3" in p for p in fp.pairs)
+    g3 = res.node("g3")
+    assert g3.state is NodeState.NOT_USED and "could not reach it during the run (connect to 10.0.0.3" in g3.why
+    assert g3.jobs and all(res.job(j).verdict is Outcome.ERROR for j in g3.jobs)
+    assert res.faults == [] and res.outcome is Outcome.ERROR          # never an "hca" fault of what was not measured
+    good = [j for j in res.jobs if "g3" not in j.hosts]
+    assert good and {j.verdict for j in good} == {Outcome.PASS}
 
 
 def test_fewer_than_two_usable_nodes_is_untested_never_pass(tmp_path):

@@ -79,6 +79,16 @@ def test_a_partition_that_does_not_exist_is_an_error_naming_it(cluster, tmp_path
     assert {n.state.value for n in res.nodes} == {"untested"} and res.jobs == []
 
 
+def test_a_node_slurm_does_not_know_is_not_used_and_named_the_others_are_judged(cluster, tmp_path):
+    nodes, sp, launcher = setup(cluster, tmp_path)
+    nodes.insert(2, PhaseNode("x9", "x9", gpu_model="NVIDIA H100 80GB HBM3", gpus=2))   # not in slurm.conf
+    res = run_phase(nodes, PhaseConfig(sp, run_id="u", stages=("nodes",)), launcher=launcher, evidence_dir=tmp_path)
+    x9 = res.node("x9")
+    assert x9.state.value == "not_used" and x9.why == "not used as a partner: Slurm knows no node 'x9'"
+    assert {n.node: n.state.value for n in res.nodes if n.node != "x9"} == dict.fromkeys(NODES, "cleared")
+    assert not any("x9" in j.hosts for j in res.jobs) and res.errors == []
+
+
 def test_srun_missing_is_an_error_naming_it(tmp_path):
     nodes = [PhaseNode(n, n, gpus=1) for n in NODES]
     res = run_phase(nodes, PhaseConfig(CrossnodeSpec(launcher="srun"), run_id="m", stages=("nodes",)),

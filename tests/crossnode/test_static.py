@@ -9,7 +9,7 @@ import pytest
 
 from nodegate.bundle import Bundle, Evidence
 from nodegate.crossnode.spec import CableSpec
-from nodegate.crossnode.static import compare_topology, load_cable_plan, static_fabric
+from nodegate.crossnode.static import cable_plan_where, compare_topology, load_cable_plan, static_fabric
 from nodegate.errors import SpecError
 from nodegate.outcomes import Outcome
 from nodegate.parsers.ibdiagnet import parse_ibdiagnet
@@ -182,3 +182,22 @@ def test_cable_plan_file_loads_and_refuses_what_does_not_validate():
                       ("gpu01: [\n", "not YAML")):
         with pytest.raises(SpecError, match=why):
             load_cable_plan(text)
+    # with the file's name: file:line of the entry at fault
+    text = ("gpu01:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1}\n"
+            "gpu02:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 2}\n  - {hca: mlx5_1, switch_port: 2}\n")
+    with pytest.raises(SpecError) as e:
+        load_cable_plan(text, source="site/cables.yaml")
+    assert str(e.value) == "cable plan site/cables.yaml:5: gpu02 cable 2: switch: Field required"
+    with pytest.raises(SpecError, match=r"^cable plan site/cables.yaml:2: not YAML \(ParserError"):
+        load_cable_plan("gpu01: [\n", source="site/cables.yaml")
+
+
+def test_a_cable_plan_entry_of_an_unknown_node_is_named_by_file_and_line():
+    text = ("a:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1, rail: 0}\n"
+            "ghost07:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 6, rail: 0}\n")
+    res = static_fabric({"a": node_bundle("a", rail_hcas(0)[:1])}, load_cable_plan(text), rails=RAILS,
+                        rate_gbps=400.0, known_nodes=["a"], where=cable_plan_where(text, "site/cables.yaml"))
+    assert res.errors == ["cable plan names a node not in the inventory: ghost07 (site/cables.yaml:3)"]
+    (ghost,) = [c for c in res.cables if c.verdict is not Outcome.PASS]
+    assert (ghost.node_end, ghost.switch_end, ghost.problem) == ("ghost07:mlx5_0/1", "leaf-r0:6", "unknown-node")
+    assert ghost.observed.endswith("not in the inventory (site/cables.yaml:3)")

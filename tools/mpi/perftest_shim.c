@@ -7,7 +7,15 @@
  * The figures are not measured: healthy ib_write_bw 392 Gb/s (NODEGATE_IB_BW) and ib_write_lat
  * p99 2.1 us, times the fault factors of /etc/nodegate-faults (NODEGATE_FAULTS) that apply:
  * slow_hca <node> <rail> <factor> (rail = the number in the device name, mlx5_<rail>) and
- * bad_path <a> <b> <rail|*> <factor>, for the two ends' nodes (sent over the connection).
+ * bad_path <a> <b> <rail|*> <factor>, for the two ends' nodes (sent over the connection). Nothing
+ * in the output depends on the machine's load or the time the exchange took.
+ *
+ * The server listens on its node's own address (the server address of SSH_CONNECTION, which
+ * sshd sets for the session: "client_ip client_port server_ip server_port"), not on every
+ * address: the simulated nodes of all fleets on this host share one network namespace, and a
+ * listener on INADDR_ANY would take the connections of another fleet's client on the same port
+ * (two test runs at once: a healthy HCA paired with a stranger and blamed). Without
+ * SSH_CONNECTION (a real node of its own) it listens on every address, as perftest does.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -106,8 +114,12 @@ int main(int argc, char **argv) {
         sa.sin_family = AF_INET;
         sa.sin_port = htons((unsigned short)port);
         sa.sin_addr.s_addr = htonl(INADDR_ANY);
+        const char *sc = getenv("SSH_CONNECTION");
+        char ip[64];
+        struct in_addr own;
+        if (sc && sscanf(sc, "%*s %*s %63s", ip) == 1 && inet_pton(AF_INET, ip, &own) == 1) sa.sin_addr = own;
         if (bind(ls, (struct sockaddr *)&sa, sizeof sa) || listen(ls, 1)) {
-            fprintf(stderr, " Couldn't listen to port %d\n", port);
+            fprintf(stderr, " Couldn't listen to %s port %d\n", inet_ntoa(sa.sin_addr), port);
             return 1;
         }
         printf("\n************************************\n* Waiting for client to connect... *\n************************************\n");
