@@ -212,7 +212,9 @@ class NodegateReports:
             return
         if NO_RUN_KEY is not None and writes_no_report(self.config, exitstatus):
             # exit 2 (usage error, collection error, nothing selected): nothing to report, and the
-            # previous run's reports stay as they were (nodegate.session.exitcodes)
+            # previous run's reports stay as they were (nodegate.session.exitcodes), results.jsonl
+            # too when items of an earlier shard had run (issue 40.8)
+            self.state.discard()
             return
         run = _fleet(self.config)
         expected = dict(self.config.stash.get(COLLECTED_KEY, {}) or {}) if COLLECTED_KEY is not None else {}

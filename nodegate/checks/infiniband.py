@@ -84,7 +84,8 @@ def _expected(spec) -> str:
             "them are. Ethernet-layer (RoCE) functions are ignored unless named. Read from "
             "/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}; ibstat cross-checks where "
             "installed (a disagreement is ERROR; ibstat that failed or stopped part-way, e.g. 'ibpanic' exit 255, is "
-            "ERROR naming it). No InfiniBand port and ib.ports unset -> SKIP naming ib.ports.")
+            "ERROR naming it). No InfiniBand port and ib.ports unset -> SKIP naming ib.ports.",
+       gpu_less=True)
 def infiniband_ports(facts, spec) -> Result:
     spec = spec_or_default(spec)
     ports = _ports(facts)
@@ -153,7 +154,8 @@ def infiniband_gpu_rail(facts, spec, gpu) -> Result:
                    "reboot (or mlxfwreset).",
        rule="When ib.firmware is set (a version or a list), every judged RDMA device (InfiniBand-layer, or those "
             "ib.devices names) reports one of them in sysfs fw_ver (ibstat 'Firmware version'). Unset -> SKIP "
-            "naming ib.firmware; a device without fw_ver -> ERROR.")
+            "naming ib.firmware; a device without fw_ver -> ERROR.",
+       gpu_less=True)
 def infiniband_firmware(facts, spec) -> Result:
     spec = spec_or_default(spec)
     want = spec.ib.firmware

@@ -82,18 +82,20 @@ def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
                                                     "pci.sysfs"),
        remediation="Drain the node and reboot; a GPU that stays missing or falls off again: reseat or replace the "
                    "riser/GPU and check its power; RMA if it persists.",
-       rule="Observed GPUs equal gpu.count (at least one when unset). A GPU nvidia-smi cannot get a handle for "
+       rule="Observed GPUs equal gpu.count (at least one when unset; 0: a node without GPUs, where only PCI "
+            "and the driver's list are read, every GPU check SKIPs naming gpu.count). A GPU nvidia-smi cannot get a handle for "
             "('Unable to determine the device handle for GPU<bus id>'), one that fell off the bus (Xid 79 / 'has "
             "fallen off the bus', sometimes with no Xid) or failed RmInitAdapter, one the module bound "
             "(/proc/driver/nvidia/gpus) or PCI shows (an NVIDIA display-class function in sysfs) but NVML does "
             "not list, is a missing GPU named by bus id; gpu.bus_ids names expected slots. With or without "
             "gpu.count the node's lists must agree: nvidia-smi's attached count equals the GPUs it lists, every "
             "listed GPU has its PCI function, and no two GPUs share a bus id, serial or UUID (those GPUs' own "
-            "checks are ERROR).")
+            "checks are ERROR).",
+       gpu_less=True)
 def gpu_count(facts, spec) -> Result:
     spec = spec_or_default(spec)
     want = spec.gpu.count
-    expected = f"{want} GPU(s)" if want else "at least 1 GPU (gpu.count not set)"
+    expected = f"{want} GPU(s)" if want is not None else "at least 1 GPU (gpu.count not set)"
     expected += ", in agreement across nvidia-smi, the driver and PCI"
     keys = ("smi.qx", "kernel.log")
     smi_err, _ = optional(facts, "smi_error")
@@ -103,6 +105,10 @@ def gpu_count(facts, spec) -> Result:
     gpus, gerr = optional(facts, "gpus")
     if gpus is None:
         if smi_err is not None and smi_err.kind in ("device_handle", "no_devices"):
+            gpus = []
+        elif want == 0:
+            # a node the spec says has no GPUs may have no nvidia-smi at all: the driver's list and
+            # PCI (an NVIDIA display-class function) must show none, and must have been read
             gpus = []
         else:
             raise gerr
@@ -137,6 +143,11 @@ def gpu_count(facts, spec) -> Result:
         if disagree:
             msg += ": " + "; ".join(disagree)
         return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys + ("pci.sysfs",))
+    if want == 0 and read_errs:
+        why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
+        return Result.errored(f"gpu.count 0 and a GPU cannot be ruled out: could not read {why}",
+                              expected, obs + f"; unread: {why}", evidence=ev,
+                              evidence_keys=keys + tuple(e.key for e in read_errs if e.key not in keys))
     if want is None and read_errs:
         # without gpu.count a lost GPU shows only in the kernel log / driver GPU list / PCI: unread, no evidence
         why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
@@ -201,7 +212,8 @@ def gpu_model(facts, spec, gpu) -> Result:
             "kernel) or machine id (/etc/machine-id: one installation, machine-id(5)); when one does, both are "
             "ERROR naming each other, since neither node's evidence can be attributed. Run after every node is "
             "gathered; with two or more nodes, a node whose boot id and machine id both cannot be read is ERROR. "
-            "A node alone in its run passes.")
+            "A node alone in its run passes.",
+       gpu_less=True)
 def node_identity(facts, spec) -> Result:
     boot, berr = optional(facts, "boot_id")
     mid, merr = optional(facts, "machine_id")

@@ -141,7 +141,8 @@ _REMEDIATION = ("Drain the node; act on each event's action (reset the GPU, rebo
             "bus', RmInitAdapter failed, GSP boot failure, API mismatch, 'requires use of the NVIDIA open kernel "
             "modules', 'Open nvidia.ko is only ready for use on Data Center GPUs', 'probe routine was not called'. Unreadable log (permission) -> ERROR, never PASS; so is an "
             "empty item without the probe's source line, and a log the probe cut with a deciding line lost "
-            "(it keeps every such line wherever it is, and records seen/kept lines).")
+            "(it keeps every such line wherever it is, and records seen/kept lines).",
+       gpu_less=True)
 def kernel_log_node(facts, spec) -> Result:
     spec = spec_or_default(spec)
     if (r := _disabled(spec)) is not None:

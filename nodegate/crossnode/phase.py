@@ -9,6 +9,9 @@ Fail-closed throughout: a node is PASS only when a job it was in passed every ru
 that cannot run (missing, a partition that does not exist) stops the phase with an ERROR naming
 it and every node not yet cleared stays ERROR; a replay that asks for a job never recorded stops
 the same way (nothing is accepted that was not measured).
+
+One module because the driver is one loop over rounds: launching, judging and recording a
+round share its state (cleared, suspect, lost nodes); the rules are thresholds.py, the plan plan.py.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ The per-HCA stage (``LinkLocaliser``) follows Imbue's reshuffled pairs: R rounds
 node pairs, every rail of a pair tested at once (perftest HCA i to HCA i), an HCA blamed only
 after failing with two or more distinct partners and not explained by a partner already
 blamed, then confirmed against a known-good HCA of its rail.
+
+One module because the stages are one state machine: each stage's next jobs depend on every
+earlier stage's outcomes (suspects, known-good partners, pairs already failed together).
 """
 
 from __future__ import annotations

@@ -253,7 +253,8 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
               "expected": res.expected, "observed": res.observed, "message": res.message,
               "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
               "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
-              "bundle_dir": node.bundle_dir, "spec_source": node.spec_source}
+              "bundle_dir": node.bundle_dir, "spec_source": node.spec_source,
+              "gpus_expected": _gpus_expected(spec)}
     # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
     # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
     props = [(k, record[k]) for k in PROP_KEYS]
@@ -262,6 +263,12 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
     if spec_note:   # JUnit <property name="spec_set_in">: the spec key that turned this check off, and its file
         props.append(("spec_set_in", spec_note.strip(" []")))
     return ItemResult(cdef, slot, res, record, props, remediation, spec_note, surplus)
+
+
+def _gpus_expected(spec) -> str:
+    """The spec's gpu.count as text ("" unset): the records say whether the node has GPUs at all."""
+    n = spec_get(spec, "gpu.count")
+    return "" if n is None else str(n)
 
 
 def gpu_identity_unknown(slot) -> dict:

@@ -62,13 +62,14 @@ JUDGED_ON_NOTHING = "NOT EVALUATED: no acceptance check judged this node"
 
 
 def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = None, judged=(),
-            catalog=None) -> tuple[str, str]:
+            catalog=None, not_applicable=()) -> tuple[str, str]:
     """(status, reason) of one node; reason is "" unless the status is not evaluated.
 
     ``counts``: outcome -> the node's items; ``expected``: items collected for it before any
     deselection (None: unknown); ``run_reason``: the run's own reason (``selection_reasons``);
     ``judged``: check ids of the node's records; ``catalog``: every acceptance check id that
-    must have run for the node to be accepted (None: not required, the renderer's unit tests)."""
+    must have run for the node to be accepted (None: not required, the renderer's unit tests);
+    ``not_applicable``: catalog ids that cannot have run for this node (``not_applicable_to``)."""
     status = node_status(counts, expected)
     if status == NEED_ACTION:
         return status, ""
@@ -76,7 +77,7 @@ def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = N
         return NOT_EVALUATED, run_reason
     if status == NOT_EVALUATED:
         return status, not_evaluated_reason(counts, expected)
-    missing = missing_checks(judged, catalog) if catalog is not None else []
+    missing = [c for c in missing_checks(judged, catalog) if c not in set(not_applicable)] if catalog is not None else []
     if missing:
         return NOT_EVALUATED, catalog_reason(missing, catalog)
     if counts["pass"] == 0:
@@ -118,6 +119,17 @@ def not_evaluated_reason(counts: Counter, expected: int | None) -> str:
         return "NOT EVALUATED: no check judged (deselected, not run, or not gathered)"
     return (f"NOT EVALUATED: {expected - ran} of {expected} items not judged "
             "(deselected by -k/-m/--deselect, or not run: -x/--maxfail, interrupted)")
+
+
+def not_applicable_to(gpus_expected: str, catalog) -> tuple[str, ...]:
+    """The catalog's per-GPU check ids when the node's spec says it has no GPUs (``gpu.count: 0``,
+    a login or storage node: its records carry ``gpus_expected`` "0"): no GPU, no per-GPU item.
+    Every other node must have a record of every catalog check to be accepted."""
+    if str(gpus_expected).strip() != "0" or catalog is None:
+        return ()
+    from ..checks import load_all
+    defs = load_all()
+    return tuple(c for c in catalog if c in defs and defs[c].scope == "gpu")
 
 
 #: the one function of the node verdict (issue 40 item 1), under its name in the engine

@@ -293,6 +293,12 @@ class RunReports:
         if self.writer is None:
             self.writer = ResultsWriter(self.reports_dir / FILENAME)
 
+    def discard(self) -> None:
+        """Exit 2, no report: the lines written so far are dropped, the previous results stay."""
+        if self.writer is not None:
+            self.writer.discard()
+            self.writer = None
+
     def sanitize_once(self, report) -> None:
         """``sanitize_properties``, once per test: setup, call and teardown reports copy the same
         ``item.user_properties``, so the cleaned list of the first phase is reused."""

@@ -28,7 +28,7 @@ OUTCOMES = ("pass", "fail", "skip", "error")
 FIELDS = ("node", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number",
           "vbios_version", "driver_version", "check_id", "check_name", "title", "severity",
           "expected", "observed", "message", "remediation", "bundle_dir", "action", "scope",
-          "spec_source", "value", "unit", "threshold", "rule", "floor")
+          "spec_source", "value", "unit", "threshold", "rule", "floor", "gpus_expected")
 
 def param_node_gpu(nodeid: str) -> tuple[str, str] | None:
     r"""``suites/t.py::test_x[gpu01-gpu3]`` -> ("gpu01", "3"); ``...[gpu01]`` -> ("gpu01", ""); None
@@ -76,6 +76,9 @@ class Record:
     scope: str = ""          # "node" | "gpu" (the check's), "" for items that are not checks
     xids: str = ""           # Xid codes the kernel log shows for this GPU (or node), ","-joined
     spec_source: str = ""    # where the node's spec came from (FleetRun.spec_source)
+    # the node's spec gpu.count as text ("" unset): "0" is a node without GPUs, whose per-GPU
+    # checks do not apply (nodegate.engine.verdict, issue 40.8)
+    gpus_expected: str = ""
     # measured items (--perf, docs/perf.md): the figure, its unit, the threshold it had to reach
     # and the rules that fired (comma-joined), empty for every other item
     value: str = ""

@@ -29,7 +29,7 @@ from .findings import FleetFindings, node_findings, strongest_action
 from .actions import highest_severity
 from .records import NodeInfo, Record
 from .results import node_groups
-from .status import NOT_EVALUATED, catalog_ids, sort_key, verdict
+from .status import NOT_EVALUATED, catalog_ids, not_applicable_to, sort_key, verdict
 from .text import FileNames, one_line
 
 
@@ -105,8 +105,10 @@ def _summarise(info: NodeInfo, recs: list[Record], expected: int | None, reason:
             info.counts[f"fail_{r.severity or 'unknown'}"] += 1
     info.expected_items = expected
     # nodegate.reports.status decides (every run mode comes through here)
+    gpus = next((r.gpus_expected for r in recs if r.gpus_expected), "")
     info.status, why = verdict(info.counts, expected, run_reason=reason, catalog=catalog,
-                               judged={r.check_id for r in recs if r.check_id})
+                               judged={r.check_id for r in recs if r.check_id},
+                               not_applicable=not_applicable_to(gpus, catalog))
     if info.status == NOT_EVALUATED:
         info.not_evaluated = why
     bad = [r for r in recs if r.outcome in ("fail", "error")]

@@ -31,7 +31,7 @@ LINE_FIELDS = ("node", "check_id", "scope", "gpu_index", "pci_bus_id", "gpu_seri
                "observed", "expected", "severity", "action",
                "check_name", "title", "gpu_uuid", "board_part_number", "vbios_version", "driver_version",
                "remediation", "xids", "spec_source", "nodeid", "evidence", "bundle_dir",
-               "value", "unit", "threshold", "rule", "floor")
+               "value", "unit", "threshold", "rule", "floor", "gpus_expected")
 
 
 def to_line(rec: Record) -> dict:
@@ -68,9 +68,14 @@ class ResultsWriter:
     once a node's lines were not consecutive (readers then group in memory)."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
+        #: where the lines go while the run goes on (``.results.jsonl.partial`` beside the final
+        #: file), renamed to ``final`` by ``close``: a run that ends in exit 2 after some items ran
+        #: (a later shard's collection error, issue 40.8) leaves the previous results.jsonl as it
+        #: was (``discard``), like every other report; a crash leaves its lines in the partial file
+        self.final = Path(path)
+        self.path = self.final.with_name(f".{self.final.name}.partial")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # a link planted at reports/results.jsonl is not followed (nodegate.safeio)
+        # a link planted at reports/results.jsonl (or its partial file) is not followed (nodegate.safeio)
         self._fh = open_new(self.path, "w", encoding="ascii", buffering=1 << 16)
         self.count = 0
         self.lost = 0
@@ -111,7 +116,30 @@ class ResultsWriter:
         except OSError:
             pass
 
+    def discard(self) -> None:
+        """The run writes no report (exit 2): its lines go, the previous results.jsonl stays."""
+        try:
+            self._fh.close()
+        except OSError:
+            pass
+        if self.path != self.final:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+
     def close(self) -> None:
+        """Flush, then the partial file becomes results.jsonl (``final``; ``path`` follows)."""
+        self._close_file()
+        if self.path != self.final:
+            try:
+                os.replace(self.path, self.final)   # replaces a link planted there, never follows it
+                self.path = self.final
+            except OSError as e:
+                if self.error is None:
+                    self.error = e
+
+    def _close_file(self) -> None:
         if not self._fh.closed:
             try:
                 self._fh.flush()

@@ -11,7 +11,8 @@ from collections import Counter
 
 from ..engine.verdict import (ACCEPTED, JUDGED_ON_NOTHING, NEED_ACTION, NO_SELECTED_ITEM,  # noqa: F401
                               NOT_EVALUATED, STATUSES, catalog_ids, catalog_reason, missing_checks,
-                              node_status, not_evaluated_reason, selection_reasons, verdict)
+                              node_status, not_applicable_to, not_evaluated_reason,
+                              selection_reasons, verdict)
 from .actions import ACTION_RANK, SEVERITY_RANK
 
 

@@ -134,6 +134,26 @@ def item_node(item) -> str | None:
     return None
 
 
+def drop_empty_parameter_sets(config, items) -> None:
+    """Deselect the placeholder item pytest makes for a suite test with no parameter at all (its
+    id ``[NOTSET]``, skipped "got empty parameter set"): a per-GPU check when no node of the run
+    has a GPU item (every node's spec says ``gpu.count: 0``). It judges no node; kept, it showed
+    as a node called NOTSET in every report."""
+    gone = []
+    for item in items:
+        cs = getattr(item, "callspec", None)
+        if cs is None or not any(fx in cs.params for fx in NODE_FIXTURES):
+            continue
+        m = item.get_closest_marker("skip")
+        why = str((m.kwargs.get("reason") if m is not None else "") or (m.args[0] if m is not None and m.args else ""))
+        if why.startswith("got empty parameter set"):
+            gone.append(item)
+    if gone:
+        ids = {id(i) for i in gone}
+        items[:] = [i for i in items if id(i) not in ids]
+        config.hook.pytest_deselected(items=gone)
+
+
 def order_items(config, items) -> None:
     """pytest_collection_modifyitems (before any deselection): node by node (inventory order),
     each node's items in suite order; one xdist group per node (with xdist); each suite item
@@ -141,6 +161,7 @@ def order_items(config, items) -> None:
     reports' "every item of the node's full suite ran")."""
     if not config.stash.get(ACTIVE_KEY, False):
         return
+    drop_empty_parameter_sets(config, items)
     run = config.stash.get(RUN_KEY, None)
     rank = {n: i for i, n in enumerate(run.nodes)} if run is not None else {}
     node_of: dict[str, str] = {}

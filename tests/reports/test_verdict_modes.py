@@ -179,3 +179,42 @@ def test_a_path_without_tests_is_exit_2_not_5(tmp_path):
     assert "no nodegate check collected" in r.stdout + r.stderr or "no test collected" in r.stderr
     rep = tmp_path / "reports"   # its folders are created (empty) when checked at start-up: no file
     assert not rep.exists() or not any(p.is_file() for p in rep.rglob("*"))
+
+
+# ------------------------------------------------------------------ a collection error in a later shard
+_SHARD_ERROR = '''
+from nodegate.run import RUN_KEY
+
+
+def pytest_generate_tests(metafunc):
+    # collected again for every shard: fails only while the shard holding {bad!r} is collected
+    run = metafunc.config.stash.get(RUN_KEY, None)
+    if run is not None and {bad!r} in run.nodes:
+        raise RuntimeError("site file cannot be collected for {bad}")
+
+
+def test_site_ok():
+    pass
+'''
+
+
+@pytest.mark.parametrize("where", ["first", "later"])
+def test_a_collection_error_in_any_shard_is_exit_2_with_the_reports_untouched(tmp_path, where):
+    """Issue 40.8: a collection error in the second shard gives what one in the first gives: exit
+    2, and no report written over the previous ones (a later shard's error used to exit 2 after
+    the first shard's reports were half written)."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    names = ["h100-535-healthy", "h200-580-open-healthy"]
+    for n in names:
+        shutil.copytree(SAMPLES / "fleet" / n, fleet / n)
+    bad = names[0] if where == "first" else names[1]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "test_shard_bad.py").write_text(_SHARD_ERROR.format(bad=bad))
+    rep = tmp_path / "rep"
+    files = _previous_reports(rep)
+    r = nodegate(["suites", "site/", "--replay", str(fleet), "--reports-dir", str(rep), "--shard-nodes", "1"],
+                 tmp_path)
+    assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "1 error" in r.stdout, r.stdout[-2000:]   # the collection error, reported by pytest
+    _untouched(rep, files)

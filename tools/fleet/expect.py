@@ -22,9 +22,10 @@ def registry_checks() -> list[tuple[str, str]]:
 
 
 def gpu_slot_count(prof: Profile) -> int:
-    """GPU items the suite creates for this node: spec gpu.count, else the GPUs present (min 1)."""
+    """GPU items the suite creates for this node: spec gpu.count (0: a node without GPUs, none),
+    else the GPUs present (min 1)."""
     n = (prof.spec.get("gpu") or {}).get("count")
-    if n:
+    if n is not None:
         return int(n)
     return max(1, prof.data["gpus"]["count"] - len(prof.data["gpus"]["missing"]))
 
