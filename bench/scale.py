@@ -41,7 +41,11 @@ from bench.measure import run_measured  # noqa: E402
 SAMPLE = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
 SIZES = (256, 1024, 4096)
 COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "items", "junit_mb", "junit_objects", "junit_files",
-           "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s")
+           "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s", "ms_per_node", "engine_ms_per_node",
+           "ratio_to_engine")
+#: nodes the engine floor judges (bench/engine_floor.py); the copies are alike, so a larger fleet's
+#: floor a node is that of its first ENGINE_SAMPLE nodes
+ENGINE_SAMPLE = 256
 
 
 def _ids_of(src: Path) -> dict[str, str]:
@@ -180,6 +184,14 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
            "report_s": phases.get("report_s"), "phases": phases, "bundles_generated_s": gen_s,
            "loadavg_at_start": round(load, 2)}
     row.update(html_open(reports / "report.html"))
+    # issue 40 item 5: the replay's cost a node against the engine alone on the same bundles
+    from bench.engine_floor import engine_floor
+    floor = engine_floor(fleet, ENGINE_SAMPLE)
+    row["ms_per_node"] = round(1000 * m.wall_s / n, 1)
+    row["engine_ms_per_node"] = floor["ms_per_node"]
+    row["ratio_to_engine"] = round(row["ms_per_node"] / floor["ms_per_node"], 2) if floor["ms_per_node"] else None
+    print(f"[scale {n:>5}] {row['ms_per_node']} ms a node; the engine alone {floor['ms_per_node']} ms a node "
+          f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}", flush=True)
     print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS", flush=True)
     if not keep:
         shutil.rmtree(fleet, ignore_errors=True)

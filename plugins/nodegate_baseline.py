@@ -26,6 +26,7 @@ from nodegate.baseline.exitcodes import EXIT_REGRESSIONS_ONLY, EXIT_SPEC_ERROR, 
 from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
+from nodegate.engine import item_record
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
@@ -289,11 +290,10 @@ def regression(request):
         # a streaming run (docs/performance.md): the node read now, released with its items
         fleet.bundle_for(node)
     b = fleet.bundles.get(node)
-    info = {"node": node, **_identity(br, fleet, node, label if kind in GPU_KINDS else None),
-            "driver_version": _driver(fleet, node) if node in fleet.facts else "", "check_id": check_id(kind),
-            "check_name": f"regression_{kind}", "title": title, "severity": severity, "expected": res.expected,
-            "observed": res.observed, "message": res.message, "evidence": res.evidence, "remediation": remediation,
-            "outcome": res.outcome.value,
-            "bundle_dir": str(getattr(b, "path", "") or br.bundles.get(node) or "")}
+    info = item_record(node, res, check_id=check_id(kind), check_name=f"regression_{kind}", title=title,
+                       severity=severity, remediation=remediation,
+                       ident=_identity(br, fleet, node, label if kind in GPU_KINDS else None),
+                       driver_version=_driver(fleet, node) if node in fleet.facts else "",
+                       bundle_dir=str(getattr(b, "path", "") or br.bundles.get(node) or ""))
     record_verdict(request, _INFO_KEY, info, _PROPS, info["check_id"], res)
     return res

@@ -25,6 +25,7 @@ from nodegate.burnin.plot import svg_for_node
 from nodegate.burnin.runner import BurninJob, burnin_fleet
 from nodegate.burnin.series import BurninData, burnin_data
 from nodegate.burnin.spec import burnin_spec, parse_duration
+from nodegate.engine import item_record
 from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
@@ -308,11 +309,10 @@ def burnin_verdict(request) -> Result:
         except Exception:  # noqa: BLE001 - identity is best effort
             pass
     b = run.bundle_for(node)
-    info = {"node": node, **ident, "driver_version": "", "check_id": rd.check_id, "check_name": name,
-            "title": rd.title + (f" ({dres.category}/{dres.test})" if dres is not None else ""),
-            "severity": rd.severity, "expected": res.expected, "observed": res.observed, "message": res.message,
-            "evidence": res.evidence, "remediation": rd.remediation, "outcome": res.outcome.value,
-            "bundle_dir": str(b.path or "")}
+    info = item_record(node, res, check_id=rd.check_id, check_name=name,
+                       title=rd.title + (f" ({dres.category}/{dres.test})" if dres is not None else ""),
+                       severity=rd.severity, remediation=rd.remediation, ident=ident, driver_version="",
+                       bundle_dir=str(b.path or ""))
     record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial",
                                               "gpu_uuid", "expected", "observed", "remediation"), rd.check_id, res)
     return asserted(res, rd.remediation)

@@ -18,10 +18,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from nodegate.engine import item_record
 from nodegate.errors import SpecError
 from nodegate.outcomes import Outcome
 from nodegate.perf import judge as J
@@ -223,13 +225,11 @@ def perf_verdict(request):
     cid = CHECK_IDS[scope]
     if res.outcome is Outcome.FAIL:
         res.message = f"{res.message} Remediation: {REMEDIATION}"
-    info = {"node": node, "gpu_index": "" if it.gpu is None else str(it.gpu), "pci_bus_id": "",
-            "gpu_serial": it.serial, "gpu_uuid": "", "board_part_number": "", "vbios_version": "",
-            "driver_version": "", "check_id": cid, "check_name": f"perf_{scope}",
-            "title": f"performance{' (' + lab + ' burn-in)' if lab else ''}: {it.label}", "severity": "major",
-            "expected": res.expected, "observed": res.observed, "message": res.message, "evidence": "",
-            "remediation": REMEDIATION, "outcome": res.outcome.value,
-            "bundle_dir": str(getattr(b, "path", "") or ""), **info_fields(it)}
+    info = item_record(node, replace(res, evidence=""), check_id=cid, check_name=f"perf_{scope}",
+                       title=f"performance{' (' + lab + ' burn-in)' if lab else ''}: {it.label}", severity="major",
+                       remediation=REMEDIATION, driver_version="",
+                       ident={"gpu_index": "" if it.gpu is None else str(it.gpu), "gpu_serial": it.serial},
+                       bundle_dir=str(getattr(b, "path", "") or ""), extra=info_fields(it))
     record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "gpu_serial", "expected",
                                               "observed", "value", "unit", "threshold", "rule"), cid, res)
     return res

@@ -18,9 +18,9 @@ results: nodegate.session.verdicts), not the judge.
 from __future__ import annotations
 
 from .evaluate import (IDENTITY_CHECK, PROP_KEYS, ItemResult, NodeContext, clash_message, evaluate,
-                       evaluate_item)
+                       evaluate_item, item_record)
 from .verdict import (ACCEPTED, NEED_ACTION, NOT_EVALUATED, STATUSES, node_verdict, selection_reasons,
                       verdict)
 
 __all__ = ["ACCEPTED", "IDENTITY_CHECK", "ItemResult", "NEED_ACTION", "NOT_EVALUATED", "NodeContext", "PROP_KEYS",
-           "STATUSES", "clash_message", "evaluate", "evaluate_item", "node_verdict", "selection_reasons", "verdict"]
+           "STATUSES", "clash_message", "evaluate", "evaluate_item", "item_record", "node_verdict", "selection_reasons", "verdict"]

@@ -198,6 +198,36 @@ def spec_off_note(node: NodeContext, message: str) -> str:
     return f" [{'; '.join(notes)}]" if notes else ""
 
 
+#: GPU identity keys of a record ("" where unknown or for a node item)
+IDENT_KEYS = ("gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid", "board_part_number", "vbios_version")
+
+
+def item_record(node: str, res: Result, *, check_id: str, check_name: str, title: str, severity: str,
+                remediation: str, scope: str = "", ident: dict | None = None, driver_version: str | None = None,
+                action: str = "", bundle_dir: str = "", spec_source: str = "", gpus_expected: str = "",
+                extra: dict | None = None) -> dict:
+    """THE record of one item's result, the ``report.nodegate`` contract every report reads
+    (docs/contributing.md; nodegate.reports.records.Record): one constructor for the suite's
+    checks (``evaluate_item``) and for every phase's items (site checks, --baseline regressions,
+    --burn-in rules, --perf figures), so a phase cannot drift from the others' shape.
+
+    ``ident``: the GPU identity (``IDENT_KEYS``, plus ``driver_version`` and ``xids`` when known);
+    ``extra``: a phase's own keys (a perf figure's value, unit, threshold, rule, floor)."""
+    ident = dict(ident or {})
+    out = {"node": node, **{k: str(ident.get(k, "") or "") for k in IDENT_KEYS},
+           "driver_version": driver_version if driver_version is not None else str(ident.get("driver_version", "") or "")}
+    if "xids" in ident:
+        out["xids"] = ident["xids"]
+    out.update({"check_id": check_id, "check_name": check_name, "title": title, "severity": severity,
+                "scope": scope, "expected": res.expected, "observed": res.observed, "message": res.message,
+                "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
+                "action": action, "bundle_dir": bundle_dir, "spec_source": spec_source,
+                "gpus_expected": gpus_expected})
+    if extra:
+        out.update(extra)
+    return out
+
+
 def precondition(node: NodeContext, check_id: str, unresolved: str | None = None) -> Result | None:
     """The ERROR every item of the node gets before any evidence is judged, or None."""
     if node.spec_error:
@@ -248,13 +278,11 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
     # an ERROR proves nothing about the node: its remediation says how to obtain the evidence,
     # never the check's FAIL text (nodegate.engine.remedy)
     remediation = error_remediation(res.message) if res.outcome is Outcome.ERROR else cdef.remediation
-    record = {"node": node.node, **ident, "check_id": cdef.id,
-              "check_name": cdef.name, "title": cdef.title, "severity": cdef.severity, "scope": cdef.scope,
-              "expected": res.expected, "observed": res.observed, "message": res.message,
-              "evidence": res.evidence, "remediation": remediation, "outcome": res.outcome.value,
-              "action": (res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
-              "bundle_dir": node.bundle_dir, "spec_source": node.spec_source,
-              "gpus_expected": _gpus_expected(spec)}
+    record = item_record(node.node, res, check_id=cdef.id, check_name=cdef.name, title=cdef.title,
+                         severity=cdef.severity, scope=cdef.scope, remediation=remediation, ident=ident,
+                         action=(res.details.get("action") or cdef.action) if res.outcome is Outcome.FAIL else "",
+                         bundle_dir=node.bundle_dir, spec_source=node.spec_source,
+                         gpus_expected=_gpus_expected(spec))
     # JUnit <properties>: remediation only where it applies (FAIL, ERROR); "" on PASS and SKIP
     # (docs/reports.md; it was 21 % of junit.xml's bytes, most of them on passed tests)
     props = [(k, record[k]) for k in PROP_KEYS]

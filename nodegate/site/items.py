@@ -27,7 +27,8 @@ from __future__ import annotations
 import pytest
 
 from ..errors import NodegateError
-from ..engine.evaluate import PROP_KEYS, driver_version
+from ..engine.evaluate import PROP_KEYS, driver_version, item_record
+from ..outcomes import Outcome, Result
 from .backend import SiteCommandError
 from .checks import SiteCheck, site_check
 from .state import SITE_KEY
@@ -258,13 +259,12 @@ def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> 
     message = str(message)   # the report is serialized (xdist): plain strings only
     b = st.run.bundles.get(node)
     failing = outcome in ("fail", "error")
-    info = {"node": node, "gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
-            "board_part_number": "", "vbios_version": "", "driver_version": _driver(st.run, node),
-            "check_id": chk.id, "check_name": chk.name, "title": chk.title, "severity": chk.severity,
-            "expected": chk.title, "observed": message if failing else "", "message": message,
-            "evidence": _evidence(st, node) if failing else "", "remediation": chk.remediation,
-            "outcome": outcome, "action": "", "bundle_dir": str(getattr(b, "path", "") or ""),
-            "spec_source": (getattr(st.run, "spec_source", None) or {}).get(node, "")}
+    res = Result(Outcome(outcome), expected=chk.title, observed=message if failing else "", message=message,
+                 evidence=_evidence(st, node) if failing else "")
+    info = item_record(node, res, check_id=chk.id, check_name=chk.name, title=chk.title, severity=chk.severity,
+                       remediation=chk.remediation, driver_version=_driver(st.run, node),
+                       bundle_dir=str(getattr(b, "path", "") or ""),
+                       spec_source=(getattr(st.run, "spec_source", None) or {}).get(node, ""))
     item.stash[INFO_KEY] = info
     props = [(k, info.get(k, "")) for k in PROP_KEYS]
     if not failing:
