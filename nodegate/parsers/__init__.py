@@ -22,7 +22,7 @@ from typing import Callable
 
 from ..errors import ParseError
 from .corpus import corpus_sections, parse_corpus_file  # noqa: F401  (re-exported)
-from .forms import guess_form, lines_all  # noqa: F401  (re-exported)
+from .forms import guess_form  # noqa: F401  (re-exported)
 from . import (perf_dcgmi, perf_dcgmproftester, perf_gpu_burn, perf_ib_write_bw, perf_json, perf_nccl,
                perf_nvbandwidth, perf_perftest)
 from . import ib_guids, ib_write_lat, ibdiagnet, iblinkinfo, ibnetdiscover, nccl_json  # issue 38: cross-node

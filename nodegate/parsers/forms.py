@@ -16,7 +16,7 @@ _LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?\s*$")
 _LSPCI_PLAIN = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] \w[\w ./-]{0,60}: \S")
 
 
-def lines_all(text: str, rx) -> bool:
+def _lines_all(text: str, rx) -> bool:
     """Every non-blank line of ``text`` matches ``rx`` (and there is one)."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
     return bool(lines) and all(rx.match(ln) for ln in lines)
@@ -47,7 +47,7 @@ def guess_form(text: str) -> str:
         return "smi_error"
     if "LnkCap:" in text or "LnkSta:" in text:
         return "lspci"
-    if lines_all(text, _LSPCI_PLAIN):   # plain `lspci` / `lspci -D` (corpus 121): the same stanza lines
+    if _lines_all(text, _LSPCI_PLAIN):   # plain `lspci` / `lspci -D` (corpus 121): the same stanza lines
         return "lspci"
     if "==> /sys/" in text:
         return "sysfs_tail"

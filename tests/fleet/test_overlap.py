@@ -131,7 +131,7 @@ def _jobs(names):
 def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch):
     """The child reports one node, then dies: that node is judged from its bundle, the others
     come out ERROR naming the exit code, and wait_all raises (the run exits INTERNAL_ERROR)."""
-    import nodegate.run as R
+    import nodegate.gather as G
 
     def fake_gather(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True,
                     stop=None):  # gather_fleet's signature (stop: the run-wide interruption)
@@ -140,7 +140,7 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
         prepare(b)
         os._exit(3)
 
-    monkeypatch.setattr(R, "gather_fleet", fake_gather)   # fork: the child runs the patched module
+    monkeypatch.setattr(G, "gather_fleet", fake_gather)   # fork: the child runs the patched module
     run = FleetRun(bundles_dir=tmp_path)
     run.start_gather(_jobs(["a", "b", "c"]), GatherOptions())
     with pytest.raises(RuntimeError, match="exit code 3"):
@@ -155,7 +155,7 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
 def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_path, monkeypatch):
     """wait(node) returns as soon as that node is in, before the slow one; wait_all restores
     the inventory order whatever the order of arrival."""
-    import nodegate.run as R
+    import nodegate.gather as G
 
     release = tmp_path / "release-slow"   # the slow node arrives only once the test says so
 
@@ -170,7 +170,7 @@ def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_p
             b.write(bundles_dir)
             prepare(b)
 
-    monkeypatch.setattr(R, "gather_fleet", fake_gather)
+    monkeypatch.setattr(G, "gather_fleet", fake_gather)   # the gathering child calls nodegate.gather's
     (tmp_path / "bundles").mkdir()
     run = FleetRun(bundles_dir=tmp_path / "bundles")
     run.start_gather(_jobs(["slow", "fast"]), GatherOptions())

@@ -54,7 +54,8 @@ def test_shipped_profiles_load_and_are_concrete():
     assert "_hgx-h100-535" not in ps
     assert ps["pcie-x8-busy"].chain == ["_hgx-h100-535", "pcie-x8-busy"]
     assert ps["retired-pages-63"].chain == ["_hgx-h100-535", "_dgx1-v100-535", "retired-pages-63"]
-    assert len(ps) == 44   # 29 + issue 19's 13 fabric/InfiniBand/PCIe/config/CUDA fault profiles + B200 and GH200 (issue 39.7)
+    assert len(ps) == 45   # 29 + issue 19's 13 fabric/InfiniBand/PCIe/config/CUDA fault profiles + B200 and GH200
+    #                        (issue 39.7) + a login node without GPUs (issue 40.8)
 
 
 # ---------------------------------------------------------------- expectations
