@@ -27,6 +27,7 @@ from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
 from nodegate.engine import item_record
+from nodegate.engine.evaluate import driver_version
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
@@ -270,13 +271,6 @@ def _identity(br: BaselineRun, fleet, node: str, label: str | None) -> dict:
     return ident
 
 
-def _driver(fleet, node: str) -> str:
-    try:
-        return str(fleet.facts[node].nvidia_module_version or "")
-    except Exception:  # noqa: BLE001
-        return ""
-
-
 @pytest.fixture
 def regression(request):
     """The Result of one regression item: ERROR fails in setup, SKIP skips, else returned."""
@@ -293,7 +287,7 @@ def regression(request):
     info = item_record(node, res, check_id=check_id(kind), check_name=f"regression_{kind}", title=title,
                        severity=severity, remediation=remediation,
                        ident=_identity(br, fleet, node, label if kind in GPU_KINDS else None),
-                       driver_version=_driver(fleet, node) if node in fleet.facts else "",
+                       driver_version=driver_version(fleet.facts.get(node)),
                        bundle_dir=str(getattr(b, "path", "") or br.bundles.get(node) or ""))
     record_verdict(request, _INFO_KEY, info, _PROPS, info["check_id"], res)
     return res

@@ -143,15 +143,12 @@ def gpu_count(facts, spec) -> Result:
         if disagree:
             msg += ": " + "; ".join(disagree)
         return Result.failed(expected, obs, msg, evidence=ev, evidence_keys=keys + ("pci.sysfs",))
-    if want == 0 and read_errs:
+    if want in (None, 0) and read_errs:
+        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list / PCI; with
+        # gpu.count 0 those are the only proof of no GPU at all: unread, no evidence
         why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
-        return Result.errored(f"gpu.count 0 and a GPU cannot be ruled out: could not read {why}",
-                              expected, obs + f"; unread: {why}", evidence=ev,
-                              evidence_keys=keys + tuple(e.key for e in read_errs if e.key not in keys))
-    if want is None and read_errs:
-        # without gpu.count a lost GPU shows only in the kernel log / driver GPU list / PCI: unread, no evidence
-        why = "; ".join(f"{e.key}: {e.reason}" for e in read_errs)
-        return Result.errored(f"gpu.count not set and a lost GPU cannot be ruled out: could not read {why}",
+        lead = "gpu.count not set and a lost GPU" if want is None else "gpu.count 0 and a GPU"
+        return Result.errored(f"{lead} cannot be ruled out: could not read {why}",
                               expected, obs + f"; unread: {why}", evidence=ev,
                               evidence_keys=keys + tuple(e.key for e in read_errs if e.key not in keys))
     return Result.passed(expected, obs, evidence=ev, evidence_keys=keys)

@@ -162,7 +162,7 @@ def _s(v) -> str:
 
 def driver_version(facts) -> str:
     """The loaded nvidia module's version (``NodeFacts.nvidia_module_version``), "" when it
-    cannot be read."""
+    cannot be read or there are no facts (``facts`` None: a node not in memory)."""
     try:
         v = facts.nvidia_module_version
     except Exception:  # noqa: BLE001
@@ -268,9 +268,9 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
     idents = cache.setdefault("gpus", {})
     ident = idents.get(key)
     if ident is None:
-        ident = idents[key] = gpu_identity(facts, slot) if facts is not None else gpu_identity_unknown(slot)
+        ident = idents[key] = gpu_identity(facts, slot)
         if "driver" not in cache:
-            cache["driver"] = driver_version(facts) if facts is not None else ""
+            cache["driver"] = driver_version(facts)
         ident["driver_version"] = cache["driver"]
         if "xids" not in cache:
             cache["xids"] = xids_by_bus(facts) if facts is not None and not node.gather_error else {}
@@ -297,11 +297,6 @@ def _gpus_expected(spec) -> str:
     """The spec's gpu.count as text ("" unset): the records say whether the node has GPUs at all."""
     n = spec_get(spec, "gpu.count")
     return "" if n is None else str(n)
-
-
-def gpu_identity_unknown(slot) -> dict:
-    """The identity of a slot of a node with no facts: its index and bus id only."""
-    return gpu_identity(None, slot)
 
 
 def evaluate(facts, spec, selection, node: NodeContext, *, cache: dict | None = None) -> list[ItemResult]:

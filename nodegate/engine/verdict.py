@@ -77,7 +77,8 @@ def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = N
         return NOT_EVALUATED, run_reason
     if status == NOT_EVALUATED:
         return status, not_evaluated_reason(counts, expected)
-    missing = [c for c in missing_checks(judged, catalog) if c not in set(not_applicable)] if catalog is not None else []
+    skip = set(not_applicable)
+    missing = [c for c in missing_checks(judged, catalog) if c not in skip] if catalog is not None else []
     if missing:
         return NOT_EVALUATED, catalog_reason(missing, catalog)
     if counts["pass"] == 0:

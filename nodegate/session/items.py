@@ -141,6 +141,8 @@ def drop_empty_parameter_sets(config, items) -> None:
     as a node called NOTSET in every report."""
     gone = []
     for item in items:
+        if not item.name.endswith("[NOTSET]"):   # pytest's id of the placeholder: the cheap test first
+            continue
         cs = getattr(item, "callspec", None)
         if cs is None or not any(fx in cs.params for fx in NODE_FIXTURES):
             continue

@@ -15,7 +15,7 @@ import pytest
 
 from ..bundle import REFUSED
 from ..engine.evaluate import (IDENTITY_CHECK, PROP_KEYS, NodeContext, clash_message,  # noqa: F401  (PROP_KEYS,
-                               driver_version as _driver_version, evaluate_item, printable)  # printable: re-exported)
+                               evaluate_item, printable)  # printable: re-exported)
 from ..outcomes import Outcome, asserted
 from ..run import RUN_KEY, FleetRun
 from .items import VerdictParam, node_slots
@@ -24,10 +24,11 @@ from .terminal import wait_ticker
 
 
 def node_cache(config) -> dict:
-    """Per-run cache of what every item of a node (or GPU) shares: ``("gpus", node)``: GPU
-    identity per slot key (``None`` for the node's own items), ``("slots", node)``: the node's
-    slots by index, ``("driver", node)``, ``("xids", node)``, ``("identity", node)``. Facts are
-    immutable once parsed, so one lookup serves the ~30 items of a node instead of one per item.
+    """Per-run cache of what every item of a node (or GPU) shares: ``("engine", node)``: the
+    engine's per-node cache (GPU identity per slot key, driver version, Xids), ``("slots", node)``:
+    the node's slots by index, ``("identity", node)``: its clash message, ``("spec_origin", node,
+    key)``: the file that set a spec key. Facts are immutable once parsed, so one lookup
+    serves the ~200 items of a node instead of one per item.
     Keyed by node so that releasing a node (nodegate.session.release) drops its entries in
     O(1), not by scanning every node's (which made a 4,096-node run quadratic)."""
     c = config.stash.get(IDENT_KEY, None)
@@ -78,14 +79,6 @@ def identity_clash(config, run: FleetRun, node: str, cache: dict, check_id: str)
     msg = clash_message(groups)
     cache[key] = msg
     return msg
-
-
-def driver_version(run: FleetRun, node: str) -> str:
-    """The loaded nvidia module's version of ``node``, "" when it cannot be read (site items)."""
-    try:
-        return _driver_version(run.facts[node])
-    except Exception:  # noqa: BLE001
-        return ""
 
 
 def node_ready(item, run: FleetRun, node: str, check_id: str):

@@ -262,7 +262,7 @@ def _record(item, st, node: str, chk: SiteCheck, outcome: str, message: str) -> 
     res = Result(Outcome(outcome), expected=chk.title, observed=message if failing else "", message=message,
                  evidence=_evidence(st, node) if failing else "")
     info = item_record(node, res, check_id=chk.id, check_name=chk.name, title=chk.title, severity=chk.severity,
-                       remediation=chk.remediation, driver_version=_driver(st.run, node),
+                       remediation=chk.remediation, driver_version=driver_version(st.run.facts.get(node)),
                        bundle_dir=str(getattr(b, "path", "") or ""),
                        spec_source=(getattr(st.run, "spec_source", None) or {}).get(node, ""))
     item.stash[INFO_KEY] = info
@@ -325,10 +325,3 @@ def report_info(item, rep, call) -> dict | None:
             rep.longrepr = f"[{chk.id}] could not evaluate: {why}"
     return info
 
-
-def _driver(run, node: str) -> str:
-    """The node's loaded driver version for a site item's record, "" when unknown."""
-    try:
-        return driver_version(run.facts[node])
-    except Exception:  # noqa: BLE001 - identity is best effort
-        return ""
