@@ -216,6 +216,7 @@ def _run_phase(config) -> None:
     launcher, pair = _launchers(config, cfg.spec, nodes)
     stop = threading.Event()
     box: dict = {}
+    done = threading.Event()
 
     def work():
         try:
@@ -225,16 +226,20 @@ def _run_phase(config) -> None:
             box["why_not"] = str(e)
         except Exception as e:  # noqa: BLE001 - a bug in the phase: every node ERROR naming it
             box["why_not"] = f"internal error in the cross-node phase: {type(e).__name__}: {str(e)[:300]}"
+        finally:
+            done.set()
 
     def phase():
-        th = threading.Thread(target=work, name="nodegate-crossnode", daemon=True)
-        th.start()
+        # waited on through an Event, not Thread.join: a join that Ctrl-C interrupted can mark the
+        # thread stopped while it runs (CPython's _wait_for_tstate_lock), and the result was lost
+        threading.Thread(target=work, name="nodegate-crossnode", daemon=True).start()
         try:
-            while th.is_alive():
-                th.join(0.2)
+            while not done.wait(0.2):
+                pass
         except KeyboardInterrupt:
             stop.set()   # the library ends every launched process (process groups, scancel, pid files)
-            th.join()
+            while not done.wait(0.5):   # later signals are deferred (nodegate.session.signals)
+                pass
             raise
 
     if tw is not None:
@@ -278,7 +283,7 @@ def pytest_generate_tests(metafunc):
     fx = next((f for f in ("crossnode_node", "crossnode_fabric") if f in metafunc.fixturenames), None)
     if fx is None:
         return
-    from nodegate.crossnode.present import test_id
+    from nodegate.crossnode.present import item_id
     scope = metafunc.function.__name__.removeprefix("test_crossnode_")
     params, ids = [], []
     for (sc, key), it in _items(metafunc.config).items():
@@ -286,7 +291,7 @@ def pytest_generate_tests(metafunc):
             continue
         # node-owned items: ("crossnode", node, ...) so nodegate.session.items.item_node knows the node
         params.append(("crossnode", it.node, sc, key) if fx == "crossnode_node" else [sc, key])
-        ids.append(test_id(it))
+        ids.append(item_id(it))
     metafunc.parametrize(fx, params, ids=ids, indirect=True)
 
 

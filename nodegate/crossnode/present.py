@@ -135,16 +135,17 @@ def fault_items(f: FaultRow, nodes: set[str]) -> list[XnItem]:
         owners = [n for n in dict.fromkeys((a, b)) if n in nodes]
     else:
         owners = []
+    end_b = f.end_b or ("switch port unknown" if f.kind in ("hca", "cable") else "?")
     hca = f.end_a.split(":", 1)[1] if ":" in f.end_a else ""
     # "mlx5_1 port 1": the HCA device as nodegate.reports.parts reads it
     part = f"HCA {hca} port 1" + (f" (port GUID {f.guid})" if f.guid else "") if hca and f.kind in ("hca", "cable") else ""
-    observed = f"{f.kind} {f.end_a} <-> {f.end_b}" + (f"; cables: {'; '.join(f.cables)}" if f.cables else "")
-    msg = f"{f.fault_id} {f.kind} at fault: {f.end_a} <-> {f.end_b}: {f.why}" + (f" [{part}]" if part else "") + (
+    observed = f"{f.kind} {f.end_a} <-> {end_b}" + (f"; cables: {'; '.join(f.cables)}" if f.cables else "")
+    msg = f"{f.fault_id} {f.kind} at fault: {f.end_a} <-> {end_b}: {f.why}" + (f" [{part}]" if part else "") + (
         f"; cable map: {f.static}" if f.static else "") + f" (jobs {', '.join(f.jobs[:8])})"
     res = Result.failed("every HCA, cable and path carries the rated traffic", observed, msg)
     rem = _REMEDIATION.get(f.kind, _REMEDIATION["boundary"])
     act = ACTIONS.get(f.kind, "")
-    extra = {"guid": f.guid, "part_location": f"{f.end_a} <-> {f.end_b}"}
+    extra = {"guid": f.guid, "part_location": f"{f.end_a} <-> {end_b}"}
     if not owners:
         return [XnItem("fault", f.fault_id, "", res, rem, act, extra)]
     return [XnItem("fault", f"{n}-{f.fault_id}", n, res, rem, act, extra) for n in owners]
@@ -214,7 +215,7 @@ def items(res: PhaseResult | None, nodes: list[str], why_not: str = "") -> list[
 _ID_BAD = re.compile(r"[^A-Za-z0-9_.:/@+-]")
 
 
-def test_id(it: XnItem) -> str:
+def item_id(it: XnItem) -> str:
     """The pytest id of an item: its key with anything outside a safe alphabet escaped (node
     names are untrusted; pytest shows ids in the terminal and the reports)."""
     return _ID_BAD.sub(lambda m: f"\\x{ord(m.group(0)):02x}" if ord(m.group(0)) < 256 else "?", it.key)[:200]

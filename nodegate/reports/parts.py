@@ -43,8 +43,8 @@ _BY_CHECK = {
     "NG-XN-003": HCA, "NG-XN-004": CABLE,
 }
 #: a cross-node record's ends and port GUID (nodegate.crossnode.present writes them so)
-_XN_ENDS = re.compile(r"^(?:hca|cable|path|boundary) (\S+ <-> \S+)")
-_XN_CABLE = re.compile(r"^(\S+ <-> \S+):")
+_XN_ENDS = re.compile(r"^(?:hca|cable|path|boundary) (.+? <-> [^;]+)")
+_XN_CABLE = re.compile(r"^(.+? <-> .+?): ")
 _XN_KIND = re.compile(r"^F\d+ (hca|cable|path|boundary) at fault")
 _GUID = re.compile(r"port GUID (0x[0-9a-fA-F]{1,16})")
 

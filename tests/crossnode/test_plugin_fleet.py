@@ -231,3 +231,62 @@ def test_a_spec_that_does_not_validate_is_a_usage_error(fleet, tmp_path):
     p.write_text("crossnode:\n  launcher: pdsh\n")
     r = nodegate(["--inventory", str(fleet.inventory_path), "--crossnode", str(p)], tmp_path / "r")
     assert r.returncode == 2 and "crossnode.launcher" in r.stderr
+
+
+def test_a_slow_hca_is_an_rma_row_naming_its_guid(fleet, tmp_path):
+    # an HCA is blamed after failing with two distinct partners: reshuffled per-HCA rounds
+    r = live(fleet, tmp_path, faults="slow_hca n2 1 0.5\n", limit=":".join(NODES),
+             spec=write_spec(tmp_path, link_rounds=3))
+    res = results(tmp_path / "reports")
+    assert r.returncode == 1, r.stdout[-3000:]
+    faults = {k: v for k, v in res.items() if k.startswith("test_crossnode_fault[")}
+    assert list(faults) == ["test_crossnode_fault[n2-F001]"], faults
+    assert res["test_crossnode_node[n2]"]["outcome"] == "fail"
+    rows = json.loads((tmp_path / "reports" / "rma.json").read_text())["rows"]
+    hca = [x for x in rows if x["part"] == "HCA"]
+    assert len(hca) == 1 and hca[0]["node"] == "n2" and hca[0]["part_location"].startswith("n2:mlx5_1 <-> ")
+    assert "NG-XN-003" in hca[0]["failed_checks"] and hca[0]["action"] == "RMA"
+    # the fleet's sysfs has no port GUIDs: the serial is left blank, never guessed (with one, it is
+    # the GUID: tests/crossnode/test_present.py)
+    assert hca[0]["part_serial"] == "" and "switch port unknown" in hca[0]["part_location"]
+
+
+def test_a_bad_path_is_an_action_row_naming_the_cable_by_both_ends(fleet, tmp_path):
+    r = live(fleet, tmp_path, faults="bad_path n1 n2 1 0.5\n", limit=":".join(NODES))
+    res = results(tmp_path / "reports")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert node_items(res) == {n: "pass" for n in NODES}        # both nodes are healthy
+    text = (tmp_path / "reports" / "actions.csv").read_text()
+    assert "cable" in text and "n1:mlx5_1 <-> n2:mlx5_1" in text
+
+
+def test_ctrl_c_ends_every_launched_process_and_writes_the_reports(fleet, tmp_path):
+    import signal
+    import time
+    fleet.set_faults("hang n1\nhang n3\n")                # both screens hang
+    spec = write_spec(tmp_path, job_timeout_s=300)
+    cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "--reports-dir",
+           str(tmp_path / "reports"), "--inventory", str(fleet.inventory_path), "--known-hosts",
+           str(fleet.known_hosts_path), "--connect-timeout", "60", "--bundles-dir", str(tmp_path / "bundles"),
+           "--crossnode", str(spec), "--limit", ":".join(NODES)]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any("perf" in x for x in fleet.leftovers()):
+            time.sleep(0.2)
+        assert any("perf" in x for x in fleet.leftovers()), "the stand-ins never started"
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        fleet.set_faults("")
+    assert p.returncode == 130, out[-3000:] + err[-2000:]
+    deadline = time.monotonic() + 20
+    while fleet.leftovers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert fleet.leftovers() == []                        # nothing left on any node
+    res = results(tmp_path / "reports")
+    assert set(node_items(res).values()) == {"error"}
+    assert all("interrupted" in res[f"test_crossnode_node[{n}]"]["message"] for n in NODES), (out[-3000:], err[-3000:])
+    assert res["test_driver_stack[n1]"]["outcome"] == "pass"
