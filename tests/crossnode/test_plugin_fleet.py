@@ -290,3 +290,25 @@ def test_ctrl_c_ends_every_launched_process_and_writes_the_reports(fleet, tmp_pa
     assert set(node_items(res).values()) == {"error"}
     assert all("interrupted" in res[f"test_crossnode_node[{n}]"]["message"] for n in NODES), (out[-3000:], err[-3000:])
     assert res["test_driver_stack[n1]"]["outcome"] == "pass"
+
+
+def test_a_hostile_node_name_reaches_the_html_escaped(slow_run, tmp_path):
+    """n1's bundle replayed under a name that is markup: the phase's section (the tree's node row,
+    the error naming the job it cannot find recorded) shows it escaped, never as markup."""
+    import shutil
+    evil = '<img src=x onerror=alert(1)>&"n1'
+    src = slow_run["tmp"] / "bundles"
+    dst = tmp_path / "bundles"
+    shutil.copytree(src, dst)
+    (dst / "n1").rename(dst / evil)
+    meta = json.loads((dst / evil / "meta.json").read_text())
+    meta["node"] = evil
+    (dst / evil / "meta.json").write_text(json.dumps(meta))
+    r = nodegate(["--replay", str(dst), "--crossnode", str(slow_run["tmp"] / "crossnode.yaml")], tmp_path / "reports")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    html = (tmp_path / "reports" / "report.html").read_text()
+    assert 'id="ng-xn-tree"' in html and "&lt;img src=x onerror=alert(1)&gt;&amp;&quot;n1" in html
+    assert "<img src=x" not in html
+    res = results(tmp_path / "reports")
+    (row,) = [v for v in res.values() if v["check_id"] == "NG-XN-001" and v["node"] == evil]
+    assert row["outcome"] == "error"              # never judged on evidence recorded for another name
