@@ -7,7 +7,9 @@ changes no other pytest run). Flow: the lead's plugin gathers every node first (
 prerequisites failed, NG-DRV-001, NG-MOD-001, NG-IB-001, or that was not gathered, is not used as
 a partner and its item says why), records every launch under ``<bundles>/crossnode/<run id>/``
 and keeps the PhaseResult. ``--replay DIR --crossnode FILE`` re-judges the run recorded under
-``DIR/crossnode/`` (the newest, or ``--crossnode-run-id``) and launches nothing.
+``DIR/crossnode/`` (the newest, or ``--crossnode-run-id``) and launches nothing; with
+``--crossnode-live`` it launches the phase over the replayed nodes (the Slurm fan-out:
+nodegate-collect's bundles, srun inside the allocation) and records it under ``DIR/crossnode/``.
 ``--crossnode-plan`` prints the jobs and rounds after the gather and exits 0, launching nothing.
 
 Items (suites/test_crossnode.py, records through ``nodegate.engine.item_record``; the rows as
@@ -53,6 +55,10 @@ def pytest_addoption(parser):
     g.addoption("--crossnode-plan", action="store_true", default=False,
                 help="with --crossnode: print the cross-node jobs and rounds (after the per-node gather) and exit; "
                      "nothing is launched")
+    g.addoption("--crossnode-live", action="store_true", default=False,
+                help="with --replay: launch the phase now over the replayed nodes instead of re-judging a recorded "
+                     "one (the Slurm fan-out: per-node bundles from nodegate-collect, srun inside the allocation); "
+                     "its evidence goes under the replay directory's crossnode/")
     g.addoption("--crossnode-run-id", metavar="ID", default=None,
                 help="the cross-node run's id (live: name it; --replay: which recorded run, default the newest)")
     g.addoption("--crossnode-ibnetdiscover", metavar="FILE", default=None,
@@ -90,7 +96,9 @@ def pytest_configure(config):
                            ibdiagnet=o.crossnode_ibdiagnet)
     except PhaseError as e:
         _usage(f"--crossnode: {e}")
-    if spec.launcher == "mpijob" and not o.replay and not o.crossnode_plan:
+    if getattr(o, "crossnode_live", False) and not o.replay:
+        _usage("--crossnode-live is for --replay (a live run launches anyway)")
+    if spec.launcher == "mpijob" and (not o.replay or o.crossnode_live) and not o.crossnode_plan:
         _usage("--crossnode: launcher mpijob: nodegate writes the MPIJob manifests (nodegate.crossnode.k8s) and "
                "never applies them; use mpirun or srun")
     config.stash[XN_KEY] = {"config": cfg, "result": None, "why_not": "the cross-node phase did not run",
@@ -177,8 +185,10 @@ def _launchers(config, spec, nodes):
     m = MpirunLauncher(mpirun=spec.mpirun or "mpirun", ssh_user=user, identity_file=key, known_hosts=kh,
                        ssh_port=port if port and port != 22 else None, connect_timeout=opts.connect_timeout,
                        extra_args=spec.mpirun_args)
-    pair = SshPairLauncher({n.name: n.target for n in nodes if n.target}, opts.hostkeys,
-                           connect_timeout=opts.connect_timeout, ready_wait_s=max(10.0, opts.connect_timeout))
+    targets = {n.name: n.target for n in nodes if n.target}
+    # no target URL (a replay without --inventory): no perftest pairs, the per-HCA stage does not run
+    pair = SshPairLauncher(targets, opts.hostkeys, connect_timeout=opts.connect_timeout,
+                           ready_wait_s=max(10.0, opts.connect_timeout)) if targets else None
     return m, pair
 
 
@@ -201,7 +211,7 @@ def _run_phase(config) -> None:
         sys.stdout.write(plan_text(nodes, cfg))
         config.stash[NO_RUN_KEY] = "--crossnode-plan"
         pytest.exit("nodegate: --crossnode-plan: nothing launched", returncode=0)
-    if run.mode == "replay":
+    if run.mode == "replay" and not config.option.crossnode_live:
         from nodegate.crossnode.inputs import recorded_runs
         ids = recorded_runs(run.bundles_dir)
         cfg.run_id = config.option.crossnode_run_id or (ids[-1] if ids else "")
