@@ -312,3 +312,28 @@ def test_a_hostile_node_name_reaches_the_html_escaped(slow_run, tmp_path):
     res = results(tmp_path / "reports")
     (row,) = [v for v in res.values() if v["check_id"] == "NG-XN-001" and v["node"] == evil]
     assert row["outcome"] == "error"              # never judged on evidence recorded for another name
+
+
+def test_a_cable_plan_naming_an_unknown_node_and_a_broken_topology_file_are_errors_naming_them(slow_run, tmp_path):
+    (tmp_path / "cables.yaml").write_text("gpu99:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 9, rail: 0}\n")
+    (tmp_path / "x.topo").write_text('Switch\t36 "S-0008f105001"\t# "leaf" base port 0 lid 1 lmc 0\n[3]\t"S-00\n')
+    spec = write_spec(tmp_path, cable_plan=str(tmp_path / "cables.yaml"), topology_file=str(tmp_path / "x.topo"))
+    r = nodegate(["--replay", str(slow_run["tmp"] / "bundles"), "--crossnode", str(spec)], tmp_path / "reports")
+    assert r.returncode == 1
+    res = results(tmp_path / "reports")
+    phase = next(v for k, v in res.items() if k.startswith("test_crossnode_phase["))
+    assert phase["outcome"] == "error"
+    assert f"topology file {tmp_path}/x.topo:2 does not parse" in phase["message"]
+    assert f"cable plan names a node not in the inventory: gpu99 ({tmp_path}/cables.yaml:1)" in phase["message"]
+    (cable,) = [v for k, v in res.items() if k.startswith("test_crossnode_link[")]
+    assert cable["outcome"] == "error" and "unknown-node" in cable["message"] and cable["node"] == ""
+    # what was measured is kept: the node verdicts are the recorded run's
+    assert node_items(res) == node_items(slow_run["results"])
+
+
+def test_a_cable_plan_that_does_not_validate_is_a_usage_error(fleet, tmp_path):
+    (tmp_path / "cables.yaml").write_text("n1:\n  - {hca: mlx5_0, switch: leaf-r0}\n")
+    spec = write_spec(tmp_path, cable_plan=str(tmp_path / "cables.yaml"))
+    r = nodegate(["--inventory", str(fleet.inventory_path), "--crossnode", str(spec)], tmp_path / "r")
+    assert r.returncode == 2 and f"cable plan {tmp_path}/cables.yaml:2: n1 cable 1: switch_port" in r.stderr
+    assert not (tmp_path / "r" / "results.jsonl").exists()
