@@ -277,7 +277,9 @@ def _items(config) -> dict:
     st = config.stash.get(XN_KEY, None)
     if st is None:
         return {}
-    if st["items"] is None:
+    # made again once the phase has run (a collection before it, e.g. learning the selection
+    # without a fork, saw no result: its items must not stand for the phase's)
+    if st["items"] is None or st.get("items_of") is not st["result"]:
         from nodegate.crossnode.present import items
         run = config.stash.get(RUN_KEY, None)
         nodes = run.all_nodes if run is not None else []
@@ -285,7 +287,7 @@ def _items(config) -> dict:
         for it in items(st["result"], nodes, st["why_not"]):
             scope = it.kind if it.kind in ("node", "job", "phase") else (it.kind if it.node else "link")
             by[(scope, it.key)] = it
-        st["items"] = by
+        st["items"], st["items_of"] = by, st["result"]
     return st["items"]
 
 
