@@ -329,6 +329,8 @@ def test_a_cable_plan_naming_an_unknown_node_and_a_broken_topology_file_are_erro
     assert cable["outcome"] == "error" and "unknown-node" in cable["message"] and cable["node"] == ""
     # what was measured is kept: the node verdicts are the recorded run's
     assert node_items(res) == node_items(slow_run["results"])
+    html = (tmp_path / "reports" / "report.html").read_text()
+    assert 'id="ng-xn-cables"' in html and "gpu99:mlx5_0/1" in html and "unknown-node" in html
 
 
 def test_a_cable_plan_that_does_not_validate_is_a_usage_error(fleet, tmp_path):
