@@ -507,10 +507,16 @@ def _is_bundle(p: Path) -> bool:
     return (p / "meta.json").is_file() or any(p.glob("*.out"))
 
 
+#: the cross-node phase's evidence below a bundles directory (``crossnode/<run id>/jobs/<job>/``,
+#: nodegate.crossnode.evidence): its job directories are bundles of jobs, never of nodes
+CROSSNODE_DIR = "crossnode"
+
+
 def discover(root: Path, max_depth: int = 4, skipped: list[Path] | None = None) -> list[Path]:
     """Bundle directories under ``root`` (``root`` itself if it is one), searched up to
     ``max_depth`` levels deep so a tree of fleets (``samples/h200-vm``, ``samples/fleet/<node>``)
-    replays as one. Symlinked directories are not followed (each one is appended to
+    replays as one. A directory ``crossnode`` that is not itself a bundle (the cross-node
+    phase's evidence) is not searched. Symlinked directories are not followed (each one is appended to
     ``skipped``, for the caller to name). Sorted by path."""
     root = Path(root)
     if _is_bundle(root):
@@ -533,7 +539,7 @@ def discover(root: Path, max_depth: int = 4, skipped: list[Path] | None = None) 
                 continue
             if _is_bundle(c):
                 found.append(c)
-            else:
+            elif c.name != CROSSNODE_DIR:
                 walk(c, depth + 1)
 
     walk(root, 1)

@@ -1,5 +1,6 @@
-"""``python -m nodegate.crossnode``: the cross-node phase on its own, until the engine's CLI
-option (issue 38, second round) runs it with the inventory and the per-node results.
+"""``python -m nodegate.crossnode``: the cross-node phase on its own, without the per-node run
+(``nodegate --inventory ... --crossnode FILE`` runs it with the inventory and the per-node
+results: plugins/nodegate_crossnode.py).
 
     python -m nodegate.crossnode --nodes nodes.txt --spec crossnode.yaml --plan
     python -m nodegate.crossnode --nodes nodes.txt --spec crossnode.yaml --evidence reports/bundles \\
@@ -22,14 +23,10 @@ import sys
 import threading
 from pathlib import Path
 
-import yaml
-
 from ..errors import SpecError
 from ..outcomes import Outcome
 from ..textsafe import shown
-from ..yamlio import safe_load
-from .phase import PhaseConfig, PhaseError, PhaseNode, plan_text, replay_phase, run_phase
-from .spec import CrossnodeSpec
+from .phase import PhaseError, PhaseNode, plan_text, replay_phase, run_phase
 
 
 _KEYS = ("gpu", "gpus", "domain")
@@ -60,18 +57,6 @@ def _nodes(path: str, user: str | None, key: str | None) -> list[PhaseNode]:
     return out
 
 
-class _BadInput(Exception):
-    """Input that makes no run possible: the message names the file (and line)."""
-
-
-def _read(what: str, path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _BadInput(f"{what} {path}: {e}") from None
-
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nodegate.crossnode", description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", required=True)
@@ -89,37 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ibdiagnet", metavar="FILE", help="an ibdiagnet log (its link errors become cable rows)")
     ap.add_argument("--json", action="store_true", help="print result.json's rows")
     a = ap.parse_args(argv)
+    from .inputs import load_spec, phase_config
     try:
-        try:
-            data = safe_load(Path(a.spec).read_text()) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise ValueError(f"{a.spec}{f':{mark.line + 1}' if mark else ''}: not YAML "
-                             f"({getattr(e, 'problem', None) or e})") from None
-        spec = CrossnodeSpec.model_validate(data.get("crossnode", data) if isinstance(data, dict) else data)
+        spec = load_spec(a.spec)
         nodes = _nodes(a.nodes, a.ssh_user, a.ssh_key)
-    except (OSError, UnicodeDecodeError, ValueError, SpecError) as e:
-        print(f"nodegate-crossnode: bad input: {shown(str(e))[:2000]}", file=sys.stderr)
-        return 2
-    cfg = PhaseConfig(spec, run_id=a.replay or a.run_id)
-    try:
-        if spec.cable_plan:
-            from .static import cable_plan_where, load_cable_plan
-            text = _read("cable plan", spec.cable_plan)
-            try:
-                cfg.cable_plan = load_cable_plan(text, source=spec.cable_plan)
-            except SpecError as e:
-                raise _BadInput(str(e)) from None
-            cfg.cable_plan_where = cable_plan_where(text, spec.cable_plan)
-        if spec.topology_file:
-            cfg.expected_topology = _read("topology file", spec.topology_file)
-        if a.ibnetdiscover:
-            cfg.discovered_topology = _read("ibnetdiscover output", a.ibnetdiscover)
-            cfg.discovered_topology_file = a.ibnetdiscover
-        if a.ibdiagnet:
-            cfg.ibdiagnet_log = _read("ibdiagnet log", a.ibdiagnet)
-            cfg.ibdiagnet_file = a.ibdiagnet
-    except _BadInput as e:
+        cfg = phase_config(spec, a.replay or a.run_id, ibnetdiscover=a.ibnetdiscover, ibdiagnet=a.ibdiagnet)
+    except (OSError, UnicodeDecodeError, ValueError, SpecError, PhaseError) as e:
         print(f"nodegate-crossnode: bad input: {shown(str(e))[:2000]}", file=sys.stderr)
         return 2
     if a.plan:

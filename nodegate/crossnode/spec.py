@@ -73,6 +73,7 @@ class CrossnodeSpec(_Section):
     topology_file: Optional[str] = Field(None, description="the expected fabric, ibnetdiscover format")
     # -- launching
     launcher: Literal["mpirun", "srun", "mpijob"] = "mpirun"
+    mpirun: str = Field("mpirun", description="the mpirun binary on the launching host (HPC-X's full path; '' = PATH's)")
     mpi: Literal["pmix", "pmi2"] = Field("pmix", description="srun --mpi=")
     partition: Optional[str] = None
     ranks_per_node: Optional[int] = Field(None, ge=1, le=64, description="processes (GPUs) per node; None: the node's GPUs")
@@ -97,7 +98,7 @@ class CrossnodeSpec(_Section):
             raise ValueError(f"{v!r}: letters, digits, '_', '.', '-' only")
         return v
 
-    @field_validator("nccl_tests_dir", "perftest_dir")
+    @field_validator("nccl_tests_dir", "perftest_dir", "mpirun")
     @classmethod
     def _dir(cls, v):
         if v and not _BINARY.match(v):

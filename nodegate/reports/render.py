@@ -282,6 +282,11 @@ def render_all(ctx: RenderContext) -> Rendered:
         if node not in seen:
             seen.add(node)
             one(node, [])
+    if other and jw is not None and "JUnit XML" not in dead:
+        # items of no node (the cross-node phase's jobs and fabric faults, a plain test): one suite,
+        # "(no node)", one testcase each; they never join a node's verdict
+        guarded("JUnit XML", ctx.junit_path, lambda: jw.add_node(NodeInfo(node="", status="accepted"), other),
+                jw.abort)
     if jw is not None and "JUnit XML" not in dead:
         got = guarded("JUnit XML", ctx.junit_path, jw.finish, jw.abort)
         if got is not None:

@@ -116,8 +116,10 @@ def parametrize(metafunc) -> None:
 
 
 #: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU);
-#: ``nodegate_site_node``: the site's own tests (nodegate.site.items)
-NODE_FIXTURES = ("verdict", "regression", "burnin_verdict", "nodegate_site_node", "perf_verdict")
+#: ``nodegate_site_node``: the site's own tests (nodegate.site.items); ``crossnode_node``: a node's
+#: cross-node items (plugins/nodegate_crossnode.py; its job and fabric items belong to no node)
+NODE_FIXTURES = ("verdict", "regression", "burnin_verdict", "nodegate_site_node", "perf_verdict",
+                 "crossnode_node")
 
 
 def item_node(item) -> str | None:

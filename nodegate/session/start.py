@@ -132,9 +132,10 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
             tw.line("nodegate: the selection could not be learned before gathering: every node is gathered",
                     yellow=True)
     elif not nodes:
-        if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None) or getattr(o, "perf", False)):
+        if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None) or getattr(o, "perf", False)
+                or getattr(o, "crossnode", None)):
             exit_nothing(config, why_nothing(config, None))
-        nodes = run.targets   # baseline/burn-in/perf items are collected from gathered nodes only
+        nodes = run.targets   # baseline/burn-in/perf/crossnode items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])
 
@@ -234,6 +235,8 @@ def streaming(config) -> bool:
     return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
                 or getattr(o, "dist", "no") not in ("no", None)
                 or getattr(o, "burn_in", None) or getattr(o, "perf", False)
+                # --crossnode: the phase takes every node's evidence at once (its prerequisites, Stage A)
+                or getattr(o, "crossnode", None)
                 # a replay of --perf bundles: the fleet rule and the perf items of every node are
                 # made from every node's figures at collection (plugins/nodegate_perf.py)
                 or replay_has(config, "perf*.run.out", "*/perf*.run.out"))
@@ -255,4 +258,6 @@ def why_gather_first(config) -> str | None:
         return "--burn-in (runs on the gathered nodes)"
     if getattr(o, "perf", False):
         return "--perf (runs on the gathered nodes; the fleet rule needs every node)"
+    if getattr(o, "crossnode", None):
+        return "--crossnode (runs across the gathered nodes; their prerequisites decide the partners)"
     return None

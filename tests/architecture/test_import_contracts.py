@@ -133,7 +133,8 @@ BOXES = {"cli": ["nodegate.cli"], "plugins": ["plugins"], "session": ["nodegate.
          "transport": ["nodegate.transport"], "probe": ["nodegate.probe"], "collect": ["nodegate.collect"],
          "engine": ["nodegate.engine"], "checks": ["nodegate.checks"], "spec": ["nodegate.spec"],
          "parsers": ["nodegate.parsers"], "facts": ["nodegate.facts"], "perfmodel": ["nodegate.perfmodel"],
-         "bundle": ["nodegate.bundle"], "perf": ["nodegate.perf", "nodegate.burnin"]}
+         "bundle": ["nodegate.bundle"], "perf": ["nodegate.perf", "nodegate.burnin"],
+         "crossnode": ["nodegate.crossnode"]}
 
 
 def _members(graph, box: str) -> set[str]:

@@ -1,0 +1,86 @@
+"""The cross-node phase's input files, read into a ``PhaseConfig``: the ``crossnode:`` section
+(a YAML file), the site's cable plan and expected topology the section names, a discovered
+fabric (ibnetdiscover output) and an ibdiagnet log. Shared by ``python -m nodegate.crossnode``
+and the ``nodegate --crossnode`` option (plugins/nodegate_crossnode.py).
+
+Errors: ``PhaseError`` naming the file (and line) for input that makes no run possible: a
+section that is not YAML or does not validate, a file that cannot be read, a cable plan that
+does not validate. A topology file that reads but does not parse is NOT an error here: the
+phase reports it (ERROR naming file:line) and keeps what it measured (docs/crossnode.md "Bad
+input").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import SpecError
+from .phase import PhaseConfig, PhaseError
+from .spec import CrossnodeSpec
+
+
+def _read(what: str, path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise PhaseError(f"{what} {path}: {e}") from None
+
+
+def load_spec(path: str) -> CrossnodeSpec:
+    """The ``crossnode:`` section of a YAML file (the section itself, or a mapping holding it
+    under ``crossnode:`` or ``nodegate: crossnode:``). Raises PhaseError naming ``path:line``."""
+    import yaml
+    from pydantic import ValidationError
+
+    from ..yamlio import safe_load
+    text = _read("cross-node spec", path)
+    try:
+        data = safe_load(text) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise PhaseError(f"{path}{f':{mark.line + 1}' if mark else ''}: not YAML "
+                         f"({getattr(e, 'problem', None) or e})") from None
+    if isinstance(data, dict) and isinstance(data.get("nodegate"), dict):
+        data = data["nodegate"]
+    if isinstance(data, dict) and "crossnode" in data:
+        data = data["crossnode"] or {}
+    try:
+        return CrossnodeSpec.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
+        key = ".".join(str(x) for x in first.get("loc", ()))
+        raise PhaseError(f"{path}: crossnode{'.' + key if key else ''}: {first.get('msg', '')}"[:2000]) from None
+
+
+def phase_config(spec: CrossnodeSpec, run_id: str = "", *, ibnetdiscover: str | None = None,
+                 ibdiagnet: str | None = None) -> PhaseConfig:
+    """A PhaseConfig with the files ``spec`` names read (cable plan, topology file) and the
+    optional discovered fabric and ibdiagnet log. Raises PhaseError naming the file."""
+    cfg = PhaseConfig(spec, run_id=run_id)
+    if spec.cable_plan:
+        from .static import cable_plan_where, load_cable_plan
+        text = _read("cable plan", spec.cable_plan)
+        try:
+            cfg.cable_plan = load_cable_plan(text, source=spec.cable_plan)
+        except SpecError as e:
+            raise PhaseError(str(e)) from None
+        cfg.cable_plan_where = cable_plan_where(text, spec.cable_plan)
+    if spec.topology_file:
+        cfg.expected_topology = _read("topology file", spec.topology_file)
+    if ibnetdiscover:
+        cfg.discovered_topology = _read("ibnetdiscover output", ibnetdiscover)
+        cfg.discovered_topology_file = ibnetdiscover
+    if ibdiagnet:
+        cfg.ibdiagnet_log = _read("ibdiagnet log", ibdiagnet)
+        cfg.ibdiagnet_file = ibdiagnet
+    return cfg
+
+
+def recorded_runs(evidence_dir: Path | str) -> list[str]:
+    """Run ids recorded under ``<evidence_dir>/crossnode/`` (those with a plan.json), oldest
+    first (run ids start with the UTC time they were made)."""
+    d = Path(evidence_dir) / "crossnode"
+    try:
+        return sorted(p.name for p in d.iterdir() if not p.is_symlink() and p.is_dir() and (p / "plan.json").is_file())
+    except OSError:
+        return []
