@@ -12,6 +12,8 @@ input").
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from ..errors import SpecError
@@ -19,16 +21,46 @@ from .phase import PhaseConfig, PhaseError
 from .spec import CrossnodeSpec
 
 
+#: the largest input file read (bytes): an ibnetdiscover topology of a 4,096-node fabric is a
+#: few MB; anything far larger is not one of these files
+READ_CAP = 256 * 1024 * 1024
+
+
 def _read(what: str, path: str) -> str:
+    """A regular file's text (a FIFO or device is refused before it is read: it would block or
+    never end), at most READ_CAP bytes. Raises PhaseError naming ``what`` and ``path``."""
     try:
-        return Path(path).read_text()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise PhaseError(f"{what} {path}: not a regular file")
+            if st.st_size > READ_CAP:
+                raise PhaseError(f"{what} {path}: {st.st_size} bytes, more than {READ_CAP}")
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = f.read(READ_CAP + 1)
+        finally:
+            os.close(fd)
+        if len(data) > READ_CAP:
+            raise PhaseError(f"{what} {path}: more than {READ_CAP} bytes")
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise PhaseError(f"{what} {path}: {e}") from None
 
 
+def _beside(path: str | None, base: Path) -> str | None:
+    """A file the section names, relative to the section file's folder (as an Ansible
+    inventory's group_vars are to the inventory), not to wherever nodegate was started."""
+    if not path:
+        return path
+    p = Path(path).expanduser()
+    return str(p if p.is_absolute() else base / p)
+
+
 def load_spec(path: str) -> CrossnodeSpec:
     """The ``crossnode:`` section of a YAML file (the section itself, or a mapping holding it
-    under ``crossnode:`` or ``nodegate: crossnode:``). Raises PhaseError naming ``path:line``."""
+    under ``crossnode:`` or ``nodegate: crossnode:``). ``cable_plan`` and ``topology_file`` are
+    read relative to the folder of ``path``. Raises PhaseError naming ``path:line``."""
     import yaml
     from pydantic import ValidationError
 
@@ -45,11 +77,14 @@ def load_spec(path: str) -> CrossnodeSpec:
     if isinstance(data, dict) and "crossnode" in data:
         data = data["crossnode"] or {}
     try:
-        return CrossnodeSpec.model_validate(data)
+        spec = CrossnodeSpec.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
         key = ".".join(str(x) for x in first.get("loc", ()))
         raise PhaseError(f"{path}: crossnode{'.' + key if key else ''}: {first.get('msg', '')}"[:2000]) from None
+    base = Path(path).parent
+    return spec.model_copy(update={"cable_plan": _beside(spec.cable_plan, base),
+                                   "topology_file": _beside(spec.topology_file, base)})
 
 
 def phase_config(spec: CrossnodeSpec, run_id: str = "", *, ibnetdiscover: str | None = None,

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,23 @@ def test_bad_spec_files_name_file_and_line(tmp_path):
         phase_config(load_spec(str(p)))
     p.write_text("launcher: srun\npartition: gpu\n")
     assert load_spec(str(p)).partition == "gpu"
+
+
+def test_files_the_section_names_are_read_beside_it_and_only_regular_ones(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "cables.yaml").write_text("gpu01:\n  - {hca: mlx5_0, switch: leaf-r0, switch_port: 1, rail: 0}\n")
+    (site / "crossnode.yaml").write_text("crossnode:\n  cable_plan: cables.yaml\n  topology_file: fabric.topo\n")
+    monkeypatch.chdir(tmp_path)   # not the section's folder: the paths must not depend on it
+    spec = load_spec(str(site / "crossnode.yaml"))
+    assert spec.cable_plan == str(site / "cables.yaml")
+    assert spec.topology_file == str(site / "fabric.topo")
+    os.mkfifo(site / "fabric.topo")   # a FIFO would block a plain read forever
+    with pytest.raises(PhaseError, match="topology file .*fabric.topo: not a regular file"):
+        phase_config(spec)
+    (site / "fabric.topo").unlink()
+    (site / "fabric.topo").write_text("")
+    assert "gpu01" in phase_config(spec).cable_plan
 
 
 def test_recorded_runs_and_discovery_skip_the_phase_evidence(tmp_path):
