@@ -76,7 +76,8 @@ class EvidenceStore:
 
     def write_job(self, job_id: str, job_meta: dict, rec: LaunchRecord) -> str:
         """The job's directory (created through safeio: nothing written through a link)."""
-        raw = {k: RawItem(k, it.stdout, it.stderr, it.rc, it.status, it.duration_s) for k, it in rec.items.items()}
+        raw = {k: RawItem(k, it.stdout, it.stderr, it.rc, duration_s=it.duration_s, status=it.status)
+               for k, it in rec.items.items()}
         meta = dict(job_meta, launcher=rec.launcher, command=rec.command, hosts=rec.hosts, env=rec.env,
                     duration_s=round(rec.duration_s, 3), timed_out=rec.timed_out, interrupted=rec.interrupted,
                     setup_error=rec.setup_error, unreachable=rec.unreachable, versions=rec.versions,

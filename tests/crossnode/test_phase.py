@@ -71,6 +71,22 @@ def test_a_run_writes_its_evidence_and_a_replay_reads_it_back(tmp_path):
     assert [(n.node, n.state) for n in again.nodes] == [(n.node, n.state) for n in res.nodes]
 
 
+def test_a_job_records_each_item_status_and_duration_in_their_own_fields(tmp_path):
+    """meta.json's items keep status and duration apart (they were swapped: a launch cut by the
+    output cap was recorded, and replayed, as a timeout; its duration as 'ok')."""
+    from nodegate.crossnode.evidence import EvidenceStore
+    rec = LaunchRecord("fake", ["fake"], ["g0", "g1"], {}, {"launch": Item(b"x\n", b"", 0, "ok", 2.5),
+                                                          "bw_client": Item(b"y\n", b"", None, "truncated", 1.25)})
+    store = EvidenceStore(tmp_path, "r1")
+    store.write_job("j1", {"job_id": "j1"}, rec)
+    items = json.loads((tmp_path / "crossnode" / "r1" / "jobs" / "j1" / "meta.json").read_text())["items"]
+    assert items["launch"]["status"] == "ok" and items["launch"]["duration_s"] == 2.5
+    assert items["bw_client"]["status"] == "truncated" and items["bw_client"]["duration_s"] == 1.25
+    b = store.load_job("j1")
+    assert (b.items["launch"].status, b.items["launch"].duration_s) == ("ok", 2.5)
+    assert (b.items["bw_client"].status, b.items["bw_client"].rc) == ("truncated", None)
+
+
 def test_replay_refuses_evidence_that_is_a_link_and_accepts_nothing_from_it(tmp_path):
     ns = nodes(4)
     fl = FakeLauncher()
