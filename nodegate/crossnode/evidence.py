@@ -101,24 +101,32 @@ class EvidenceStore:
         safeio.put(self.dir / name, (json.dumps(obj, indent=1, sort_keys=True, default=str) + "\n").encode(),
                    anchor=self.anchor)
 
-    def read_json(self, name: str) -> dict | None:
-        """``plan.json``/``result.json`` through the safe reader (regular file, capped), or None."""
+    def read_json(self, name: str, why: list[str] | None = None) -> dict | None:
+        """``plan.json``/``result.json`` through the safe reader (regular file, capped), or None;
+        then ``why`` (when given) gets the reason (missing, a link, not JSON ...)."""
         import os
+
+        def no(reason: str) -> None:
+            if why is not None:
+                why.append(reason[:300])
+            return None
         try:
             fd = safeio.open_dir(self.dir, anchor=self.anchor, create=False)
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError) as e:
+            return no(f"not read: its directory {self.dir} could not be opened ({type(e).__name__}: {e})")
         try:
             data = read_regular(fd, name, PLAN_CAP)
-        except Exception:
-            return None
+        except Exception as e:   # UnsafeFile's why: missing, a link or FIFO (not read), over the cap ...
+            return no(str(getattr(e, "why", None) or f"not read: {type(e).__name__}: {e}"))
         finally:
             os.close(fd)
         try:
             obj = json.loads(data.decode("utf-8", "replace"))
-        except (ValueError, RecursionError):
-            return None
-        return obj if isinstance(obj, dict) else None
+        except ValueError as e:
+            return no(f"is not JSON ({e})")
+        except RecursionError:
+            return no("is not JSON (nested too deep)")
+        return obj if isinstance(obj, dict) else no("is not a JSON object")
 
 
 def record_from_bundle(b: Bundle) -> LaunchRecord:

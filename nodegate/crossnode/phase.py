@@ -192,8 +192,12 @@ class _Run:
                 rec.missing = f"job {job.job_id} was not recorded ({job.key})"
                 return rec
             rec = record_from_bundle(b)
-            if str(b.meta.get("key", "")) != job.key:
-                rec.missing = f"job {job.job_id}'s evidence is of another job ({b.meta.get('key')!r})"
+            if not rec.missing and str(b.meta.get("key", "")) != job.key:
+                # a refused directory (a link) or meta.json says why above; here meta.json was read
+                got = b.meta.get("key")
+                rec.missing = (f"job {job.job_id}'s evidence is of another job ({str(got)[:300]!r})"
+                               if got is not None else
+                               f"job {job.job_id}'s meta.json names no job (missing, or without 'key'): not judged")
             return rec
         if job.hcas:
             if self.pair is None:
@@ -494,9 +498,11 @@ def replay_phase(nodes: list[PhaseNode], config: PhaseConfig, evidence_dir: Path
     if not config.run_id:
         raise PhaseError("replay needs the run id of the recorded run")
     store = EvidenceStore(evidence_dir, config.run_id)
-    plan = store.read_json("plan.json")
+    why: list[str] = []
+    plan = store.read_json("plan.json", why)
     if plan is None:
-        raise PhaseError(f"no recorded cross-node run {config.run_id!r} under {evidence_dir} (plan.json missing)")
+        raise PhaseError(f"no recorded cross-node run {config.run_id!r} under {evidence_dir} "
+                         f"(plan.json {why[0] if why else 'missing'})")
     if isinstance(plan.get("seed"), int):
         config.spec = config.spec.model_copy(update={"seed": plan["seed"]})
     if isinstance(plan.get("stages"), list):

@@ -99,6 +99,33 @@ def test_replay_refuses_evidence_that_is_a_link_and_accepts_nothing_from_it(tmp_
     assert "cleared" not in {n.state.value for n in res.nodes}
 
 
+@pytest.mark.parametrize("spoil, why", [
+    (lambda run, job: (run / "plan.json").write_text('{"nodes": ["g0", '), "plan.json is not JSON"),
+    (lambda run, job: (run / "plan.json").write_text("[" * 100000 + "]" * 100000), "plan.json is not JSON"),
+    (lambda run, job: ((run / "plan.json").rename(run / "p.json"), os.symlink(run / "p.json", run / "plan.json")),
+     "plan.json is a symbolic link"),
+    (lambda run, job: (run / "jobs" / job / "meta.json").unlink(), "meta.json names no job"),
+    (lambda run, job: ((run / "jobs" / job).rename(run / "elsewhere"),
+                       os.symlink(run / "elsewhere", run / "jobs" / job)),
+     "bundle directory not opened"),
+])
+def test_replay_of_spoiled_evidence_says_what_is_wrong_with_it(tmp_path, spoil, why):
+    """Each refusal names its cause (it said 'plan.json missing' for a plan.json that is not JSON,
+    'evidence is of another job (None)' for a job directory that is a link or has no meta.json)."""
+    ns = nodes(4)
+    fl = FakeLauncher()
+    run_phase(ns, PhaseConfig(SPEC, run_id="r2", stages=("nodes",)), launcher=fl, evidence_dir=tmp_path)
+    spoil(tmp_path / "crossnode" / "r2", fl.launched[0])
+    try:
+        res = replay_phase(ns, PhaseConfig(SPEC, run_id="r2", stages=("nodes",)), tmp_path)
+    except PhaseError as e:
+        msg = str(e)
+    else:
+        assert res.outcome is Outcome.ERROR and "cleared" not in {n.state.value for n in res.nodes}
+        msg = res.errors[0]
+    assert why in msg, msg
+
+
 def test_evidence_is_never_written_through_a_planted_link(tmp_path):
     (tmp_path / "crossnode" / "r3").mkdir(parents=True)
     target = tmp_path / "elsewhere"
