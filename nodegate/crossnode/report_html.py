@@ -17,6 +17,7 @@ from __future__ import annotations
 from html import escape
 
 from ..outcomes import Outcome
+from ..textsafe import shown
 from .model import NodeState, PhaseResult
 
 _COLOUR = {Outcome.PASS: "#2e7d32", Outcome.FAIL: "#c62828", Outcome.ERROR: "#ef6c00", Outcome.SKIP: "#757575"}
@@ -29,8 +30,9 @@ MAX_BOXES = 40
 
 
 def e(v, cap: int = 300) -> str:
-    """Escaped text (elements and attributes), capped to ``cap`` characters."""
-    s = "" if v is None else str(v)
+    """Escaped text (elements and attributes), capped to ``cap`` characters; control characters
+    shown as ``\\x1b`` (a tooltip held the raw ESC/BEL of a replayed node's text)."""
+    s = shown(v)
     return escape(s[:cap] + ("…" if len(s) > cap else ""), quote=True)
 
 

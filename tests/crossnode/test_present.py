@@ -83,6 +83,18 @@ def test_the_section_escapes_every_node_text_and_draws_the_tree():
     assert "<line" in svg                                  # the failed screen leads to the confirm job
 
 
+def test_the_section_shows_control_characters_of_node_text_escaped():
+    """A replayed node's text with terminal escapes (ESC, BEL, a bidi override) reaches no HTML raw:
+    the tree's tooltips held them unescaped."""
+    res = _result()
+    hostile = "\x1b[2J\x1b]0;pwned\x07\u202e"
+    res.nodes[0].why = hostile
+    res.jobs[0].message = hostile
+    for out in (section_html(res), tree_svg(res)):
+        assert not any(c in out for c in "\x1b\x07\u202e")
+        assert "\\x1b[2J" in out
+
+
 def _rec(it) -> Record:
     return Record("suites/test_crossnode.py::x", it.result.outcome.value, node=it.node, check_id=it.check[0],
                   message=it.result.message, observed=it.result.observed)
