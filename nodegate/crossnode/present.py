@@ -184,6 +184,12 @@ def phase_item(res: PhaseResult | None, why_not: str = "") -> XnItem:
         return XnItem("phase", key, "", Result.errored("; ".join(res.errors[:10]) + f" ({what})",
                                                       "the phase runs every stage", what), _REMEDIATION["phase"],
                       evidence_dir=res.evidence)
+    if not res.jobs and res.nodes:
+        # nothing launched or judged (fewer than two usable nodes): not a phase that ran to the end
+        why = next((n.why for n in res.nodes if n.state is NodeState.UNTESTED and n.why), "") or "no usable node pair"
+        return XnItem("phase", key, "", Result.errored(f"no cross-node job ran: {why} ({what})",
+                                                      "the phase runs every stage", what), _REMEDIATION["phase"],
+                      evidence_dir=res.evidence)
     return XnItem("phase", key, "", Result.passed("the phase runs every stage", what, f"ran: {what}"),
                   evidence_dir=res.evidence)
 

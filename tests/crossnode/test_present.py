@@ -59,6 +59,15 @@ def test_a_phase_that_did_not_run_leaves_every_node_error():
     assert all("launcher mpijob" in i.result.message for i in got)
 
 
+def test_a_phase_that_ran_no_job_is_error_never_pass():
+    """``--limit`` down to one usable node: no job is possible; the phase item said PASS
+    ('ran: 0 jobs in 0 rounds') while the terminal said cross-node ERROR."""
+    from nodegate.crossnode.present import phase_item
+    res = PhaseResult("t", nodes=[NodeRow("n1", NodeState.UNTESTED, "fewer than two usable nodes")])
+    it = phase_item(res)
+    assert it.result.outcome is Outcome.ERROR and "fewer than two usable nodes" in it.result.message
+
+
 def test_owners_of_jobs_faults_and_cables():
     res = _result()
     nodes = {"n1", "n2", EVIL}
