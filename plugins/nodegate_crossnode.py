@@ -79,6 +79,10 @@ def _usage(msg: str):
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     o = config.option
+    if getattr(o, "crossnode", None) is not None and not str(o.crossnode).strip() \
+            and config.stash.get(ACTIVE_KEY, False):
+        # `--crossnode "$XN_SPEC"` with the variable unset: the run went on without the phase
+        _usage("--crossnode: an empty file name (give the file holding the crossnode: section)")
     if not getattr(o, "crossnode", None):
         # an option of the phase without the phase: silently ignored, a --replay --crossnode-run-id ID would
         # judge the nodes on their per-node checks alone (a node the recorded phase confirmed faulty accepted)

@@ -26,3 +26,16 @@ def test_a_crossnode_option_without_crossnode_is_a_usage_error(opts, tmp_path):
     assert f"{opts[0]} needs --crossnode FILE" in r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     assert not (reports / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("opts", [["--crossnode", ""], ["--crossnode=  "]])
+def test_an_empty_crossnode_file_name_is_a_usage_error(opts, tmp_path):
+    """`--crossnode "$XN_SPEC"` with the variable unset ran the per-node checks alone (exit 0/1 with
+    nodes accepted that the phase would have judged)."""
+    reports = tmp_path / "reports"
+    r = subprocess.run([sys.executable, "-m", "nodegate.cli", "--replay", str(SAMPLES), "--reports-dir", str(reports),
+                        "-p", "no:cacheprovider", "-q", *opts], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "--crossnode: an empty file name" in r.stderr
+    assert not (reports / "results.jsonl").exists()
