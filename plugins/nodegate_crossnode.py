@@ -23,6 +23,7 @@ process, and the session judges what was measured (nodegate.session.phase.run_in
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -96,6 +97,12 @@ def pytest_configure(config):
     if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
         # the phase runs once, over every node, in the controller: its items cannot be split
         _usage("--crossnode does not run under pytest-xdist (-n/--dist): run it without -n")
+    rid = getattr(o, "crossnode_run_id", None)
+    if rid is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", rid):
+        # the evidence directory's name under <bundles>/crossnode/: '../x' failed only after the gather,
+        # as an internal error of the phase
+        _usage(f"--crossnode-run-id {rid[:200]!r}: not a run id (letters, digits, '.', '_', "
+               f"'-'; at most 128, not starting with '.' or '-')")
     from nodegate.crossnode.inputs import load_spec, phase_config
     from nodegate.crossnode.phase import PhaseError
     try:

@@ -39,3 +39,17 @@ def test_an_empty_crossnode_file_name_is_a_usage_error(opts, tmp_path):
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "--crossnode: an empty file name" in r.stderr
     assert not (reports / "results.jsonl").exists()
+
+
+@pytest.mark.parametrize("rid", ["../../escaped", "/tmp/x", "a/b", ".hidden", "x\x1b[2J", ""])
+def test_a_run_id_that_is_no_directory_name_is_a_usage_error(rid, tmp_path):
+    """The run id names <bundles>/crossnode/<run id>/: '../x' failed after the whole gather, as an
+    'internal error in the cross-node phase: ValueError ...'."""
+    (tmp_path / "xn.yaml").write_text("crossnode: {fabric: ib-ndr400}\n")
+    reports = tmp_path / "reports"
+    r = subprocess.run([sys.executable, "-m", "nodegate.cli", "--replay", str(SAMPLES), "--reports-dir", str(reports),
+                        "-p", "no:cacheprovider", "-q", "--crossnode", "xn.yaml", "--crossnode-run-id", rid],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "not a run id" in r.stderr and "\x1b[" not in r.stderr
+    assert not (reports / "results.jsonl").exists()
