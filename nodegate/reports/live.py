@@ -324,10 +324,10 @@ class RunReports:
             return None
         self._keep_extras(rec, report)
         if getattr(report, "when", None) == "teardown":
-            done = self.book.finish(report.nodeid)
-            if done is not None and (done.has_nodegate or done.node):
-                self.open()
-                self.writer.write(finalize(done))
+            for done in self.book.finish_test(report.nodeid):   # a folded GPU check: one per GPU
+                if done.has_nodegate or done.node:
+                    self.open()
+                    self.writer.write(finalize(done))
         return rec
 
     def _keep_extras(self, rec: Record, report) -> None:
