@@ -384,7 +384,8 @@ class RunReports:
             return self.info(node, got[0], got[1], spec_source.get(node, ""))
 
         ctx = RenderContext(
-            reports_dir=self.reports_dir, results_path=self.writer.path, interleaved=self.writer.interleaved,
+            reports_dir=self.reports_dir, results_path=self.writer.path,
+            interleaved=self.writer.interleaved or not self.writer.in_order(nodes),
             nodes=nodes, infos=self.infos, expected=expected, extras=self.extras, title=title,
             inventory=inventory, started_at=started, junit_path=self.junit_path, html_path=self.html_path,
             junit_max_objects=junit_max_objects, sections=list(sections or []),

@@ -272,7 +272,7 @@ def render_all(ctx: RenderContext) -> Rendered:
     # run's bundles/<node>/ folders share the archives' folder (bundles/<node>.tar.gz)
     page_names = FileNames()
     archive_names = FileNames(reserved=[n[:-len(".tar.gz")] for n in ctx.nodes if n.endswith(".tar.gz")])
-    for node, recs in node_groups(ctx.results_path, ctx.interleaved):
+    for node, recs in node_groups(ctx.results_path, ctx.interleaved, ctx.nodes):
         if not node:
             other.extend(recs)
             continue
