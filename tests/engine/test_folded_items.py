@@ -62,21 +62,26 @@ def _counts(out: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def demo_runs(tmp_path_factory):
-    """The demo fleet (passes, FAILs, SKIPs and ERRORs) with folded items, unsharded and in shards
-    of 4, and with one item per GPU."""
+    """The demo fleet (passes, FAILs, SKIPs and ERRORs) with folded items and with one item per GPU,
+    unsharded and in shards of 4."""
     base = tmp_path_factory.mktemp("fold")
     return {name: _run(base, SAMPLES, name, *extra) for name, extra in (
-        ("folded", ()), ("folded-shards", ("--shard-nodes", "4")), ("per-gpu", ("--per-gpu-items",)))}
+        ("folded", ("--shard-nodes", "0")), ("folded-shards", ("--shard-nodes", "4")),
+        ("per-gpu", ("--per-gpu-items", "--shard-nodes", "0")),
+        ("per-gpu-shards", ("--per-gpu-items", "--shard-nodes", "4")))}
 
 
 def test_folded_items_write_every_report_as_per_gpu_items(demo_runs):
-    per_gpu = _reports(demo_runs["per-gpu"][0])
-    assert "results.jsonl" in per_gpu and "junit.xml" in per_gpu and "report.html" in per_gpu
-    for name in ("folded", "folded-shards"):
-        got = _reports(demo_runs[name][0])
-        assert sorted(got) == sorted(per_gpu), name
+    for folded, per_gpu_run in (("folded", "per-gpu"), ("folded-shards", "per-gpu-shards")):
+        per_gpu = _reports(demo_runs[per_gpu_run][0])
+        assert "results.jsonl" in per_gpu and "junit.xml" in per_gpu and "report.html" in per_gpu
+        got = _reports(demo_runs[folded][0])
+        assert sorted(got) == sorted(per_gpu), folded
         for f in per_gpu:
-            assert got[f] == per_gpu[f], (name, f)
+            assert got[f] == per_gpu[f], (folded, f)
+    # sharded or not: the same records (a shard writes its node-identity items after its nodes)
+    whole, shards = (sorted(_reports(demo_runs[n][0])["results.jsonl"].splitlines()) for n in ("folded", "folded-shards"))
+    assert whole == shards
     lines = [json.loads(ln) for ln in per_gpu["results.jsonl"].splitlines()]
     assert any(d["nodeid"].endswith("-gpu7]") for d in lines)   # one record per GPU, its per-GPU id
 
@@ -92,10 +97,10 @@ def test_folded_items_are_fewer_with_the_same_outcomes(demo_runs):
 def test_the_folded_item_names_the_failing_gpu(tmp_path):
     fleet = tmp_path / "fleet"
     shutil.copytree(AER, fleet / AER.name)
-    rep, out = _run(tmp_path, fleet, "r", "--tb=line", rc=(1,))
+    rep, out = _run(tmp_path, fleet, "r", "--tb=short", "-rf", rc=(1,))
     assert "FAILED suites/test_pcie_errors.py::test_pcie_errors[aer-fatal-upstream] - [NG-PCIERR-001] " in out
-    line = next(ln for ln in out.splitlines() if ln.startswith("FAILED suites/test_pcie_errors.py"))
-    assert "1 of 8 GPU(s) failed" in line and "0000:4c:00.0" in line
+    # the GPU as its own message names it: index, bus id, serial
+    assert "[NG-PCIERR-001] 1 of 8 GPU(s) failed: GPU 2 (0000:4c:00.0, serial 1320000060493): upstream port" in out
     recs = [json.loads(ln) for ln in (rep / "results.jsonl").read_text().splitlines()]
     pcie = {d["gpu_index"]: d["outcome"] for d in recs if d["check_id"] == "NG-PCIERR-001"}
     assert pcie == {**{i: "pass" for i in range(8) if i != 2}, 2: "fail"}
@@ -121,7 +126,8 @@ def test_a_selection_naming_a_gpu_selects_what_per_gpu_items_select(tmp_path, ho
     rep, out = _run(tmp_path, fleet, "folded", *argv, paths=paths)
     per_gpu_rep, per_gpu_out = _run(tmp_path, fleet, "per-gpu", *argv, "--per-gpu-items", paths=paths)
     assert _reports(rep)["results.jsonl"] == _reports(per_gpu_rep)["results.jsonl"]
-    assert _counts(out) == _counts(per_gpu_out), (out[-500:], per_gpu_out[-500:])
+    if how != "--deselect":   # only the named GPUs' items are selected: per-GPU items in both runs
+        assert _counts(out) == _counts(per_gpu_out), (out[-500:], per_gpu_out[-500:])
     ids = [json.loads(ln)["nodeid"] for ln in (rep / "results.jsonl").read_text().splitlines()]
     if how == "--deselect":
         assert gpu2 not in ids and gpu2.replace("gpu2", "gpu3") in ids
