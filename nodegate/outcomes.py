@@ -62,6 +62,17 @@ class Result:
         return cls(Outcome.ERROR, expected, observed, message, **kw)
 
 
+#: one check's outcomes on a node folded into one, worst first: fail > error > skip > pass ("" not
+#: run). THE rank of every fold: the HTML matrix's cell per check and node (nodegate.reports.html),
+#: and a folded GPU check's item (nodegate.engine.fold: one item per check and node carrying its GPUs)
+OUTCOME_RANK = {"": 0, "pass": 1, "skip": 2, "error": 3, "fail": 4}
+
+
+def worst_outcome(outcomes) -> str:
+    """The worst of ``outcomes`` (their ``value`` strings) by ``OUTCOME_RANK``; "" for none."""
+    return max(outcomes, key=lambda o: OUTCOME_RANK.get(o, 0), default="")
+
+
 def asserted(res: Result, remediation: str) -> Result:
     """The Result a suite test asserts on (``assert verdict.ok, verdict.message``): a FAIL's
     message with the remediation on a line of its own, ``Remediation: ...``, so pytest's failure

@@ -3,7 +3,8 @@
 Flow: pytest_configure validates the inventory and every node's spec (nothing contacted; a bad
 spec exits 2 naming file, key and reason) -> pytest_sessionstart gathers all nodes in parallel
 (or loads bundles with --replay; xdist workers load the controller's bundles) ->
-pytest_generate_tests parametrizes each suite test by node (and GPU) -> pytest_runtest_setup
+pytest_generate_tests parametrizes each suite test by node (a GPU check's GPUs folded into its
+item, or one item per GPU: nodegate.session.granularity) -> pytest_runtest_setup
 evaluates the check (ERROR fails the setup, SKIP skips) and the test asserts PASS.
 """
 
@@ -86,6 +87,10 @@ def pytest_addoption(parser):
                      "instead of running the tests while the nodes are gathered (needs gpu.count)")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
+    g.addoption("--per-gpu-items", action="store_true",
+                help="one item per GPU check and GPU, test_x[<node>-gpu<i>], instead of one per check and node "
+                     "carrying its GPUs (the reports are the same either way; a -k, --deselect, test path or --lf "
+                     "that names a GPU gets per-GPU items without it)")
     g.addoption("--shard-nodes", type=int, default=shardplan.DEFAULT_SHARD_NODES, metavar="N",
                 help="bounded memory: above N nodes, collect and run the items of N nodes at a time "
                      f"(default {shardplan.DEFAULT_SHARD_NODES}; 0: never)")

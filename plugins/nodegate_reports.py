@@ -235,7 +235,8 @@ class NodegateReports:
                           started=str(getattr(run, "started_at", "") or "") if run is not None else "",
                           environment=run_environment(run, env),
                           junit_max_objects=int(getattr(self.config.option, "junit_max_objects", None)
-                                                or junit.MAX_OBJECTS))
+                                                or junit.MAX_OBJECTS),
+                          run_order=bool(getattr(self.config.option, "numprocesses", None)))
         failures = self.state.rendered.failures if self.state.rendered is not None else []
         if failures:
             report_failures(session, self.config, failures, self.paths.get("junit"))

@@ -7,6 +7,8 @@ nodegate.collect turns it into facts, and then
 - ``evaluate(facts, spec, selection, node)`` / ``evaluate_item(...)`` (``evaluate``): each selected
   (check, GPU) pair -> an ``ItemResult`` (its Result, the record every report reads, the JUnit
   properties), the catalog's rules (nodegate.checks) doing the judging;
+- ``fold(parts, node)`` (``fold``): a GPU check's per-GPU results on one node -> the one item
+  that presents them (the worst outcome, each failing GPU named; the per-GPU records kept);
 - ``node_verdict(counts, expected, ...)`` (``verdict``): a node's results -> accepted, need
   action or not evaluated, with the reason: THE one place a node's verdict is decided.
 
@@ -19,8 +21,9 @@ from __future__ import annotations
 
 from .evaluate import (IDENTITY_CHECK, PROP_KEYS, ItemResult, NodeContext, clash_message, evaluate,
                        evaluate_item, item_record)
+from .fold import FoldedResult, fold
 from .verdict import (ACCEPTED, NEED_ACTION, NOT_EVALUATED, STATUSES, node_verdict, selection_reasons,
                       verdict)
 
-__all__ = ["ACCEPTED", "IDENTITY_CHECK", "ItemResult", "NEED_ACTION", "NOT_EVALUATED", "NodeContext", "PROP_KEYS",
+__all__ = ["ACCEPTED", "FoldedResult", "fold", "IDENTITY_CHECK", "ItemResult", "NEED_ACTION", "NOT_EVALUATED", "NodeContext", "PROP_KEYS",
            "STATUSES", "clash_message", "evaluate", "evaluate_item", "item_record", "node_verdict", "selection_reasons", "verdict"]

@@ -36,7 +36,7 @@ FINDING_NODES_SHOWN = 30
 
 #: matrix cell classes (one letter: the cells are most of the page's bytes)
 CELL = {"pass": "p", "skip": "s", "fail": "f", "error": "e", "": "n"}
-OUTCOME_RANK = {"": 0, "pass": 1, "skip": 2, "error": 3, "fail": 4}
+from ..outcomes import OUTCOME_RANK, worst_outcome  # noqa: E402,F401  (the one rank: nodegate.outcomes)
 from .status import STATUS_CLASS_NAMES as STATUS_CLASS  # noqa: E402
 
 STYLE = """<style>
@@ -71,10 +71,6 @@ div.mx{max-height:62vh;overflow:auto;border:1px solid #ddd;display:inline-block;
 def _c(value, cls: str = "") -> str:
     c = f' class="{cls}"' if cls else ""
     return f"<td{c}>{esc('?' if value is None else value, 500, keep_newlines=False)}</td>"
-
-
-def worst_outcome(outcomes) -> str:
-    return max(outcomes, key=lambda o: OUTCOME_RANK.get(o, 0), default="")
 
 
 class MatrixRow:

@@ -324,10 +324,10 @@ class RunReports:
             return None
         self._keep_extras(rec, report)
         if getattr(report, "when", None) == "teardown":
-            done = self.book.finish(report.nodeid)
-            if done is not None and (done.has_nodegate or done.node):
-                self.open()
-                self.writer.write(finalize(done))
+            for done in self.book.finish_test(report.nodeid):   # a folded GPU check: one per GPU
+                if done.has_nodegate or done.node:
+                    self.open()
+                    self.writer.write(finalize(done))
         return rec
 
     def _keep_extras(self, rec: Record, report) -> None:
@@ -356,7 +356,7 @@ class RunReports:
 
     # ------------------------------------------------------------------ end of the session
     def render(self, *, run, expected: dict, title: str, inventory: str, started: str, environment: dict,
-               junit_max_objects: int, sections: list | None = None) -> None:
+               junit_max_objects: int, sections: list | None = None, run_order: bool = False) -> None:
         """Every report from results.jsonl (nodegate.reports.render); ``run`` (FleetRun) gives the
         node list, the nodes' facts and, from its selection, why nodes were not evaluated."""
         if self.writer is None:
@@ -384,12 +384,14 @@ class RunReports:
             return self.info(node, got[0], got[1], spec_source.get(node, ""))
 
         ctx = RenderContext(
-            reports_dir=self.reports_dir, results_path=self.writer.path, interleaved=self.writer.interleaved,
+            reports_dir=self.reports_dir, results_path=self.writer.path,
+            # run_order (xdist): workers finish nodes in their own time; the reports follow the run's order
+            interleaved=self.writer.interleaved or (run_order and not self.writer.in_order(nodes)),
             nodes=nodes, infos=self.infos, expected=expected, extras=self.extras, title=title,
             inventory=inventory, started_at=started, junit_path=self.junit_path, html_path=self.html_path,
             junit_max_objects=junit_max_objects, sections=list(sections or []),
             environment=ng_html.escape_environment(ng_metadata.redact(dict(environment))) if environment else {},
-            info_for=info_for, reasons=reasons, deselected=deselected)
+            info_for=info_for, reasons=reasons, deselected=deselected, run_order=run_order)
         self.rendered = render_all(ctx)
         self.outputs = self.rendered.outputs
         w = self.writer

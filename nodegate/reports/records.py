@@ -138,11 +138,25 @@ class RecordBook:
         # nodeid -> the report.nodegate dict last copied into its record: the suite plugin gives
         # setup, call and teardown the same dict, which is then copied (cleaned) once, not 3 times
         self._filled_from: dict[str, dict] = {}
+        # a folded item's test id -> its GPUs' record ids (the records written at its teardown)
+        self._parts: dict[str, list[str]] = {}
 
     def update(self, report) -> Record | None:
+        """Take one phase report. A folded GPU check's report (its nodegate dict has ``parts``:
+        one record per GPU, each with its ``nodeid``, nodegate.engine.fold) updates each GPU's
+        record as one item per GPU would (the first is returned)."""
         nodeid = getattr(report, "nodeid", None)
         if not nodeid or getattr(report, "when", None) is None:
             return None
+        ng = nodegate_dict(report)
+        parts = ng.get("parts") if ng is not None else None
+        if parts:
+            self._parts[nodeid] = [str(p.get("nodeid") or nodeid) for p in parts]
+            got = [self._update(pid, report, p) for pid, p in zip(self._parts[nodeid], parts)]
+            return got[0]
+        return self._update(nodeid, report, ng)
+
+    def _update(self, nodeid: str, report, ng: dict | None) -> Record:
         rec = self.records.get(nodeid)
         if rec is None:
             rec = self.records[nodeid] = Record(nodeid=clean(nodeid, 500))
@@ -150,7 +164,6 @@ class RecordBook:
             if m:   # fallback identity until a report carries the nodegate dict
                 rec.node = one_line(m[0], 300)
                 rec.gpu_index = m[1]
-        ng = nodegate_dict(report)
         py = _pytest_outcome(report)
         if ng is not None:
             if self._filled_from.get(nodeid) is not ng:
@@ -170,6 +183,12 @@ class RecordBook:
         """The record of ``nodeid`` (its teardown was reported), removed from the book."""
         self._filled_from.pop(nodeid, None)
         return self.records.pop(nodeid, None)
+
+    def finish_test(self, nodeid: str) -> list[Record]:
+        """The records of the test ``nodeid`` (its teardown was reported), removed from the book:
+        one per GPU of a folded item, else its one record (none when it has no record)."""
+        ids = self._parts.pop(nodeid, None) or [nodeid]
+        return [r for r in (self.finish(i) for i in ids) if r is not None]
 
     def __iter__(self):
         return iter(self.records.values())

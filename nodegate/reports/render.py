@@ -44,6 +44,8 @@ class RenderContext:
     reports_dir: Path
     results_path: Path
     interleaved: bool = False
+    #: the nodes rendered in ``nodes``' order, not results.jsonl's (xdist: workers finish nodes in their own time)
+    run_order: bool = False
     nodes: list[str] = field(default_factory=list)                 # every node of the run, run order
     infos: Mapping[str, NodeInfo] = field(default_factory=dict)    # node -> facts captured during the run (.get)
     expected: dict[str, int] = field(default_factory=dict)         # node -> items collected before deselection
@@ -272,7 +274,7 @@ def render_all(ctx: RenderContext) -> Rendered:
     # run's bundles/<node>/ folders share the archives' folder (bundles/<node>.tar.gz)
     page_names = FileNames()
     archive_names = FileNames(reserved=[n[:-len(".tar.gz")] for n in ctx.nodes if n.endswith(".tar.gz")])
-    for node, recs in node_groups(ctx.results_path, ctx.interleaved):
+    for node, recs in node_groups(ctx.results_path, ctx.interleaved, ctx.nodes if ctx.run_order else ()):
         if not node:
             other.extend(recs)
             continue

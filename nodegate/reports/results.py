@@ -83,6 +83,15 @@ class ResultsWriter:
         self.interleaved = False
         self._last = None
         self._seen: set[str] = set()
+        #: the nodes in the order their first line was written
+        self.order: list[str] = []
+
+    def in_order(self, nodes) -> bool:
+        """The nodes' lines came in the order of ``nodes`` (the run's): not so on an xdist run,
+        whose workers finish nodes in their own time (the readers then follow ``nodes``)."""
+        rank = {n: i for i, n in enumerate(nodes)}
+        got = [rank[n] for n in self.order if n in rank]
+        return all(a < b for a, b in zip(got, got[1:]))
 
     def write(self, rec: Record) -> None:
         """One line. An OSError (disk full) never stops the run: writing stops, the file keeps
@@ -94,6 +103,8 @@ class ResultsWriter:
             if rec.node != self._last:
                 if rec.node in self._seen:
                     self.interleaved = True
+                else:
+                    self.order.append(rec.node)
                 self._seen.add(rec.node)
                 self._last = rec.node
                 self._fh.flush()
@@ -179,7 +190,7 @@ def _line_node(line: bytes) -> str | None:
 _DECODER = json.JSONDecoder()
 
 
-def _indexed_groups(path: Path) -> Iterator[tuple[str, list[Record]]]:
+def _indexed_groups(path: Path, order=()) -> Iterator[tuple[str, list[Record]]]:
     from array import array
     index: dict[str, array] = {}
     with open(path, "rb") as fh:
@@ -189,7 +200,12 @@ def _indexed_groups(path: Path) -> Iterator[tuple[str, list[Record]]]:
             if isinstance(node, str):
                 index.setdefault(node, array("q")).append(pos)
             pos += len(line)
-        for node, offsets in index.items():
+        # the run's node order first (xdist: the file holds nodes in the order workers finished
+        # them; the reports must not depend on it), then any other node as it first appeared
+        rank = {n: i for i, n in enumerate(order)}
+        first = {n: i for i, n in enumerate(index)}
+        for node in sorted(index, key=lambda n: (rank.get(n, len(rank)), first[n])):
+            offsets = index[node]
             recs = []
             for off in offsets:
                 fh.seek(off)
@@ -202,14 +218,15 @@ def _indexed_groups(path: Path) -> Iterator[tuple[str, list[Record]]]:
             yield node, recs
 
 
-def node_groups(path: Path, interleaved: bool = False) -> Iterator[tuple[str, list[Record]]]:
+def node_groups(path: Path, interleaved: bool = False, order=()) -> Iterator[tuple[str, list[Record]]]:
     """(node, its records) in file order: one group per run of consecutive lines of a node,
     holding one node in memory at a time. ``interleaved`` (lines of nodes mixed: the run-wide
     node-identity items of each shard come after its nodes' own): one node at a time too, in
     first-appearance order, from an index of each node's line offsets (8 bytes a line: reading
-    every record first took 2.2 GB at 4,096 nodes, docs/performance.md)."""
+    every record first took 2.2 GB at 4,096 nodes, docs/performance.md), in the run's node order
+    (``order``) where given, so an xdist run's reports do not follow its workers' timing."""
     if interleaved:
-        yield from _indexed_groups(path)
+        yield from _indexed_groups(path, order)
         return
     cur: str | None = None
     recs: list[Record] = []

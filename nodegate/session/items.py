@@ -1,7 +1,10 @@
-"""The items of a nodegate run: one per check and node (and GPU), ordered node by node.
+"""The items of a nodegate run: one per check and node, ordered node by node.
 
-Test ids: ``test_<check name>[<node>]`` for node checks, ``test_<check name>[<node>-gpu<i>]`` for
-GPU checks (docs/contributing.md). A suite test takes ``verdict``, a direct parameter
+Test ids: ``test_<check name>[<node>]`` for node checks and, by default, for GPU checks too (the
+item evaluates every GPU of the node and carries one record per GPU: nodegate.engine.fold);
+``test_<check name>[<node>-gpu<i>]``, one item per GPU, where the run's selection names GPUs
+(``-k``, ``--deselect``, a test path, ``--lf``: nodegate.session.granularity) or with
+``--per-gpu-items`` (docs/contributing.md). A suite test takes ``verdict``, a direct parameter
 (``VerdictParam``) evaluated in setup (nodegate.session.verdicts).
 """
 
@@ -13,6 +16,7 @@ from .. import checks as ng_checks
 from ..engine.evaluate import IDENTITY_CHECK
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
+from . import granularity
 from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
 
 #: GPU slots collected for a node without gpu.count while only the selection is being learned
@@ -32,21 +36,28 @@ def uses_xdist(config) -> bool:
 
 
 class VerdictParam:
-    """The ``verdict`` argument of a suite test: one check on one node (and GPU slot).
+    """The ``verdict`` argument of a suite test: one check on one node (and GPU slot, or all of
+    the node's GPU slots).
 
     Collected as a direct parameter (``check_id``, ``node``, ``slot``, ``provisional``: the slot
-    came from gpu.count before the node was gathered). The check is evaluated in setup
+    came from gpu.count before the node was gathered; ``slots``: a GPU check's every slot on the
+    node, its item folded, None for an item of one slot or a node check). The check is evaluated in setup
     (``pytest_runtest_setup``: ERROR fails the setup, SKIP skips); the test then reads the
     Result through this object (``verdict.ok``, ``verdict.message``, any Result attribute). A
     direct parameter instead of an indirect fixture: pytest's fixture machinery was ~14 % of the
     controller's CPU per item; and the item gets it in ``funcargs`` at collection, so pytest sets
     up no fixture for it at all (``prefill_verdict_item``; docs/performance.md)."""
 
-    __slots__ = ("check_id", "node", "slot", "provisional", "result")
+    __slots__ = ("check_id", "node", "slot", "provisional", "result", "slots")
 
-    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False):
+    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False, slots: tuple | None = None):
         self.check_id, self.node, self.slot, self.provisional = check_id, node, slot, provisional
+        self.slots = slots
         self.result: Result | None = None
+
+    def records(self) -> int:
+        """The records this item writes: one per GPU slot of a folded item, else one."""
+        return 1 if self.slots is None else len(self.slots)
 
     def __getattr__(self, name):   # only for names that are not slots: the Result's
         r = self.result
@@ -56,6 +67,8 @@ class VerdictParam:
 
     def __repr__(self) -> str:
         where = self.node if self.slot is None else f"{self.node}-gpu{self.slot.index}"
+        if self.slots is not None:
+            where += f", {len(self.slots)} GPU(s)"
         return f"VerdictParam({self.check_id} on {where})"
 
 
@@ -76,43 +89,55 @@ def node_slots(run: FleetRun, node: str):
 
 
 def parametrize(metafunc) -> None:
-    """pytest_generate_tests for suite tests taking ``verdict``: one item per node (node checks)
-    or per node and GPU (GPU checks: from gpu.count while the node is still being gathered,
-    else from what it reports)."""
+    """pytest_generate_tests for suite tests taking ``verdict``: one item per node (node checks;
+    GPU checks, their GPU slots folded into the item) or per node and GPU (GPU checks where the
+    selection tells GPUs apart: ``granularity``). The slots come from gpu.count while the node
+    is still being gathered, else from what it reports."""
     if "verdict" not in metafunc.fixturenames:
         return
     run = metafunc.config.stash.get(RUN_KEY, None)
     name = metafunc.function.__name__.removeprefix("test_")
     cdef = ng_checks.by_name(name)
     params, ids = [], []
+    gran = granularity.of(metafunc.config)
+    base = metafunc.definition.nodeid
     # learning the selection (preselect's child), or --collect-only of a live run: nothing is
     # gathered, a node without gpu.count gets PRESELECT_GPU_SLOTS stand-in GPU items
     pre = metafunc.config.stash.get(PRESELECT_KEY, False) or (
         metafunc.config.option.collectonly and run is not None and run.mode in ("ssh", "local"))
     if run is not None:
         for node in run.nodes:
-            if pre and cdef.scope != "node":
-                n = int(spec_get(run.spec[node], "gpu.count") or PRESELECT_GPU_SLOTS)
-                for i in range(n):
-                    params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
-                    ids.append(f"{node}-gpu{i}")
-            elif cdef.scope == "node":
+            if cdef.scope == "node":
                 params.append(VerdictParam(cdef.id, node))
                 ids.append(node)
-            elif run.overlapped and spec_get(run.spec[node], "gpu.count"):
-                # not gathered yet: the spec's slots (gpu.count), resolved to the GPU the node
-                # reports at that index when the item runs (verdicts.resolve_slot)
-                for i in range(int(spec_get(run.spec[node], "gpu.count"))):
-                    params.append(VerdictParam(cdef.id, node, ng_checks.GpuSlot(i, None), True))
-                    ids.append(f"{node}-gpu{i}")
-            else:
-                # its GPU items follow what it reports: gathered (overlapped: waited for) or, on
-                # a bounded-memory run, read now (released once its items are done)
-                run.wait(node)
-                for slot in node_slots(run, node):
-                    params.append(VerdictParam(cdef.id, node, slot))
+                continue
+            slots, provisional = gpu_items_of(run, node, pre)
+            if not slots:
+                continue
+            if gran.per_gpu(base, node, [s.label for s in slots]):
+                for slot in slots:
+                    params.append(VerdictParam(cdef.id, node, slot, provisional))
                     ids.append(f"{node}-{slot.label}")
+            else:
+                params.append(VerdictParam(cdef.id, node, None, provisional, tuple(slots)))
+                ids.append(node)
     metafunc.parametrize("verdict", params, ids=ids)
+
+
+def gpu_items_of(run: FleetRun, node: str, pre: bool) -> tuple[list, bool]:
+    """A GPU check's slots on ``node`` and whether they are provisional (from gpu.count, resolved
+    when the item runs: verdicts.resolve_slot), the same for a folded item and per-GPU items."""
+    if pre:
+        n = int(spec_get(run.spec[node], "gpu.count") or PRESELECT_GPU_SLOTS)
+        return [ng_checks.GpuSlot(i, None) for i in range(n)], True
+    if run.overlapped and spec_get(run.spec[node], "gpu.count"):
+        # not gathered yet: the spec's slots (gpu.count), resolved to the GPU the node
+        # reports at that index when the item runs (verdicts.resolve_slot)
+        return [ng_checks.GpuSlot(i, None) for i in range(int(spec_get(run.spec[node], "gpu.count")))], True
+    # its GPU items follow what it reports: gathered (overlapped: waited for) or, on
+    # a bounded-memory run, read now (released once its items are done)
+    run.wait(node)
+    return list(node_slots(run, node)), False
 
 
 #: fixtures whose parameter is ``(kind, node, ...)``: nodegate's items, one per node (and GPU);
@@ -183,9 +208,10 @@ def order_items(config, items) -> None:
             if xdist:
                 item.add_marker(pytest.mark.xdist_group(node))
             node_of[item.nodeid] = node
-            collected[node] = collected.get(node, 0) + 1
-            prefill_verdict_item(item, where)
             p = verdict_param(item)
+            # the records the node's reports count (a folded GPU item writes one per GPU)
+            collected[node] = collected.get(node, 0) + (p.records() if p is not None else 1)
+            prefill_verdict_item(item, where)
             if p is not None and p.check_id == IDENTITY_CHECK:
                 identity.add(item.nodeid)
                 r += len(rank) + 1   # after every node's own items

@@ -1,4 +1,5 @@
-"""Presenting a suite item's result: the item selects a (check, GPU) pair, the engine decides it.
+"""Presenting a suite item's result: the item selects a (check, GPU) pair, or a GPU check's every
+GPU of a node (a folded item), and the engine decides it.
 
 ``evaluate(item, p)``: makes sure the item's node is in (``node_ready``: while the node is being
 gathered, its first item waits for it; once per node, outside the verdict), states what the run
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from ..bundle import REFUSED
+from ..engine.fold import fold
 from ..engine.evaluate import (IDENTITY_CHECK, PROP_KEYS, NodeContext, clash_message,  # noqa: F401  (PROP_KEYS,
                                evaluate_item, printable)  # printable: re-exported)
 from ..outcomes import Outcome, asserted
@@ -119,20 +121,34 @@ def _facts(run: FleetRun, node: str):
 
 
 def evaluate(item, p: VerdictParam) -> None:
-    """Select the item's (check, GPU) pair, have the engine evaluate it, and present the result:
-    record what the reports need, and fail (ERROR) or skip (SKIP) the setup; PASS/FAIL go to
-    the test."""
-    check_id, node, slot, provisional = p.check_id, p.node, p.slot, p.provisional
+    """Select the item's (check, GPU) pair, or a folded GPU check's every GPU of the node, have
+    the engine evaluate it, and present the result: record what the reports need (a folded item:
+    one record per GPU, ``record["parts"]``), and fail (ERROR) or skip (SKIP) the setup;
+    PASS/FAIL go to the test."""
+    check_id, node = p.check_id, p.node
     run: FleetRun = item.config.stash[RUN_KEY]
     b = node_ready(item, run, node, check_id)
     cache = node_cache(item.config)
     clash = identity_clash(item.config, run, node, cache, check_id)
-    unresolved = None
-    if provisional:
-        slot, unresolved = resolve_slot(run, node, slot, cache)
     ctx = node_context(item.config, run, node, b, clash)
-    out = evaluate_item(ctx, _facts(run, node), run.spec[node], check_id, slot, unresolved=unresolved,
-                        cache=cache.setdefault(("engine", node), {}))
+    facts, spec, engine_cache = _facts(run, node), run.spec[node], cache.setdefault(("engine", node), {})
+
+    def one(slot):
+        unresolved = None
+        if p.provisional:
+            slot, unresolved = resolve_slot(run, node, slot, cache)
+        return evaluate_item(ctx, facts, spec, check_id, slot, unresolved=unresolved, cache=engine_cache)
+
+    if p.slots is None:
+        out = one(p.slot)
+    else:
+        parts = [one(slot) for slot in p.slots]
+        # each GPU's record under the id its own item has (test_x[node-gpu<i>]): results.jsonl,
+        # JUnit and HTML as with one item per GPU
+        stem = item.nodeid[:-1]
+        for slot, part in zip(p.slots, parts):
+            part.record["nodeid"] = f"{stem}-{slot.label}]"
+        out = fold(parts, node)
     if out.surplus is not None:
         run.surplus[node] = out.surplus
     res = out.result

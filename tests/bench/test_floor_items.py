@@ -10,6 +10,7 @@ from its item counts, and the two counts compared as ``bench_size`` compares the
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 
@@ -40,11 +41,14 @@ def replay(tmp_path_factory):
 
 def test_items_are_counted_as_pytest_ran_them(replay):
     _, items, junit, reports = replay
-    results = (reports / "results.jsonl").read_text().splitlines()   # one line per item (docs/reports.md)
-    assert items["items"] == len([ln for ln in results if json.loads(ln).get("check_id")]) > 0
+    results = (reports / "results.jsonl").read_text().splitlines()   # one line per (check, GPU) (docs/reports.md)
+    ids = [json.loads(ln)["nodeid"] for ln in results if json.loads(ln).get("check_id")]
+    # pytest's items: one per check and node (a GPU check's GPUs folded into its item)
+    assert items["items"] == len({re.sub(r"-gpu\d+\]$", "]", i) for i in ids}) > 0
+    assert items["items"] < len(ids)
     assert items["passed"] + items["failed"] + items["skipped"] + items["errors"] == items["items"]
     assert items["failed"] + items["errors"] > 0 and items["skipped"] > 0
-    assert junit["tests"] < items["items"]   # JUnit folds passed GPUs: testcases are not items
+    assert junit["tests"] < len(ids)   # JUnit folds passed GPUs: testcases are not records
 
 
 def test_floor_runs_as_many_items_as_the_measured_run(replay):

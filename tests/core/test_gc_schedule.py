@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-#: nine nodes of the sample fleet (passes, failures, skips and errors: ~1,300 items called): the
+#: nine nodes of the sample fleet (passes, failures, skips and errors: ~350 items called, a GPU
+#: check's GPUs folded into one item a node; ~1,300 records): the
 #: schedule is per item, so the property holds at this size as at the whole fleet's (issue 30)
 LIMIT = ("h100-535-healthy,pcie-gen4-slot,smi-hang,row-remap-failure,nvlink-crc-errors,h200-vm-sim,"
          "pcie-replays,ecc-uncorrectable-volatile,mig-enabled")
@@ -59,7 +60,7 @@ def _run(tmp_path: Path, budget: int) -> dict:
 
 def test_items_run_without_automatic_gc_and_young_objects_are_still_collected(tmp_path):
     small = _run(tmp_path, 2_000)
-    assert small["items"] > 1000
+    assert small["items"] > 300
     assert small["enabled_in_items"] == [False]
     assert small["enabled_at_exit"] is True
     # young generations were collected on the way: never much past the budget

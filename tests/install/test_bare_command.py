@@ -90,7 +90,9 @@ def test_bare_command_runs_the_suites_on_the_local_machine(tmp_path, local_items
     assert ids and all(i.startswith("suites/test_") and f"[{host}" in i for i in ids), sorted(ids)[:5]
     # every node item of --target local:// ran (GPU items: folded in JUnit, and as many as the
     # machine reports GPUs)
-    node_items = {i for i in local_items if not i.rsplit("[", 1)[1].startswith(f"{host}-gpu")}
+    from nodegate.checks import by_name
+    node_items = {i for i in local_items if not i.rsplit("[", 1)[1].startswith(f"{host}-gpu")
+                  and by_name(i.split("::", 1)[1].split("[", 1)[0].removeprefix("test_")).scope == "node"}
     assert node_items and node_items <= ids, sorted(node_items - ids)[:5]
 
 

@@ -107,27 +107,28 @@ def test_a_sharded_run_counts_reported_tests_without_keeping_their_ids(tmp_path)
     fleet = build_fleet(tmp_path / "fleet")
     p, s = _probe_run(tmp_path, fleet, "--shard-nodes", "2")
     assert p.returncode == 1, p.stdout[-3000:]
-    assert s["progress"] == ["ReportedProgress", 11, 0], s
+    assert s["progress"] == ["ReportedProgress", 8, 0], s   # 8 items: a GPU check's GPUs fold into one a node
     assert "[100%]" in p.stdout
     assert s["subtest_counts"] in (None, {}), s
     p, s = _probe_run(tmp_path, fleet, "--shard-nodes", "0")    # not sharded: pytest's own set
-    assert s["progress"] == ["set", 11, 11], s
+    assert s["progress"] == ["set", 8, 8], s
 
 
 def test_nodegate_reports_are_compacted_and_phase_reports_not_kept(tmp_path):
     fleet = build_fleet(tmp_path / "fleet")
     p, s = _probe_run(tmp_path, fleet)
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]
-    assert s["stats"].get("", 0) == 0          # 11 items: no passed setup/teardown report kept
-    assert (s["stats"]["passed"], s["stats"]["failed"], s["stats"]["error"]) == (5, 3, 3)
+    assert s["stats"].get("", 0) == 0          # 8 items: no passed setup/teardown report kept
+    # pytest's items (a GPU check: one a node, its GPUs folded); results.jsonl keeps 11 records
+    assert (s["stats"]["passed"], s["stats"]["failed"], s["stats"]["error"]) == (3, 3, 2)
     assert s["compacted"]
-    assert "3 failed, 5 passed, 3 errors" in p.stdout    # pytest's own summary counts them as before
+    assert "3 failed, 3 passed, 2 errors" in p.stdout    # pytest's own summary counts them as before
 
 
 def test_durations_keeps_the_phase_reports(tmp_path):
     fleet = build_fleet(tmp_path / "fleet")
     p, s = _probe_run(tmp_path, fleet, "--durations=3")
-    assert s["stats"][""] == 19                # passed setups (8: 3 items ERROR in setup) and teardowns (11)
+    assert s["stats"][""] == 14                # passed setups (6: 2 items ERROR in setup) and teardowns (8)
     assert "slowest 3 durations" in p.stdout
 
 
@@ -138,10 +139,10 @@ def test_shards_collect_and_run_nodes_in_turn_with_the_same_results(tmp_path):
     assert p.returncode == whole.rc == 1, p.stdout[-3000:]
     # 4 nodes in shards of 2 (replay order: a1, b2, down, evil): two collections, one per shard
     assert len(s["nodes_at_collection"]) == 2 and [len(n) for n in s["nodes_at_collection"]] == [2, 2]
-    assert s["collections"] == [6, 5]   # a1 + b2: 3 + 3 items; down (2) + evil (3)
+    assert s["collections"] == [4, 4]   # a1 + b2: 2 + 2 items (a GPU check's GPUs folded); down (2) + evil (2)
     assert s["max_bundles"] <= 2               # released once their items are done
     assert _results(tmp_path / "out") == _results(whole.out)
-    assert "3 failed, 5 passed, 3 errors" in p.stdout
+    assert "3 failed, 3 passed, 2 errors" in p.stdout
     shard_page = (tmp_path / "out" / "report.html").read_text()
     assert 'id="ng-verdict">4 node(s): <b class="st-ok">1 accepted</b>' in shard_page
 
@@ -151,8 +152,8 @@ def test_shards_with_deselection_and_collect_only(tmp_path):
     p, _ = _probe_run(tmp_path, fleet, "--shard-nodes", "1", "-k", "gpu_health", "--collect-only", "-q")
     assert p.returncode == 0, p.stdout[-3000:]
     listed = [ln for ln in p.stdout.splitlines() if "::test_" in ln]
-    assert len(listed) == 7 and all("test_gpu_health" in ln for ln in listed)
-    assert "7/11 tests collected (4 deselected)" in p.stdout
+    assert len(listed) == 4 and all("test_gpu_health" in ln for ln in listed)   # one a node, its GPUs folded
+    assert "4/8 tests collected (4 deselected)" in p.stdout
 
 
 def test_shards_keep_the_selection_of_every_shard(tmp_path):
@@ -269,7 +270,8 @@ def test_skip_reports_are_kept_as_stand_ins_with_the_same_short_summary(tmp_path
         assert kinds == ["SkippedStandIn"]
         kept, kinds = run("--durations=1", *fold)
         assert kinds == ["TestReport"]
-        # 16 retired-pages lines, and the IMEX daemon's (NG-FAB-002) skip: one folded line, or one per node
-        want = 17 if not fold else 18
+        # 2 retired-pages lines (one item a node, naming its 8 GPUs), and the IMEX daemon's
+        # (NG-FAB-002) skip: one folded line, or one per node
+        want = 3 if not fold else 4
         assert slim == kept and len(slim) == want and any("retired pages do not apply" in ln for ln in slim), slim[:3]
     assert "suites/test_" in slim[0] and "::" in slim[0]    # --no-fold-skipped: by test id

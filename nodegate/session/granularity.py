@@ -1,0 +1,101 @@
+"""One item per GPU check and node, or one per GPU: what the run's selection needs (issue 40.5).
+
+A GPU check's item is ``test_x[<node>]`` by default: it evaluates every GPU of the node through
+the engine (``nodegate.engine.fold``) and carries one record per GPU, so results.jsonl, JUnit,
+HTML and RMA are what one item per GPU gave. pytest's per-item machinery was most of a replay's
+cost with ~200 items a node (docs/performance.md "Issue 40.5").
+
+Where the run's selection can tell a check's GPUs apart, that (check, node) keeps one item per
+GPU, ``test_x[<node>-gpu<i>]``, as before, so every GPU-level selection selects what it did:
+
+- ``--per-gpu-items``: every GPU check on every node;
+- ``-k``: an identifier of the expression found in a per-GPU item's name and not in the folded
+  item's, or the other way round (pytest's ``-k`` matches case-insensitive substrings of the
+  names: ``-k gpu3``, ``-k "n1-gpu3"``, ``-k "not gpu"``, ``-k "n1]"``);
+- ``--deselect``: an id prefix that a per-GPU id starts with and the folded id does not, or the
+  other way round;
+- a test path naming a per-GPU id (``suites/test_x.py::test_x[n1-gpu3]``);
+- ``--lf``/``--ff``, ``--sw``: pytest's cache names a per-GPU id of the check and node (the run
+  that failed had per-GPU items).
+
+Everything else pytest selects on (markers, the check id keyword, the module) is the same for
+both forms, so these are the only ways a selection can see the difference: the rule is exact,
+not a guess. Decided per (check, node) at collection from the options alone, so the controller,
+xdist workers, shards and preselect's child decide alike.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+_KEY = pytest.StashKey[object]()
+#: pytest's ``-k`` identifiers (``_pytest.mark.expression``: ``ident``), its keywords left out
+_IDENT = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+")
+_RESERVED = {"and", "or", "not", "true", "false", "none"}
+
+
+class Granularity:
+    """What the options ask of the items' ids (``per_gpu``: one (check, node) at a time)."""
+
+    def __init__(self, config):
+        o = config.option
+        self.every = bool(getattr(o, "per_gpu_items", False))
+        kw = getattr(o, "keyword", "") or ""
+        self.idents = [i.lower() for i in _IDENT.findall(kw) if i.lower() not in _RESERVED]
+        self.deselect = tuple(str(d) for d in (getattr(o, "deselect", None) or ()))
+        # test paths naming an item: the name after the last "::" (pytest matches it exactly)
+        self.names = {a.rsplit("::", 1)[1] for a in (str(x) for x in (config.args or ())) if "::" in a and "[" in a}
+        self.cached = set(_cached_ids(config))
+        self.narrowed = bool(self.idents or self.deselect or self.names or self.cached)
+
+    def per_gpu(self, base: str, node: str, labels) -> bool:
+        """True when the items of ``base`` (``suites/test_x.py::test_x``) on ``node`` must be one
+        per GPU (``labels``: ``gpu0``...) for the run's selection to select what it did."""
+        if self.every:
+            return True
+        if not self.narrowed:
+            return False
+        func = base.rsplit("::", 1)[-1]
+        folded_name = f"{func}[{node}]"
+        folded_id = f"{base}[{node}]"
+        low = folded_name.lower()
+        for label in labels:
+            name = f"{func}[{node}-{label}]"
+            if name in self.names:
+                return True
+            nid = f"{base}[{node}-{label}]"
+            if nid in self.cached:
+                return True
+            if any(nid.startswith(d) != folded_id.startswith(d) for d in self.deselect):
+                return True
+            g = name.lower()
+            if any((i in g) != (i in low) for i in self.idents):
+                return True
+        return False
+
+
+def of(config) -> Granularity:
+    """The run's Granularity (made once per session)."""
+    g = config.stash.get(_KEY, None)
+    if g is None:
+        g = config.stash[_KEY] = Granularity(config)
+    return g
+
+
+def _cached_ids(config):
+    """The test ids pytest's cache selects on this run: the last failures (``--lf``, ``--ff``)
+    and stepwise's last failed test (``--sw``)."""
+    o = config.option
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    if getattr(o, "lf", False) or getattr(o, "failedfirst", False):
+        yield from (str(k) for k in (cache.get("cache/lastfailed", {}) or {}))
+    if getattr(o, "stepwise", False) or getattr(o, "stepwise_skip", False):
+        sw = cache.get("cache/stepwise", None)
+        if isinstance(sw, str):
+            yield sw
+        elif isinstance(sw, dict):
+            yield from (str(v) for v in sw.values() if isinstance(v, str))
