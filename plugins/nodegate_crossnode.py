@@ -23,6 +23,7 @@ process, and the session judges what was measured (nodegate.session.phase.run_in
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -237,6 +238,12 @@ def _run_phase(config) -> None:
             st["result"] = replay_phase(nodes, cfg, run.bundles_dir)
         except PhaseError as e:
             st["why_not"] = f"replay of {cfg.run_id}: {e}"
+        return
+    if cfg.run_id and run.bundles_dir is not None and os.path.lexists(Path(run.bundles_dir) / "crossnode" / cfg.run_id):
+        # a second launch into one run's evidence would mix its jobs with the first's, and a replay
+        # could judge jobs this run never measured: refused, nothing launched
+        st["why_not"] = (f"--crossnode-run-id {cfg.run_id}: {run.bundles_dir}/crossnode/{cfg.run_id} already holds "
+                         "a recorded run (nothing launched; give a new run id, or none)")
         return
     launcher, pair = _launchers(config, cfg.spec, nodes)
     stop = threading.Event()

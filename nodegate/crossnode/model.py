@@ -190,7 +190,7 @@ class CableRow:
     planned when nothing was observed). ``verdict``: PASS when state, rate, width and neighbour
     match the plan; FAIL for a mismatch (``problem``: down, miswired, wrong-rail, degraded-rate,
     degraded-width, unplanned, missing); ERROR when it could not be compared (no neighbour
-    evidence, a plan naming an unknown node). ``expected``/``observed`` in words; ``source``:
+    evidence, a plan naming an unknown node, ``not-in-plan``: a node the plan leaves out). ``expected``/``observed`` in words; ``source``:
     the evidence the observation came from (iblinkinfo, ibnetdiscover, ibdiagnet, sysfs)."""
 
     node_end: str

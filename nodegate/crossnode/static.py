@@ -334,6 +334,15 @@ def static_fabric(bundles: dict[str, Bundle], plan: dict[str, list[CableSpec]], 
                 hp.rail = c.rail
             res.cables.append(compare_cable(hp, c, node, rails, rate_gbps))
         planned = {(c.hca, c.port) for c in cables}
+        if plan and not cables:
+            # a site plan that leaves this node out compares none of its cables: ERROR (not
+            # evaluated), never an accepted node whose cabling nobody checked
+            for hp in ports:
+                if hp.ib and (hp.state or "").upper() == "ACTIVE":
+                    res.cables.append(CableRow(hp.end, hp.neighbour or "?", Outcome.ERROR, "not-in-plan",
+                                               "an entry in the cable plan", "the cable plan has no entry for "
+                                               f"{node!r}: its cables are not compared",
+                                               guid=hp.port_guid or "", source=hp.source))
         if cables:
             for hp in ports:
                 if (hp.hca, hp.port) not in planned and hp.ib and (hp.state or "").upper() == "ACTIVE":

@@ -11,7 +11,7 @@ import re
 from . import smi_error
 
 
-_LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?\s*$")
+_LSMOD_LINE = re.compile(r"^[A-Za-z0-9_]+\s+\d+\s+(?:\d+|-)(?:\s+\S+)?[ \t]*$")
 # one `lspci` line: [domain:]bus:dev.fn <class name>: <description>
 _LSPCI_PLAIN = re.compile(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] \w[\w ./-]{0,60}: \S")
 
@@ -23,25 +23,29 @@ def _lines_all(text: str, rx) -> bool:
 
 
 def guess_form(text: str) -> str:
-    """Best form for unlabelled output (pasted or corpus text). Falls back to ``kernel_log``."""
+    r"""Best form for unlabelled output (pasted or corpus text). Falls back to ``kernel_log``.
+
+    Line-anchored patterns match indentation with ``[ \t]``, never ``\s``: ``^\s*`` under
+    re.M runs on across newlines from every line start, quadratic on a text of blank lines
+    (100,000 newlines took 200 s; tests/hostile/test_parser_properties.py)."""
     s = text.lstrip()
     if s.startswith("<?xml") or "<nvidia_smi_log" in text[:4096]:
         return "smi_xml"
-    if "NVSMI LOG" in text or re.search(r"^\s*Clocks (?:Event|Throttle) Reasons\s*$", text, re.M):
+    if "NVSMI LOG" in text or re.search(r"^[ \t]*Clocks (?:Event|Throttle) Reasons[ \t]*$", text, re.M):
         return "smi_text"
     if re.search(r"^\|\s*NVIDIA-SMI \S+.*Driver Version:", text, re.M):
         return "smi_summary"
-    if re.search(r"^\s+Link \d+: [A-Za-z ]+ Errors: ", text, re.M):
+    if re.search(r"^[ \t]+Link \d+: [A-Za-z ]+ Errors: ", text, re.M):
         return "nvlink_errors"
-    if re.search(r"^\s+Link \d+: (?:\d+(?:\.\d+)? ?GB/s|<inactive>)\s*$", text, re.M) or \
+    if re.search(r"^[ \t]+Link \d+: (?:\d+(?:\.\d+)? ?GB/s|<inactive>)[ \t]*$", text, re.M) or \
             re.search(r"Nvlink queries are not supported for Devices in MIG mode|"
                       r"Device does not have or support Nvlink", text, re.I):
         return "nvlink_status"
-    if re.search(r"^CA '[^']+'\s*$", text, re.M):
+    if re.search(r"^CA '[^']+'[ \t]*$", text, re.M):
         return "ibstat"
     if re.search(r"nv-fabricmanager(?:\[\d+\])?: ", text):
         return "fabricmanager_log"
-    if re.search(r"^GPU \d+: .+ \(UUID: GPU-", text, re.M) and not re.search(r"^\s+Link ", text, re.M):
+    if re.search(r"^GPU \d+: .+ \(UUID: GPU-", text, re.M) and not re.search(r"^[ \t]+Link ", text, re.M):
         return "smi_list"
     if smi_error.parse_smi_error(text) is not None:
         return "smi_error"
@@ -57,9 +61,9 @@ def guess_form(text: str) -> str:
         return "dkms"
     if re.search(r"^(?:filename|license|vermagic|srcversion):\s", text, re.M):
         return "modinfo"
-    if re.search(r"^\[(?:Unit|Service|Install)\]\s*$", text, re.M):
+    if re.search(r"^\[(?:Unit|Service|Install)\][ \t]*$", text, re.M):
         return "unit_text"
-    if re.search(r"^\s*(?:Loaded|Active):\s", text, re.M):
+    if re.search(r"^[ \t]*(?:Loaded|Active):\s", text, re.M):
         return "systemctl_status"
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if lines and all(_LSMOD_LINE.match(ln.strip()) for ln in lines):

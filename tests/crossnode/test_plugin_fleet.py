@@ -220,6 +220,20 @@ def test_missing_mpirun_is_an_error_naming_it_and_keeps_the_per_node_results(fle
     assert phase["outcome"] == "error" and "mpirun not found" in phase["message"]
 
 
+def test_a_run_id_already_recorded_is_not_launched_into_again(fleet, tmp_path):
+    """A second live run with the run id of one recorded in the same bundles dir mixed both runs'
+    jobs in one evidence directory: refused, nothing launched, every node ERROR (fail closed)."""
+    old = tmp_path / "bundles" / "crossnode" / "xn1"
+    old.mkdir(parents=True)
+    (old / "plan.json").write_text("{}")
+    r = live(fleet, tmp_path, limit=":".join(NODES))
+    res = results(tmp_path / "reports")
+    assert r.returncode == 1, r.stdout[-3000:]
+    assert set(node_items(res).values()) == {"error"}
+    assert all("already holds a recorded run" in res[f"test_crossnode_node[{n}]"]["message"] for n in NODES)
+    assert sorted(p.name for p in old.iterdir()) == ["plan.json"]   # nothing written into it
+
+
 def test_xdist_is_refused_with_a_usage_error(fleet, tmp_path):
     spec = write_spec(tmp_path)
     r = nodegate(["--inventory", str(fleet.inventory_path), "--crossnode", str(spec), "-n", "2"], tmp_path / "r")

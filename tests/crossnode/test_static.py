@@ -145,6 +145,19 @@ def test_an_active_port_the_plan_does_not_list_is_unplanned():
     assert (bad.node_end, bad.problem) == ("a:mlx5_2/1", "unplanned")
 
 
+def test_a_node_the_cable_plan_leaves_out_is_not_compared_and_never_passes():
+    # a plan for node a only: node b's active ports are ERROR (nothing compared), not accepted
+    res = static_fabric({"a": node_bundle("a", rail_hcas(0)), "b": node_bundle("b", rail_hcas(1))},
+                        {"a": plan_of("a", rail_hcas(0))}, rails=RAILS, rate_gbps=400.0)
+    b = [c for c in res.cables if c.node_end.startswith("b:")]
+    assert b and {(c.verdict, c.problem) for c in b} == {(Outcome.ERROR, "not-in-plan")}
+    assert "no entry for 'b'" in b[0].observed
+    assert all(c.verdict is Outcome.PASS for c in res.cables if c.node_end.startswith("a:"))
+    # no plan at all: nothing is compared with a plan, so nothing is "not in plan"
+    assert not [c for c in static_fabric({"b": node_bundle("b", rail_hcas(1))}, {}, rails=RAILS,
+                                         rate_gbps=400.0).cables if c.problem == "not-in-plan"]
+
+
 def test_a_cable_plan_naming_a_node_not_in_the_inventory_is_error_naming_it():
     res = static_fabric({"a": node_bundle("a", rail_hcas(0))},
                         {"a": plan_of("a", rail_hcas(0)), "ghost07": plan_of("ghost07", rail_hcas(5))},
