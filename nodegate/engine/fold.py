@@ -44,16 +44,18 @@ def gpu_name(rec: dict) -> str:
     return f"gpu{rec.get('gpu_index', '')}" + (f" ({', '.join(bits)})" if bits else "")
 
 
-def _ranges(indices: list[str]) -> str:
-    """``['0','1','2','5']`` -> ``gpu0..2,5`` (the JUnit's name for a group of GPUs)."""
+def gpu_ranges(indices: list[str]) -> str:
+    """``["0", "1", "2", "5"]`` -> ``0..2,5``: the GPUs a group stands for (a folded message's
+    ``gpu0..2,5``; the JUnit's counted testcase ``test_x[NODE-gpu0..2,5]``, reports.junit).
+    Indices that are not decimal numbers are left out; none: ``""``."""
     nums = sorted(int(i) for i in indices if str(i).isdecimal())
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     for n in nums:
         if out and out[-1][1] == n - 1:
             out[-1] = (out[-1][0], n)
         else:
             out.append((n, n))
-    return "gpu" + ",".join(f"{a}..{b}" if b > a else str(a) for a, b in out) if out else "gpus"
+    return ",".join(f"{a}..{b}" if b > a else str(a) for a, b in out)
 
 
 def _named(p: ItemResult, outcome: str) -> str:
@@ -85,7 +87,8 @@ def fold_message(parts: list[ItemResult], outcome: str) -> str:
         return f"{head}: " + "; ".join(said) + more
     same = [p for p in parts if p.result.outcome.value == outcome]
     msgs = list(dict.fromkeys(p.result.message for p in same))
-    where = _ranges([p.record.get("gpu_index", "") for p in same])
+    where = gpu_ranges([p.record.get("gpu_index", "") for p in same])
+    where = f"gpu{where}" if where else "gpus"
     if outcome == "skip":
         if len(msgs) == 1:
             return f"{msgs[0]} ({where})"

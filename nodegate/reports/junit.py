@@ -48,6 +48,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from .. import safeio
+from ..engine.fold import gpu_ranges
 from ..safeio import open_new
 from .records import NodeInfo, Record, spec_off_of
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
@@ -85,23 +86,6 @@ def classname(nodeid: str) -> str:
 
 def testname(nodeid: str) -> str:
     return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
-
-
-def gpu_ranges(indices: list[str]) -> str:
-    """``["0", "1", "2", "4"]`` -> ``0..2,4``: the GPUs a counted testcase stands for."""
-    nums = sorted(int(i) for i in indices if str(i).isdigit())
-    out, start, prev = [], None, None
-    for n in nums:
-        if start is None:
-            start = prev = n
-        elif n == prev + 1:
-            prev = n
-        else:
-            out.append(f"{start}..{prev}" if prev > start else str(start))
-            start = prev = n
-    if start is not None:
-        out.append(f"{start}..{prev}" if prev > start else str(start))
-    return ",".join(out)
 
 
 def gpu_group_name(nodeid: str, node: str, recs: list[Record]) -> str:

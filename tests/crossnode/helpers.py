@@ -3,7 +3,9 @@ ib.guids, ib.iblinkinfo as iblinkinfo -l prints it), phase nodes over an MpiFlee
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from nodegate.bundle import Bundle, Evidence
 from nodegate.crossnode.phase import PhaseNode
@@ -91,4 +93,13 @@ def fleet_nodes(fleet, *, rails: int = 2, gpus: int = 2, wrong_leaf: tuple[str, 
                              f"{fleet.client_key_path}", "NVIDIA H100 80GB HBM3", gpus, domain=domain,
                              excluded=(exclude or {}).get(name, ""), bundle=node_bundle(name, seen),
                              cables=plan_of(name, planned)))
+    return out
+
+
+def results(reports: Path) -> dict[str, dict]:
+    """test id (after ``::``) -> results.jsonl record, every item of a nodegate run."""
+    out = {}
+    for line in (reports / "results.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        out[d["nodeid"].split("::", 1)[1]] = d
     return out

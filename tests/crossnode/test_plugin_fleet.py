@@ -18,6 +18,7 @@ import yaml
 
 from tools.fleet import sshd_available
 from tools.mpi import MpiFleet, mpi_unavailable
+from .helpers import results
 
 WHY = ("needs root" if os.geteuid() != 0 else None) or sshd_available() or mpi_unavailable()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"the MPI fleet cannot run here: {WHY}")
@@ -53,15 +54,6 @@ def nodegate(args: list[str], reports: Path, timeout: int = 600) -> subprocess.C
     cmd = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "--reports-dir", str(reports),
            *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
-
-def results(reports: Path) -> dict[str, dict]:
-    """test id (after ``::``) -> results.jsonl record, every item of the run."""
-    out = {}
-    for line in (reports / "results.jsonl").read_text().splitlines():
-        d = json.loads(line)
-        out[d["nodeid"].split("::", 1)[1]] = d
-    return out
 
 
 def statuses(reports: Path) -> dict[str, str]:

@@ -20,6 +20,7 @@ from tools.mpi import build_shims, mpi_unavailable
 from tools.slurm import slurm_available
 
 from .test_slurm_srun import PmixCluster
+from .helpers import results
 
 WHY = slurm_available() or mpi_unavailable()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"Slurm with Open MPI cannot run here: {WHY}")
@@ -71,14 +72,6 @@ def nodegate(args: list[str], reports: Path, conf: Path) -> subprocess.Completed
                           env={**os.environ, "SLURM_CONF": str(conf)})
 
 
-def items(reports: Path) -> dict[str, dict]:
-    out = {}
-    for line in (reports / "results.jsonl").read_text().splitlines():
-        d = json.loads(line)
-        out[d["nodeid"].split("::", 1)[1]] = d
-    return out
-
-
 def node_outcomes(res: dict) -> dict[str, str]:
     return {v["node"]: v["outcome"] for v in res.values() if v["check_id"] == "NG-XN-001"}
 
@@ -89,7 +82,7 @@ def test_the_slurm_fan_out_launches_through_srun_and_a_replay_rejudges_it(cluste
     sp = spec(tmp_path, shims, "slow_node x2 0.5\n")
     r = nodegate(["--replay", str(b), "--crossnode", str(sp), "--crossnode-live", "--crossnode-run-id", "s1"],
                  tmp_path / "r1", c.conf)
-    res = items(tmp_path / "r1")
+    res = results(tmp_path / "r1")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     assert node_outcomes(res) == {"x1": "pass", "x2": "fail", "x3": "pass", "x4": "pass"}
     jobs = [v for k, v in res.items() if k.startswith("test_crossnode_job[")]
@@ -98,7 +91,7 @@ def test_the_slurm_fan_out_launches_through_srun_and_a_replay_rejudges_it(cluste
     assert res["test_driver_stack[x1]"]["outcome"] == "pass"
     again = nodegate(["--replay", str(b), "--crossnode", str(sp)], tmp_path / "r2", c.conf)
     assert again.returncode == 1
-    assert node_outcomes(items(tmp_path / "r2")) == node_outcomes(res)
+    assert node_outcomes(results(tmp_path / "r2")) == node_outcomes(res)
 
 
 def test_a_partition_that_does_not_exist_is_an_error_naming_it(cluster, tmp_path):
@@ -106,7 +99,7 @@ def test_a_partition_that_does_not_exist_is_an_error_naming_it(cluster, tmp_path
     b = collected(tmp_path)
     r = nodegate(["--replay", str(b), "--crossnode", str(spec(tmp_path, shims, partition="nosuchpart")),
                   "--crossnode-live"], tmp_path / "r", c.conf)
-    res = items(tmp_path / "r")
+    res = results(tmp_path / "r")
     assert r.returncode == 1
     assert set(node_outcomes(res).values()) == {"error"}
     assert all("nosuchpart" in v["message"] for v in res.values() if v["check_id"] == "NG-XN-001")
