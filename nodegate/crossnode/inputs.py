@@ -80,11 +80,47 @@ def load_spec(path: str) -> CrossnodeSpec:
         spec = CrossnodeSpec.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0] if e.errors() else {"loc": (), "msg": str(e)}
-        key = ".".join(str(x) for x in first.get("loc", ()))
-        raise PhaseError(f"{path}: crossnode{'.' + key if key else ''}: {first.get('msg', '')}"[:2000]) from None
+        loc = tuple(first.get("loc", ()))
+        key = ".".join(str(x) for x in loc)
+        line = _line_of(text, loc)
+        raise PhaseError(f"{path}{f':{line}' if line else ''}: crossnode{'.' + key if key else ''}: "
+                         f"{first.get('msg', '')}"[:2000]) from None
     base = Path(path).parent
     return spec.model_copy(update={"cable_plan": _beside(spec.cable_plan, base),
                                    "topology_file": _beside(spec.topology_file, base)})
+
+
+def _line_of(text: str, loc: tuple) -> int | None:
+    """The 1-based line of the key ``loc`` (pydantic's error location inside the section) in the
+    YAML ``text``, found on PyYAML's node tree (marks, no value built: linear in the text); the
+    deepest key that exists (an error of the whole section: None). The section may sit under
+    ``crossnode:`` or ``nodegate: crossnode:``, as ``load_spec`` reads it."""
+    import yaml
+    try:
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return None
+
+    def child(n, key):
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                    return k, v
+        elif isinstance(n, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(n.value):
+            return n.value[key], n.value[key]
+        return None
+
+    for wrap in ("nodegate", "crossnode"):
+        c = child(node, wrap)
+        if c is not None and isinstance(c[1], yaml.MappingNode):
+            node = c[1]
+    line = None
+    for key in loc:
+        c = child(node, key)
+        if c is None:
+            break
+        line, node = c[0].start_mark.line + 1, c[1]
+    return line
 
 
 def phase_config(spec: CrossnodeSpec, run_id: str = "", *, ibnetdiscover: str | None = None,

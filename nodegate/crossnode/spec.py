@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _HCA = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _NAME = re.compile(r"^[A-Za-z0-9_.:;/@+ -]{1,128}$")   # switch names: node descriptions ("MF0;leaf-r0:MQM9700/U1")
@@ -98,6 +98,21 @@ class CrossnodeSpec(_Section):
             raise ValueError(f"{v!r}: letters, digits, '_', '.', '-' only")
         return v
 
+    @field_validator("fabric")
+    @classmethod
+    def _known_fabric(cls, v):
+        # a misspelt profile made every job of the run ERROR ("unknown fabric") only after the
+        # whole phase had been launched; refused here, before any node is contacted. No fabric
+        # at all stays allowed: its jobs are ERROR no-fabric-profile (docs/crossnode.md), fail closed
+        if v is None:
+            return v
+        from .thresholds import floors_data
+        known = sorted((floors_data().get("fabrics") or {}))
+        if v not in known:
+            raise ValueError(f"unknown fabric profile {v!r} (known: {', '.join(known)}; "
+                             "nodegate/data/crossnode_floors.yaml)")
+        return v
+
     @field_validator("nccl_tests_dir", "perftest_dir", "mpirun")
     @classmethod
     def _dir(cls, v):
@@ -111,6 +126,13 @@ class CrossnodeSpec(_Section):
         if not _SIZE.match(v):
             raise ValueError(f"size {v!r} is not nccl-tests' form (1G, 512M, 1073741824)")
         return v
+
+    @model_validator(mode="after")
+    def _sizes_in_order(self):
+        # nccl-tests with -b above -e measures nothing: every job of the run would ERROR
+        if size_bytes(self.min_bytes) > size_bytes(self.max_bytes):
+            raise ValueError(f"min_bytes {self.min_bytes} is above max_bytes {self.max_bytes}")
+        return self
 
     @field_validator("env")
     @classmethod

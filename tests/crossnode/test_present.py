@@ -134,6 +134,35 @@ def test_bad_spec_files_name_file_and_line(tmp_path):
     assert load_spec(str(p)).partition == "gpu"
 
 
+@pytest.mark.parametrize("text, match", [
+    # a key no section has: the line it is written on (was: the file alone)
+    ("nodegate:\n  crossnode:\n    fabric: ib-ndr400\n    floors:\n      busbw: 3\n",
+     r"x\.yaml:5: crossnode\.floors\.busbw: Extra inputs"),
+    # a misspelt fabric profile: refused before anything is launched, naming the known ones
+    # (was: accepted, and every job of the run ERROR "unknown fabric" after the whole phase ran)
+    ("crossnode:\n  launcher: mpirun\n  fabric: ib-ndr4000\n",
+     r"x\.yaml:3: crossnode\.fabric: .*unknown fabric profile 'ib-ndr4000' \(known: .*ib-ndr400,"),
+    # nccl-tests -b above -e measures nothing (was: accepted, every job ERROR)
+    ("crossnode:\n  fabric: ib-ndr400\n  min_bytes: 8G\n  max_bytes: 1G\n",
+     r"x\.yaml: crossnode: .*min_bytes 8G is above max_bytes 1G"),
+    # an entry of a list: the line the entry starts on
+    ("crossnode:\n  cables:\n    - {hca: mlx5_0, switch: leaf, switch_port: 1}\n    - {hca: mlx5_1, switch: leaf}\n",
+     r"x\.yaml:4: crossnode\.cables\.1\.switch_port: Field required"),
+])
+def test_section_errors_name_the_line_and_refuse_what_no_job_could_measure(tmp_path, text, match):
+    p = tmp_path / "x.yaml"
+    p.write_text(text)
+    with pytest.raises(PhaseError, match=match):
+        load_spec(str(p))
+
+
+def test_no_fabric_at_all_stays_allowed():
+    """docs/crossnode.md: without crossnode.fabric the rate and floors cannot be judged; those
+    items are ERROR no-fabric-profile (fail closed), the section itself is valid."""
+    from nodegate.crossnode.spec import CrossnodeSpec
+    assert CrossnodeSpec.model_validate({}).fabric is None
+
+
 def test_files_the_section_names_are_read_beside_it_and_only_regular_ones(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
