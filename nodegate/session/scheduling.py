@@ -35,11 +35,11 @@ def make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup" or not config.stash.get(ACTIVE_KEY, False):
         return None
     run = config.stash.get(RUN_KEY, None)
-    if run is None or not run.bundles:
+    if run is None or not run.all_nodes:
         return None
     from xdist.scheduler import LoadGroupScheduling
 
-    nodes = sorted(run.bundles, key=len, reverse=True)
+    nodes = sorted(run.all_nodes, key=len, reverse=True)
 
     class NodeGroupScheduling(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -53,10 +53,14 @@ def configure_worker(node) -> None:
     """xdist controller -> worker: where the gathered bundles are and which nodes to load."""
     run = node.config.stash.get(RUN_KEY, None)
     if run is not None and run.bundles_dir is not None:
+        nodes = run.all_nodes
+        if run.mode != "replay":   # the gathered nodes only (a bundle left by an earlier run is not this run's)
+            nodes = [n for n in nodes if n in run._events or n in run.bundles]
+            run.ids_of_every_node()   # a live run's gathered nodes, not merged (streaming): their ids
         node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
-        node.workerinput["nodegate_nodes"] = list(run.bundles)
+        node.workerinput["nodegate_nodes"] = nodes
         # the spec each node is judged by (inventory, --spec or its bundle's) and its origin:
         # a worker reloads the bundles, not the controller's inventory
-        node.workerinput["nodegate_specs"] = {n: run.spec_raw.get(n, {}) for n in run.bundles}
-        node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in run.bundles}
-        node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in run.bundles}
+        node.workerinput["nodegate_specs"] = {n: run.spec_raw.get(n, {}) for n in nodes}
+        node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in nodes}
+        node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in nodes}
