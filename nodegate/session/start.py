@@ -226,6 +226,10 @@ def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None
         raise
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
+    if run.streaming:
+        # every node's (boot id, machine id) now: an item's identity clash compares the whole run
+        # (nodes are merged one at a time as their items run: nothing else reads them all)
+        run.ids_of_every_node()
     if tw is not None:
         progress(final=True)
         if line.tty:
