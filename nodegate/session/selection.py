@@ -164,10 +164,12 @@ def record(report) -> None:
     if run is None or report.nodeid in config.stash.get(IDENTITY_ITEMS_KEY, ()):
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
-    if node is None and not hasattr(config, "workerinput") and run.selected is not None:
+    if node is None and not hasattr(config, "workerinput"):
         node = _node_from_id(report.nodeid, run)   # xdist's controller collected nothing itself
         if node is not None:
             _keep_gpu_ids(run, node, getattr(report, "nodegate", None))
+        if run.selected is None:
+            return
     if node is not None:
         run.items_ran[node] = run.items_ran.get(node, 0) + 1
 
