@@ -128,11 +128,12 @@ def parametrize(metafunc) -> None:
 
 
 def per_gpu_slots(run: FleetRun, node: str, count) -> tuple[list, bool]:
-    """A per-GPU item's slots on ``node`` and whether they are provisional: from gpu.count
-    (resolved by index when the item runs: verdicts.resolve_slot), else from what the node
-    reports (a replay reads it now; a live run gathered such nodes first: start.why_gather_first;
-    not gathered at all, a live --collect-only: no per-GPU item, the folded one stands)."""
-    if count:
+    """A per-GPU item's slots on ``node`` and whether they are provisional: what the node
+    reports on a replay (its bundle read now: the same GPUs as its folded items) and on a live
+    run that gathered it first (start._prepare_live: no gpu.count); else, on a live run, from
+    gpu.count (resolved by index when the item runs: verdicts.resolve_slot). Not gathered and no
+    gpu.count (a live --collect-only): no per-GPU item, the folded one stands."""
+    if count and run.mode != "replay" and not run.has(node):
         return [ng_checks.GpuSlot(i, None) for i in range(int(count))], True
     if run.mode != "replay" and not run.has(node):
         return [], False
