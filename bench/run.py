@@ -357,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-chromium", action="store_true")
     ap.add_argument("--no-gather-first", action="store_true",
                     help="skip the --gather-first comparison run at --naive-at")
-    ap.add_argument("--xdist", type=int, default=0, help="also run nodegate with -n N --dist loadgroup at --naive-at")
+    ap.add_argument("--xdist", default="0", metavar="N[,N...]",
+                    help="also run nodegate with -n N --dist loadgroup at --naive-at; with --scale: instead, each size "
+                         "serially and with each -n N, wall, CPU and every process's peak RSS (bench/xdist_scale.py, "
+                         "reports/bench-xdist.json)")
     ap.add_argument("--no-site", action="store_true", help="skip the site-checks row at --naive-at")
     ap.add_argument("--site-only", action="store_true", help="only the site-checks row, at each --sizes")
     ap.add_argument("--perf-at", type=int, default=perf_row.PERF_AT,
@@ -392,6 +395,12 @@ def main(argv: list[str] | None = None) -> int:
         from bench import paired
         big, small = (int(x) for x in args.paired.split(","))
         return paired.main(big, small, Path(args.out) if args.out else None)
+    xdist_ns = tuple(int(x) for x in str(args.xdist).split(",") if x.strip())
+    args.xdist = xdist_ns[0] if xdist_ns else 0
+    if args.scale and args.xdist:
+        from bench import xdist_scale
+        return xdist_scale.run(tuple(int(x) for x in args.scale.split(",")), xdist_ns,
+                               Path(args.out) if args.out else None)
     if args.scale:
         return scale.main(tuple(int(x) for x in args.scale.split(",")), Path(args.out) if args.out else None,
                           repeat=args.repeat)

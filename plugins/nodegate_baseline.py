@@ -241,13 +241,12 @@ class BaselineSession:
 def _standin_slots(config, fleet):
     """While the run's selection is learned before gathering (preselect's child) or on a live
     --collect-only, nothing is gathered to compare: a node's stand-in GPU items, as the suite's
-    (nodegate.session.items.parametrize): gpu.count or PRESELECT_GPU_SLOTS. Else None."""
-    from nodegate.session.items import PRESELECT_GPU_SLOTS
+    learned the selection before the items had gathered facts): gpu.count or 8. Else None."""
     from nodegate.session.state import PRESELECT_KEY, spec_get
     if not (config.stash.get(PRESELECT_KEY, False)
             or (config.option.collectonly and getattr(fleet, "mode", "") in ("ssh", "local"))):
         return None
-    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or PRESELECT_GPU_SLOTS)
+    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or 8)
 
 
 def _param(item):

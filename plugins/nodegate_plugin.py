@@ -83,8 +83,8 @@ def pytest_addoption(parser):
                      "site checks are ERROR")
     g.addoption("--forks", type=int, default=32, help="nodes gathered in parallel (default 32)")
     g.addoption("--gather-first", action="store_true",
-                help="gather every node before collecting (per-GPU items from what each node reports) "
-                     "instead of running the tests while the nodes are gathered (needs gpu.count)")
+                help="gather every selected node before the first item runs instead of running the tests "
+                     "while the nodes are gathered")
     g.addoption("--gpu-source", choices=("auto", "nvml", "smi"), default="auto",
                 help="GPU facts from NVML (when python3+pynvml exist on the node) or nvidia-smi XML")
     g.addoption("--per-gpu-items", action="store_true",
@@ -127,6 +127,8 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
+    if getattr(o, "numprocesses", None):   # -n N: only as many workers as can pay (before xdist's configure)
+        scheduling.cap_workers(config, scheduling.fleet_size(config, config.stash[JOBS_KEY]))
     if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):
         # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
         # contacted; else start.start_session lists the nodes the selection keeps
@@ -148,6 +150,10 @@ def pytest_configure_node(node):  # xdist controller -> worker (hook exists only
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session):
     if session.config.stash.get(ACTIVE_KEY, False):
+        capped = session.config.stash.get(scheduling.CAPPED_KEY, None)
+        tw = terminal.terminal_writer(session.config) if capped else None
+        if tw is not None:
+            tw.line(capped, yellow=True)
         start.start_session(session)   # plans the shards of a large run too (nodegate.session.shards)
 
 

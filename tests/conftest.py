@@ -27,6 +27,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# the nodegate runs these tests start with -n N exercise pytest-xdist whatever this machine's cores
+# and their small fleets (nodegate.session.scheduling.cap_workers would run them serially);
+# tests/core/test_worker_cap.py tests the cap itself
+os.environ.setdefault("NODEGATE_XDIST_UNCAPPED", "1")
 
 #: the xdist group of the files that use ``profile_fleet`` / ``profile_fleet_run``
 PROFILE_FLEET = "profile-fleet"

@@ -8,13 +8,16 @@ keeps the options and the hook functions, each a few lines calling into here:
 - ``jobs``: inventory (or ``--target``) -> one ``NodeJob`` per node, every spec validated;
 - ``start``: pytest_sessionstart's work: gather in the background, or load bundles (``replay``:
   ``--replay``, xdist workers);
-- ``items``: per-node / per-GPU parametrization, ``VerdictParam``, collection order;
+- ``items``: per-node / per-GPU parametrization from the specs alone (no gathered fact),
+  ``VerdictParam``, collection order;
 - ``verdicts``: evaluating an item's check in setup and recording what the reports need;
-- ``scheduling``: pytest-xdist's ``--dist loadgroup`` by inventory node;
+- ``scheduling``: pytest-xdist's ``--dist loadgroup`` by inventory node, ``-n`` capped to the
+  workers that pay (serial when none does);
 - ``shardplan``: whether and how a large run is cut into shards (imports ``state`` only);
 - ``selection``: which nodes have a selected item, what ran (records it; the verdict itself is
   nodegate.reports.status's); ``preselect``: the selection learned in a forked child before
-  gathering; ``shards``: the loop that collects and runs shard after shard;
+  gathering, for the runs that gather before collecting (the phases' items and xdist's workers
+  follow gathered evidence); ``shards``: the loop that collects and runs shard after shard;
 - ``exitcodes``: README's exit-code table and whether a run may write reports at all;
 - ``gcsched``: the cyclic-GC schedule of a run;
 - ``terminal``: one progress line per node, the "gathered N/M" lines.

@@ -10,7 +10,9 @@ small set" (glibc ``stdlib/setenv.c``, ``__add_to_environ``, ``KNOWN_VALUE``/``S
 A nodegate run has an item per node, check and GPU, each with its own id: up to 3 strings of ~90
 bytes and their tree nodes per item (~140 bytes a call), 2.4 million ``setenv()`` calls in a
 4,096-node replay (811,008 items), ~300 MB kept to its end: peak RSS 534 MB before, 229 MB after
-(docs/performance.md "Round 8"; found with memray's native stacks).
+(docs/performance.md "Round 8"; found with memray's native stacks). Still pays with ~45 items a
+node (issue 40.4, 2026-12-05, a 1,024-node replay, one run each): peak RSS 123 MB with it, 140 MB
+without (~17 MB for 46,080 items: ~70 MB at 4,096 nodes), CPU 69.8 s against 73.6 s.
 
 For nodegate's check items (a ``verdict`` parameter), the value is the check's test function
 id and phase instead, ``"suites/test_clocks.py::test_clocks_event_reasons (call)"``: still the

@@ -1,4 +1,8 @@
-"""The cyclic-GC schedule of a nodegate run (docs/performance.md, tests/core/test_gc_schedule.py)."""
+"""The cyclic-GC schedule of a nodegate run (docs/performance.md, tests/core/test_gc_schedule.py).
+
+Still pays with ~45 items a node (issue 40.4, measured 2026-12-05 on a 1,024-node replay, one run
+each, this 2-core machine): 69.8 s CPU with it, 84.4 s without (every function here a no-op:
+pytest's default GC), peak RSS 123 MB against 114 MB."""
 
 from __future__ import annotations
 

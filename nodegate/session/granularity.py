@@ -21,7 +21,7 @@ GPU, ``test_x[<node>-gpu<i>]``, as before, so every GPU-level selection selects 
 Everything else pytest selects on (markers, the check id keyword, the module) is the same for
 both forms, so these are the only ways a selection can see the difference: the rule is exact,
 not a guess. Decided per (check, node) at collection from the options alone, so the controller,
-xdist workers, shards and preselect's child decide alike.
+xdist workers and shards decide alike.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ _KEY = pytest.StashKey[object]()
 #: pytest's ``-k`` identifiers (``_pytest.mark.expression``: ``ident``), its keywords left out
 _IDENT = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+")
 _RESERVED = {"and", "or", "not", "true", "false", "none"}
+_DIGITS = re.compile(r"[0-9]+")
 
 
 class Granularity:
@@ -49,6 +50,18 @@ class Granularity:
         self.names = {a.rsplit("::", 1)[1] for a in (str(x) for x in (config.args or ())) if "::" in a and "[" in a}
         self.cached = set(_cached_ids(config))
         self.narrowed = bool(self.idents or self.deselect or self.names or self.cached)
+        # every GPU label the selection could tell apart from the folded id: gpu<digits> for each
+        # run of digits it names (an id's GPU part is gpu<decimal>), and gpu0 for the rest
+        runs = {m for t in (*self.idents, *self.deselect, *self.names, *self.cached) for m in _DIGITS.findall(t)}
+        self._candidates = ["gpu0", *(f"gpu{r}" for r in sorted(runs))]
+        #: nodes with per-GPU items from gpu.count (a GPU beyond it has none: engine.surplus_gpus)
+        self.from_count: set[str] = set()
+
+    def may_split(self, base: str, node: str) -> bool:
+        """Whether ``per_gpu`` can be True for (``base``, ``node``) whatever GPUs the node has,
+        decided without them (items are collected from the specs alone): exact, since a
+        selection tells a per-GPU id from the folded one only through the GPU digits it names."""
+        return self.every or (self.narrowed and self.per_gpu(base, node, self._candidates))
 
     def per_gpu(self, base: str, node: str, labels) -> bool:
         """True when the items of ``base`` (``suites/test_x.py::test_x``) on ``node`` must be one
@@ -73,6 +86,31 @@ class Granularity:
             g = name.lower()
             if any((i in g) != (i in low) for i in self.idents):
                 return True
+        return False
+
+
+    def may_split_node(self, node: str) -> bool:
+        """Whether any check's items on ``node`` may be per GPU, decided from the node's name
+        alone (an over-approximation of ``may_split`` for every test function: the part of a
+        -k identifier or an id after its last ``[`` compared with ``<node>-gpu<i>]`` and
+        ``<node>]``). A live run gathers first when this holds for a node without gpu.count
+        (nodegate.session.start): its per-GPU items follow what it reports."""
+        if self.every:
+            return True
+        if not self.narrowed:
+            return False
+        folded = f"{node}]".lower()
+        for label in self._candidates:
+            g = f"{node}-{label}]".lower()
+            for i in self.idents:
+                t = i.rsplit("[", 1)[-1]
+                if (t in g) != (t in folded):
+                    return True
+            for d in (*self.deselect, *self.names, *self.cached):
+                if "[" in d:
+                    t = d.rsplit("[", 1)[-1].lower()
+                    if g.startswith(t) != folded.startswith(t):
+                        return True
         return False
 
 

@@ -17,12 +17,7 @@ from ..engine.evaluate import IDENTITY_CHECK
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
 from . import granularity
-from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, PRESELECT_KEY, spec_get
-
-#: GPU slots collected for a node without gpu.count while only the selection is being learned
-#: (selection.preselect): stand-ins, so that -k on a GPU id can select the node
-PRESELECT_GPU_SLOTS = 8
-
+from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
 
 def uses_xdist(config) -> bool:
     """pytest-xdist distributes this run (controller or worker)."""
@@ -39,25 +34,33 @@ class VerdictParam:
     """The ``verdict`` argument of a suite test: one check on one node (and GPU slot, or all of
     the node's GPU slots).
 
-    Collected as a direct parameter (``check_id``, ``node``, ``slot``, ``provisional``: the slot
-    came from gpu.count before the node was gathered; ``slots``: a GPU check's every slot on the
-    node, its item folded, None for an item of one slot or a node check). The check is evaluated in setup
+    Collected from the run's specs alone (no gathered fact: issue 40.4): ``check_id``, ``node``;
+    ``slot``: a per-GPU item's GPU (``provisional``: its index came from gpu.count and is matched
+    to the GPU the node reports at that index when the item runs: verdicts.resolve_slot);
+    ``folded``: a GPU check's one item on the node, its GPU slots resolved when it runs (setup:
+    ``slots``, what the node reports), ``expect`` records predicted at collection (gpu.count, else
+    1; corrected in setup: COLLECTED_KEY). The check is evaluated in setup
     (``pytest_runtest_setup``: ERROR fails the setup, SKIP skips); the test then reads the
     Result through this object (``verdict.ok``, ``verdict.message``, any Result attribute). A
     direct parameter instead of an indirect fixture: pytest's fixture machinery was ~14 % of the
     controller's CPU per item; and the item gets it in ``funcargs`` at collection, so pytest sets
     up no fixture for it at all (``prefill_verdict_item``; docs/performance.md)."""
 
-    __slots__ = ("check_id", "node", "slot", "provisional", "result", "slots")
+    __slots__ = ("check_id", "node", "slot", "provisional", "result", "slots", "folded", "expect")
 
-    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False, slots: tuple | None = None):
+    def __init__(self, check_id: str, node: str, slot=None, provisional: bool = False, folded: bool = False,
+                 expect: int = 1):
         self.check_id, self.node, self.slot, self.provisional = check_id, node, slot, provisional
-        self.slots = slots
+        self.folded, self.expect = folded, expect
+        self.slots: tuple | None = None
         self.result: Result | None = None
 
     def records(self) -> int:
-        """The records this item writes: one per GPU slot of a folded item, else one."""
-        return 1 if self.slots is None else len(self.slots)
+        """The records this item writes: one per GPU slot of a folded item (predicted until it
+        ran: ``expect``), else one."""
+        if not self.folded:
+            return 1
+        return self.expect if self.slots is None else len(self.slots)
 
     def __getattr__(self, name):   # only for names that are not slots: the Result's
         r = self.result
@@ -67,8 +70,8 @@ class VerdictParam:
 
     def __repr__(self) -> str:
         where = self.node if self.slot is None else f"{self.node}-gpu{self.slot.index}"
-        if self.slots is not None:
-            where += f", {len(self.slots)} GPU(s)"
+        if self.folded:
+            where += ", its GPUs" if self.slots is None else f", {len(self.slots)} GPU(s)"
         return f"VerdictParam({self.check_id} on {where})"
 
 
@@ -90,9 +93,10 @@ def node_slots(run: FleetRun, node: str):
 
 def parametrize(metafunc) -> None:
     """pytest_generate_tests for suite tests taking ``verdict``: one item per node (node checks;
-    GPU checks, their GPU slots folded into the item) or per node and GPU (GPU checks where the
-    selection tells GPUs apart: ``granularity``). The slots come from gpu.count while the node
-    is still being gathered, else from what it reports."""
+    GPU checks, their GPU slots folded into the item and resolved when it runs) or per node and
+    GPU (GPU checks where the selection tells GPUs apart: ``granularity``). From the specs
+    alone: no node is gathered or parsed here, except a node without gpu.count whose per-GPU
+    items are needed (its GPUs are read: replay, or a live run that gathered first)."""
     if "verdict" not in metafunc.fixturenames:
         return
     run = metafunc.config.stash.get(RUN_KEY, None)
@@ -101,41 +105,38 @@ def parametrize(metafunc) -> None:
     params, ids = [], []
     gran = granularity.of(metafunc.config)
     base = metafunc.definition.nodeid
-    # learning the selection (preselect's child), or --collect-only of a live run: nothing is
-    # gathered, a node without gpu.count gets PRESELECT_GPU_SLOTS stand-in GPU items
-    pre = metafunc.config.stash.get(PRESELECT_KEY, False) or (
-        metafunc.config.option.collectonly and run is not None and run.mode in ("ssh", "local"))
-    if run is not None:
-        for node in run.nodes:
-            if cdef.scope == "node":
-                params.append(VerdictParam(cdef.id, node))
-                ids.append(node)
-                continue
-            slots, provisional = gpu_items_of(run, node, pre)
-            if not slots:
-                continue
-            if gran.per_gpu(base, node, [s.label for s in slots]):
+    for node in (run.nodes if run is not None else ()):
+        if cdef.scope == "node":
+            params.append(VerdictParam(cdef.id, node))
+            ids.append(node)
+            continue
+        count = spec_get(run.spec[node], "gpu.count")
+        if count == 0:
+            continue   # the spec says the node has no GPUs: no GPU item (engine.not_applicable_to)
+        if gran.may_split(base, node):
+            slots, provisional = per_gpu_slots(run, node, count)
+            if slots and gran.per_gpu(base, node, [s.label for s in slots]):
+                if provisional:
+                    gran.from_count.add(node)
                 for slot in slots:
                     params.append(VerdictParam(cdef.id, node, slot, provisional))
                     ids.append(f"{node}-{slot.label}")
-            else:
-                params.append(VerdictParam(cdef.id, node, None, provisional, tuple(slots)))
-                ids.append(node)
+                continue
+        params.append(VerdictParam(cdef.id, node, folded=True, expect=int(count or 1)))
+        ids.append(node)
     metafunc.parametrize("verdict", params, ids=ids)
 
 
-def gpu_items_of(run: FleetRun, node: str, pre: bool) -> tuple[list, bool]:
-    """A GPU check's slots on ``node`` and whether they are provisional (from gpu.count, resolved
-    when the item runs: verdicts.resolve_slot), the same for a folded item and per-GPU items."""
-    if pre:
-        n = int(spec_get(run.spec[node], "gpu.count") or PRESELECT_GPU_SLOTS)
-        return [ng_checks.GpuSlot(i, None) for i in range(n)], True
-    if run.overlapped and spec_get(run.spec[node], "gpu.count"):
-        # not gathered yet: the spec's slots (gpu.count), resolved to the GPU the node
-        # reports at that index when the item runs (verdicts.resolve_slot)
-        return [ng_checks.GpuSlot(i, None) for i in range(int(spec_get(run.spec[node], "gpu.count")))], True
-    # its GPU items follow what it reports: gathered (overlapped: waited for) or, on
-    # a bounded-memory run, read now (released once its items are done)
+def per_gpu_slots(run: FleetRun, node: str, count) -> tuple[list, bool]:
+    """A per-GPU item's slots on ``node`` and whether they are provisional: what the node
+    reports on a replay (its bundle read now: the same GPUs as its folded items) and on a live
+    run that gathered it first (start._prepare_live: no gpu.count); else, on a live run, from
+    gpu.count (resolved by index when the item runs: verdicts.resolve_slot). Not gathered and no
+    gpu.count (a live --collect-only): no per-GPU item, the folded one stands."""
+    if count and run.mode != "replay" and not run.has(node):
+        return [ng_checks.GpuSlot(i, None) for i in range(int(count))], True
+    if run.mode != "replay" and not run.has(node):
+        return [], False
     run.wait(node)
     return list(node_slots(run, node)), False
 

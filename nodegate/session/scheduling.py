@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import re
 
+import os
+from pathlib import Path
+
+import pytest
+
 from ..run import RUN_KEY
 from .state import ACTIVE_KEY
+
+#: a worker pays only with this many nodes of its own (its start-up: imports, collection, the
+#: controller's per-report work; docs/performance.md "xdist")
+MIN_NODES_PER_WORKER = 16
+#: set by ``cap_workers``: what the terminal says at session start
+CAPPED_KEY = pytest.StashKey[str]()
 
 _TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
 
@@ -35,11 +46,11 @@ def make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup" or not config.stash.get(ACTIVE_KEY, False):
         return None
     run = config.stash.get(RUN_KEY, None)
-    if run is None or not run.bundles:
+    if run is None or not run.all_nodes:
         return None
     from xdist.scheduler import LoadGroupScheduling
 
-    nodes = sorted(run.bundles, key=len, reverse=True)
+    nodes = sorted(run.all_nodes, key=len, reverse=True)
 
     class NodeGroupScheduling(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -53,10 +64,74 @@ def configure_worker(node) -> None:
     """xdist controller -> worker: where the gathered bundles are and which nodes to load."""
     run = node.config.stash.get(RUN_KEY, None)
     if run is not None and run.bundles_dir is not None:
+        nodes = [str(n) for n in run.all_nodes]   # an inventory's names are ansible-core's tagged str
+        if run.mode != "replay":   # the gathered nodes only (a bundle left by an earlier run is not this run's)
+            nodes = [n for n in nodes if n in run._events or n in run.bundles]
+            run.ids_of_every_node()   # a live run's gathered nodes, not merged (streaming): their ids
         node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
-        node.workerinput["nodegate_nodes"] = list(run.bundles)
+        node.workerinput["nodegate_nodes"] = nodes
         # the spec each node is judged by (inventory, --spec or its bundle's) and its origin:
         # a worker reloads the bundles, not the controller's inventory
-        node.workerinput["nodegate_specs"] = {n: run.spec_raw.get(n, {}) for n in run.bundles}
-        node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in run.bundles}
-        node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in run.bundles}
+        node.workerinput["nodegate_specs"] = {n: _plain(run.spec_raw.get(n, {})) for n in nodes}
+        node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in nodes}
+        node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in nodes}
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cap_workers(config, n_nodes: int | None) -> None:
+    """pytest_configure of the controller (before pytest-xdist's): ``-n N`` capped to what can
+    pay, ``min(N, usable cores - 1, nodes // MIN_NODES_PER_WORKER)`` (the controller takes a core
+    of its own: it receives and records every item's reports); fewer than 2: the run is serial
+    (xdist off), never slower than serial. The terminal says so (``CAPPED_KEY``).
+    ``NODEGATE_XDIST_UNCAPPED=1`` keeps N (benchmarks: bench/run.py --xdist)."""
+    o = config.option
+    n = getattr(o, "numprocesses", None)
+    if not isinstance(n, int) or n < 1 or os.environ.get("NODEGATE_XDIST_UNCAPPED") == "1":
+        return
+    cores = usable_cores()
+    fit = min(n, cores - 1, (n_nodes // MIN_NODES_PER_WORKER) if n_nodes is not None else n)
+    if fit >= n:
+        return
+    why = " and ".join(w for c, w in ((cores - 1 < n, f"{cores} usable core(s), one for the controller"),
+                                       (n_nodes is not None and n_nodes // MIN_NODES_PER_WORKER < n,
+                                        f"{n_nodes} node(s), {MIN_NODES_PER_WORKER} a worker at least")) if c)
+    if fit < 2:
+        o.numprocesses, o.dist, o.tx = 0, "no", []
+        config.stash[CAPPED_KEY] = (f"nodegate: -n {n} would be slower than serial here ({why}): running "
+                                    "serially (docs/performance.md \"xdist\")")
+    else:
+        o.numprocesses = fit
+        o.tx = ["popen"] * fit
+        config.stash[CAPPED_KEY] = f"nodegate: -n {n} capped to {fit} worker(s) ({why})"
+
+
+def fleet_size(config, jobs) -> int | None:
+    """The nodes a run may judge, known at configure time: the inventory's (after --limit), or
+    the bundle directories and logs under the --replay paths."""
+    o = config.option
+    if not o.replay:
+        return len(jobs)
+    from ..bundle import discover
+    n = 0
+    for r in (getattr(o, "replay_all", None) or [o.replay]):
+        root = Path(r)
+        n += len(discover(root)) + len(list(root.glob("*.log*"))) if root.is_dir() else 1
+    return n
+
+
+def _plain(v):
+    """A spec as execnet can send it: ansible-core's tagged str/int/list/dict as the built-in types."""
+    if isinstance(v, dict):
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    for t in (bool, int, float, str):
+        if isinstance(v, t):
+            return t(v)
+    return v

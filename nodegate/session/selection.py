@@ -154,7 +154,8 @@ def _deselected(config) -> int:
 
 def record(report) -> None:
     """pytest_runtest_logreport: an item whose setup was reported ran (its node is evaluated
-    for it)."""
+    for it). On xdist's controller (it collected nothing: the node from the test id) the GPUs a
+    record names are kept too (``FleetRun.shared_gpus`` at the end, without reading any bundle)."""
     if report.when != "setup":
         return
     from .state import CONFIG
@@ -163,12 +164,31 @@ def record(report) -> None:
     if run is None or report.nodeid in config.stash.get(IDENTITY_ITEMS_KEY, ()):
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
-    if node is None and not hasattr(config, "workerinput") and run.selected is not None:
+    if node is None and not hasattr(config, "workerinput"):
         node = _node_from_id(report.nodeid, run)   # xdist's controller collected nothing itself
+        if node is not None:
+            _keep_gpu_ids(run, node, getattr(report, "nodegate", None))
+        if run.selected is None:
+            return
     if node is not None:
         run.items_ran[node] = run.items_ran.get(node, 0) + 1
 
 
+def _keep_gpu_ids(run, node: str, info) -> None:
+    """xdist's controller: the (index, serial, UUID) of each GPU a record names, kept as a
+    released node's are (``FleetRun._gpu_ids``; the node's bundle is never read here)."""
+    if not isinstance(info, dict):
+        return
+    for r in info.get("parts") or (info,):
+        i = str(r.get("gpu_index", ""))
+        if not i.isdecimal() or not (r.get("gpu_serial") or r.get("gpu_uuid")):
+            continue
+        got = run._gpu_ids.setdefault(node, [])
+        if not any(g[0] == int(i) for g in got):
+            got.append((int(i), r.get("gpu_serial") or None, r.get("gpu_uuid") or None))
+
+
+_KNOWN: dict[int, frozenset] = {}
 _PARAM = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
 _GPU_ID = re.compile(r"^(?P<node>.+?)-gpu\d+(?:-.*)?$")
 
@@ -180,7 +200,10 @@ def _node_from_id(nodeid: str, run) -> str | None:
     if not m:
         return None
     pid = m.group("id")
-    known = set(run.targets or run.all_nodes)
+    known = _KNOWN.get(id(run))
+    if known is None:   # once a run: a set of every node per report was O(nodes) each
+        _KNOWN.clear()
+        known = _KNOWN[id(run)] = frozenset(run.targets or run.all_nodes)
     if pid in known:
         return pid
     g = _GPU_ID.match(pid)

@@ -29,6 +29,9 @@ def plan(config, run) -> list[list[str]] | None:
     """The shards of this run (lists of node names), or None when it runs unsharded."""
     if not config.stash.get(ACTIVE_KEY, False) or run is None or not run.streaming:
         return None
+    o = config.option
+    if hasattr(config, "workerinput") or getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
+        return None   # xdist: every worker collects the whole run (each streams its own nodes)
     size = int(getattr(config.option, "shard_nodes", DEFAULT_SHARD_NODES) or 0)
     nodes = run.all_nodes
     if size <= 0 or len(nodes) <= size:

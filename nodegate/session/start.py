@@ -16,7 +16,7 @@ import pytest
 from ..run import RUN_KEY, FleetRun, GatherOptions
 from ..transport import HostKeyPolicy
 from ..inventory import sources_label
-from . import gcsched, shardplan, signals, specfile
+from . import gcsched, granularity, shardplan, signals, specfile
 from .jobs import SpecCache
 from .preselect import COLLECTION_ERRORS, preselect
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
@@ -103,17 +103,24 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     if o.list_hosts:
         _list_selected_hosts(session)   # exits: contacts nobody
     if o.collectonly:
-        # --collect-only contacts nobody: a node without gpu.count gets stand-in GPU items
-        # (items.parametrize), nothing is gathered
-        return
+        return   # --collect-only contacts nobody: the items need only the specs (items.parametrize)
     why_not = why_gather_first(config)
-    no_count = [j.name for j in jobs if not spec_get(run.spec[j.name], "gpu.count")]
+    gran = granularity.of(config)
+    # per-GPU items of a node without gpu.count follow what it reports: such a run gathers
+    # every node first (documented in README "Large fleets"; gpu.count in the spec avoids it)
+    needs_gpus = [j.name for j in jobs if not spec_get(run.spec[j.name], "gpu.count") and gran.may_split_node(j.name)]
+    if needs_gpus:
+        start_gathering(config, run, list(jobs), why=f"per-GPU items of {needs_gpus[0]}"
+                        f"{f' and {len(needs_gpus) - 1} more node(s)' if len(needs_gpus) > 1 else ''} without gpu.count")
+        return
     # a sharded run collects one shard at a time: the selection of every shard is known before
     # gathering only from preselect's collection (it collects the shards in turn); without -k/-m/
     # --deselect/--lf every node is selected and gathering starts after the first shard's collection
     sharded_narrowed = shardplan.active(config) and narrows_nodes(config)
-    if why_not is None and not no_count and not sharded_narrowed:
-        run.overlapped = True
+    if why_not in (None, "--gather-first") and not sharded_narrowed:
+        # the items need only the specs: collected first, then the selected nodes are gathered
+        # (--gather-first: all of them before the first item runs)
+        run.overlapped = why_not is None
         config.stash[PENDING_JOBS_KEY] = list(jobs)   # selection.after_collection starts them
         return
     counts = preselect(session)
@@ -170,7 +177,7 @@ def _list_selected_hosts(session) -> None:
     list_hosts(config, None if counts is None else list(counts))
 
 
-def start_gathering(config, run: FleetRun, jobs) -> None:
+def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None:
     """Gather ``jobs`` (the selected nodes) in the background; the tests run while they arrive
     unless ``why_gather_first`` says every node is needed first (then wait for all)."""
     o = config.option
@@ -191,7 +198,7 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
         return
     run.start_gather(jobs, opts)
     tw = terminal_writer(config)
-    why_not = why_gather_first(config)
+    why_not = why or why_gather_first(config)
     if why_not is None:
         # tests run while the nodes are gathered: per-GPU items come from gpu.count, items are
         # ordered node by node, and each node's first item waits for that node only
@@ -219,6 +226,10 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
         raise
     except Exception as e:  # noqa: BLE001 - its nodes are ERROR bundles; the run goes on to report
         config.stash[GATHER_FAILED_KEY] = f"{type(e).__name__}: {e}"
+    if run.streaming:
+        # every node's (boot id, machine id) now: an item's identity clash compares the whole run
+        # (nodes are merged one at a time as their items run: nothing else reads them all)
+        run.ids_of_every_node()
     if tw is not None:
         progress(final=True)
         if line.tty:
@@ -227,14 +238,13 @@ def start_gathering(config, run: FleetRun, jobs) -> None:
 
 def streaming(config) -> bool:
     """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
-    after. Not with pytest-xdist (the controller schedules from every bundle), --burn-in (it
+    after; with pytest-xdist too (the controller keeps each node's ids, a worker loads the nodes
+    it runs: docs/performance.md "xdist"). Not with --burn-in (it
     loads every node first), --perf or a replay of --perf bundles. --baseline streams: each current node is compared with its baseline
     node while both are loaded (nodegate.baseline.run.BaselineRun)."""
     from .phase import replay_has
     o = config.option
-    return not (hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
-                or getattr(o, "dist", "no") not in ("no", None)
-                or getattr(o, "burn_in", None) or getattr(o, "perf", False)
+    return not (getattr(o, "burn_in", None) or getattr(o, "perf", False)
                 # --crossnode: the phase takes every node's evidence at once (its prerequisites, Stage A)
                 or getattr(o, "crossnode", None)
                 # a replay of --perf bundles: the fleet rule and the perf items of every node are
@@ -243,13 +253,12 @@ def streaming(config) -> bool:
 
 
 def why_gather_first(config) -> str | None:
-    """None when the tests may run while the nodes are gathered, else why every node is gathered
-    before collection: the per-GPU items then follow what each node reports. (While overlapping,
-    a node without gpu.count is waited for during collection: its GPU items follow what it
-    reports, the other nodes' items need only their spec.)"""
+    """None when the tests may run while the nodes are gathered, else why every selected node is
+    gathered before the first item: the phases' items (baseline, burn-in, perf, cross-node)
+    follow what the nodes report and xdist's workers load the gathered bundles, so those gather
+    before collection (the selection learned by ``preselect``); ``--gather-first`` gathers after
+    collection (the suite's items need only the specs) and before the first item."""
     o = config.option
-    if o.gather_first:
-        return "--gather-first"
     if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
         return "pytest-xdist (workers load the gathered bundles)"
     if getattr(o, "baseline", None):
@@ -260,4 +269,6 @@ def why_gather_first(config) -> str | None:
         return "--perf (runs on the gathered nodes; the fleet rule needs every node)"
     if getattr(o, "crossnode", None):
         return "--crossnode (runs across the gathered nodes; their prerequisites decide the partners)"
+    if o.gather_first:
+        return "--gather-first"
     return None

@@ -130,7 +130,8 @@ def gathered_summary(terminalreporter, config) -> None:
     terminalreporter.write_line(f"nodegate: gathered {done}/{total} nodes, {errors} unreachable/errors in "
                                 f"{dt:.1f}s, while the tests ran")
     extra = []
-    for node in run.all_nodes:
+    from .granularity import of
+    for node in sorted(of(config).from_count, key=run.all_nodes.index):   # per-GPU items from gpu.count
         want = spec_get(run.spec.get(node), "gpu.count")
         if node not in run.facts:   # released (bounded memory): what its gpu_count item saw
             n = run.surplus.get(node, 0)
@@ -143,6 +144,6 @@ def gathered_summary(terminalreporter, config) -> None:
             extra.append(f"{shown(node, newlines=False)} ({n} GPUs)")
     if extra:
         terminalreporter.write_line(
-            "nodegate: GPUs beyond gpu.count have no per-GPU items (gpu_count FAILs for them; --gather-first "
-            "collects from what the nodes report): " + ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""),
+            "nodegate: GPUs beyond gpu.count have no per-GPU items (gpu_count FAILs for them; --per-gpu-items or a "
+            "GPU named in the selection took their indices from the spec; correct gpu.count): " + ", ".join(extra[:20]) + (" ..." if len(extra) > 20 else ""),
             yellow=True)
