@@ -238,15 +238,20 @@ class BaselineSession:
             terminalreporter.write_line("only regression items failed: exit code 3")
 
 
+#: stand-in GPU items of a node without gpu.count while nothing is gathered (preselect's child, a
+#: live --collect-only): enough for -k on a GPU id to select the node (an 8-GPU HGX board)
+STANDIN_GPU_SLOTS = 8
+
+
 def _standin_slots(config, fleet):
     """While the run's selection is learned before gathering (preselect's child) or on a live
-    --collect-only, nothing is gathered to compare: a node's stand-in GPU items, as the suite's
-    learned the selection before the items had gathered facts): gpu.count or 8. Else None."""
+    --collect-only, nothing is gathered to compare: a node's stand-in GPU items, gpu.count or
+    STANDIN_GPU_SLOTS. Else None."""
     from nodegate.session.state import PRESELECT_KEY, spec_get
     if not (config.stash.get(PRESELECT_KEY, False)
             or (config.option.collectonly and getattr(fleet, "mode", "") in ("ssh", "local"))):
         return None
-    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or 8)
+    return lambda node: int(spec_get(fleet.spec.get(node), "gpu.count") or STANDIN_GPU_SLOTS)
 
 
 def _param(item):

@@ -140,6 +140,14 @@ class IdentityIndex:
             out.append(ClashGroup(what, v, count, tuple(names)))
         return out
 
+    def keep_gpu_id(self, node: str, index: int, serial: str | None, uuid: str | None) -> None:
+        """Keep one GPU's (index, serial, UUID) of a node not in memory, as ``release`` keeps a
+        released node's (``shared_gpus`` reads them): xdist's controller learns them from the
+        records its workers send, never reading the node's bundle. The first seen per index stays."""
+        got = self._gpu_ids.setdefault(node, [])
+        if not any(g[0] == index for g in got):
+            got.append((index, serial, uuid))
+
     def shared_gpus(self) -> list[tuple[str, str, list[tuple[str, int | None]]]]:
         """GPUs of different nodes that report one serial or UUID: ``[("serial" | "UUID", value,
         [(node, GPU index), ...])]``, for the summaries (a board cannot be in two nodes: a cloned

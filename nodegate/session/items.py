@@ -17,13 +17,8 @@ from ..engine.evaluate import IDENTITY_CHECK
 from ..outcomes import Result
 from ..run import RUN_KEY, FleetRun
 from . import granularity
-from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
+from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get, uses_xdist
 
-def uses_xdist(config) -> bool:
-    """pytest-xdist distributes this run (controller or worker)."""
-    o = config.option
-    return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
-                or getattr(o, "dist", "no") not in ("no", None))
 
 #: the node_identity check (NG-INV-003, nodegate.engine.evaluate.IDENTITY_CHECK): it compares
 #: every node of the run, so its items run after every node's own items (and, while gathering,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 from pathlib import Path
 
 import pytest
 
+from ..ansible_core import plain   # a spec as execnet can send it: ansible-core's tagged values as built-ins
 from ..run import RUN_KEY
 from .state import ACTIVE_KEY
 
@@ -66,13 +66,14 @@ def configure_worker(node) -> None:
     if run is not None and run.bundles_dir is not None:
         nodes = [str(n) for n in run.all_nodes]   # an inventory's names are ansible-core's tagged str
         if run.mode != "replay":   # the gathered nodes only (a bundle left by an earlier run is not this run's)
-            nodes = [n for n in nodes if n in run._events or n in run.bundles]
+            contacted = set(run.contacted)
+            nodes = [n for n in nodes if n in contacted or n in run.bundles]
             run.ids_of_every_node()   # a live run's gathered nodes, not merged (streaming): their ids
         node.workerinput["nodegate_bundles"] = str(run.bundles_dir)
         node.workerinput["nodegate_nodes"] = nodes
         # the spec each node is judged by (inventory, --spec or its bundle's) and its origin:
         # a worker reloads the bundles, not the controller's inventory
-        node.workerinput["nodegate_specs"] = {n: _plain(run.spec_raw.get(n, {})) for n in nodes}
+        node.workerinput["nodegate_specs"] = {n: plain(run.spec_raw.get(n, {})) for n in nodes}
         node.workerinput["nodegate_spec_source"] = {n: run.spec_source.get(n, "") for n in nodes}
         node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in nodes}
 
@@ -123,15 +124,3 @@ def fleet_size(config, jobs) -> int | None:
         root = Path(r)
         n += len(discover(root)) + len(list(root.glob("*.log*"))) if root.is_dir() else 1
     return n
-
-
-def _plain(v):
-    """A spec as execnet can send it: ansible-core's tagged str/int/list/dict as the built-in types."""
-    if isinstance(v, dict):
-        return {_plain(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    for t in (bool, int, float, str):
-        if isinstance(v, t):
-            return t(v)
-    return v

@@ -165,7 +165,7 @@ def record(report) -> None:
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
     if node is None and not hasattr(config, "workerinput"):
-        node = _node_from_id(report.nodeid, run)   # xdist's controller collected nothing itself
+        node = _node_from_id(report.nodeid, run, config)   # xdist's controller collected nothing itself
         if node is not None:
             _keep_gpu_ids(run, node, getattr(report, "nodegate", None))
         if run.selected is None:
@@ -176,34 +176,42 @@ def record(report) -> None:
 
 def _keep_gpu_ids(run, node: str, info) -> None:
     """xdist's controller: the (index, serial, UUID) of each GPU a record names, kept as a
-    released node's are (``FleetRun._gpu_ids``; the node's bundle is never read here)."""
+    released node's are (``FleetRun.keep_gpu_id``; the node's bundle is never read here)."""
     if not isinstance(info, dict):
         return
     for r in info.get("parts") or (info,):
         i = str(r.get("gpu_index", ""))
-        if not i.isdecimal() or not (r.get("gpu_serial") or r.get("gpu_uuid")):
-            continue
-        got = run._gpu_ids.setdefault(node, [])
-        if not any(g[0] == int(i) for g in got):
-            got.append((int(i), r.get("gpu_serial") or None, r.get("gpu_uuid") or None))
+        if i.isdecimal() and (r.get("gpu_serial") or r.get("gpu_uuid")):
+            run.keep_gpu_id(node, int(i), r.get("gpu_serial") or None, r.get("gpu_uuid") or None)
 
 
-_KNOWN: dict[int, frozenset] = {}
+#: the run's node names as a set, made again only when the list they come from changes
+#: (``run.targets or run.all_nodes``): one set a run, not one per report
+_KNOWN_KEY = pytest.StashKey[tuple]()
 _PARAM = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
 _GPU_ID = re.compile(r"^(?P<node>.+?)-gpu\d+(?:-.*)?$")
 
 
-def _node_from_id(nodeid: str, run) -> str | None:
+def _known_nodes(run, config) -> frozenset:
+    """``run.targets or run.all_nodes`` as a set, kept on the session's config (a module-level
+    cache keyed by ``id(run)`` could hand a later run in the same process a dead run's set)."""
+    src = run.targets or run.all_nodes
+    got = config.stash.get(_KNOWN_KEY, None)
+    if got is not None and got[0] is src and got[1] == len(src):
+        return got[2]
+    known = frozenset(src)
+    config.stash[_KNOWN_KEY] = (src, len(src), known)
+    return known
+
+
+def _node_from_id(nodeid: str, run, config) -> str | None:
     """The node of a test id (``[<node>]``, ``[<node>-gpu<i>]``, ``[<node>-gpu<i>-<test>]``) by
     lookup among the run's nodes."""
     m = _PARAM.search(nodeid)
     if not m:
         return None
     pid = m.group("id")
-    known = _KNOWN.get(id(run))
-    if known is None:   # once a run: a set of every node per report was O(nodes) each
-        _KNOWN.clear()
-        known = _KNOWN[id(run)] = frozenset(run.targets or run.all_nodes)
+    known = _known_nodes(run, config)
     if pid in known:
         return pid
     g = _GPU_ID.match(pid)

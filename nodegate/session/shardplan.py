@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from .state import ACTIVE_KEY
+from .state import ACTIVE_KEY, uses_xdist
 
 #: 4,096 nodes: 461 s at 16 against 485 s at 64 (each shard's items and the objects of its
 #: collection are fewer: the cyclic GC at its end and the heap stay smaller); 1,024 nodes: 683 MB
@@ -29,8 +29,7 @@ def plan(config, run) -> list[list[str]] | None:
     """The shards of this run (lists of node names), or None when it runs unsharded."""
     if not config.stash.get(ACTIVE_KEY, False) or run is None or not run.streaming:
         return None
-    o = config.option
-    if hasattr(config, "workerinput") or getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
+    if uses_xdist(config):
         return None   # xdist: every worker collects the whole run (each streams its own nodes)
     size = int(getattr(config.option, "shard_nodes", DEFAULT_SHARD_NODES) or 0)
     nodes = run.all_nodes

@@ -45,3 +45,10 @@ CONFIG: list = [None]
 
 def is_active(config) -> bool:
     return bool(config.stash.get(ACTIVE_KEY, False))
+
+
+def uses_xdist(config) -> bool:
+    """pytest-xdist distributes this run (controller or worker)."""
+    o = config.option
+    return bool(hasattr(config, "workerinput") or getattr(o, "numprocesses", None)
+                or getattr(o, "dist", "no") not in ("no", None))
