@@ -69,11 +69,13 @@ def _record(launcher, req: "LaunchRequest") -> LaunchRecord:
     return rec
 
 
-def _execute(rec: LaunchRecord, req: "LaunchRequest", stop: threading.Event | None) -> None:
-    """Run ``rec.command`` in a process group of its own under the job's deadline; fill ``rec``."""
+def _execute(rec: LaunchRecord, req: "LaunchRequest", stop: threading.Event | None,
+             env: dict[str, str] | None = None) -> None:
+    """Run ``rec.command`` in a process group of its own under the job's deadline; fill ``rec``.
+    ``env``: the launcher process's environment (None: nodegate's)."""
     t0 = time.monotonic()
     try:
-        r = _run_group(rec.command, req.deadline_s, stop)
+        r = _run_group(rec.command, req.deadline_s, stop, env=env)
     except TransportError as e:   # the launcher binary could not be started
         rec.setup_error = str(e)
         return
@@ -83,9 +85,10 @@ def _execute(rec: LaunchRecord, req: "LaunchRequest", stop: threading.Event | No
     rec.interrupted = r.interrupted or ("stopped" if stop is not None and stop.is_set() else "")
 
 
-def _run_group(argv: list[str], deadline_s: float, stop: threading.Event | None, grace_s: float = GRACE_S):
+def _run_group(argv: list[str], deadline_s: float, stop: threading.Event | None, grace_s: float = GRACE_S,
+               env: dict[str, str] | None = None):
     with Deadline(deadline_s, label="job", stop=stop) as dl:
-        return popen_stream(argv, b"", dl, grace_s=grace_s)
+        return popen_stream(argv, b"", dl, grace_s=grace_s, env=env)
 
 
 class MpirunLauncher:
@@ -168,7 +171,12 @@ class MpirunLauncher:
             hostfile.write_text(text)
             rec.extra_files["hostfile"] = text.encode()
             rec.command = self.command(req, hostfile)
-            _execute(rec, req, stop)
+            # mpirun's session directory goes under the job's private TMPDIR: concurrent mpiruns
+            # on one host race on the shared <TMPDIR>/ompi.<host>.<uid> (one removes it as the other
+            # creates its pid.N under it: "A call to mkdir was unable to create the desired
+            # directory", open-mpi/ompi#8510), and the screen rounds run disjoint jobs at once.
+            # TMPDIR reaches mpirun alone: its remote daemons keep their nodes' own.
+            _execute(rec, req, stop, env={**os.environ, "TMPDIR": tmp})
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         err = b"".join(it.stderr for it in rec.items.values()).decode("utf-8", "replace")

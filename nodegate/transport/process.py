@@ -83,18 +83,20 @@ def _signal_group(p: subprocess.Popen, sig: int) -> None:
 
 def popen_stream(argv: list[str], stdin: bytes, dl: Deadline, *, ssh_log: str | None = None,
                  connect_timeout: float | None = None, exec_s: float | None = None,
-                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0) -> ExecResult:
+                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0,
+                 env: dict[str, str] | None = None) -> ExecResult:
     """Run ``argv`` with ``stdin`` until it exits or ``dl`` ends it (then its whole process
     group is killed and what was read so far is kept). ``ssh_log``: the ``-E`` file of an
     OpenSSH client in ``argv``: its stages are followed, the connect stages get
     ``connect_timeout`` and the rest ``exec_s`` (both within ``dl``). ``on_data`` gets each
     stdout chunk (in a reader thread). ``grace_s``: the cut sends SIGTERM and SIGKILL follows
     only after that many seconds (a burn-in script stops its load on TERM); 0 = SIGKILL at
-    once. Raises TransportError("probe-failed") when ``argv[0]`` cannot be run."""
+    once. ``env``: the process's whole environment (None: this process's). Raises
+    TransportError("probe-failed") when ``argv[0]`` cannot be run."""
     t0 = time.monotonic()
     try:
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             start_new_session=True)
+                             start_new_session=True, env=env)
     except OSError as e:  # sh, sudo, ssh or chroot missing on the controller
         raise TransportError("probe-failed", f"cannot run {argv[0]}: {e.strerror or e}") from None
     dl.add_closer(lambda: _signal_group(p, signal.SIGTERM if grace_s else signal.SIGKILL))
@@ -210,7 +212,8 @@ class _SshLog:
 
 
 def openssh_exec(argv: list[str], stdin: bytes, dl: Deadline, *, connect_timeout: float, exec_s: float,
-                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0) -> ExecResult:
+                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0,
+                 env: dict[str, str] | None = None) -> ExecResult:
     """Run the OpenSSH client ``argv`` (``ssh [options] host command``) with its DEBUG2 log
     in a private temporary directory (removed afterwards). Raises TransportError when ssh
     exits 255 without output (its own error: host key, auth, refused...) or when the deadline

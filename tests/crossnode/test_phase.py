@@ -366,3 +366,34 @@ def test_a_node_without_an_active_infiniband_port_is_not_used_as_a_partner(tmp_p
     assert g2.state is NodeState.NOT_USED and "no Active InfiniBand port" in g2.why and "mlx5_0 DOWN" in g2.why
     assert not any("g2" in j.hosts for j in res.jobs)
     assert [c.problem for c in res.cables if c.node_end.startswith("g2")] == ["down", "down"]
+
+
+def test_each_mpirun_gets_a_session_directory_base_of_its_own_and_it_is_removed(tmp_path, monkeypatch):
+    """Concurrent mpiruns on one host race on <TMPDIR>/ompi.<host>.<uid> (open-mpi/ompi#8510: "A
+    call to mkdir was unable to create the desired directory"; seen in this project's CI with
+    the screen rounds' jobs side by side): each launch runs mpirun with a private TMPDIR."""
+    import shutil
+    import threading
+
+    from nodegate.crossnode.launchers import LaunchRequest, MpirunLauncher
+    if shutil.which("ssh") is None:
+        pytest.skip("ssh (OpenSSH client) not installed: MpirunLauncher.available() refuses without it")
+    fake = tmp_path / "mpirun"
+    fake.write_text('#!/bin/sh\necho "TMPDIR=$TMPDIR"\ntest -d "$TMPDIR" && echo is-a-dir\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    m = MpirunLauncher(mpirun=str(fake))
+    recs = [None] * 4
+
+    def one(i):
+        recs[i] = m.launch(LaunchRequest(f"j{i}", ["a", "b"], {"a": "10.0.0.1", "b": "10.0.0.2"}, 1, ["true"]))
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outs = [r.items["launch"].stdout.decode().split() for r in recs]
+    dirs = {o[0].removeprefix("TMPDIR=") for o in outs}
+    assert all(o[1:] == ["is-a-dir"] for o in outs)
+    assert len(dirs) == 4 and str(tmp_path) not in dirs          # one each, never the shared one
+    assert not any(os.path.exists(d) for d in dirs)              # removed with the hostfile
