@@ -18,7 +18,7 @@ import pytest
 from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, currenttest, exitcodes, finish, gcsched, markers, outputs, release, scheduling, selection,
+from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish, gcsched, markers, outputs, release, scheduling, selection,
                               shardplan, shards, signals, specfile, start, terminal, verdicts)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
@@ -224,6 +224,14 @@ def pytest_unconfigure(config):
     signals.uninstall(config)
     gcsched.freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
     gcsched.resume(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A check item: nodegate.session.fastlane (pytest's own protocol for every other item)."""
+    if fastlane.applies(item):
+        return fastlane.run_item(item, nextitem)
+    return None
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,0 +1,146 @@
+"""The runtest protocol of a check item: the engine decides, pytest's public hooks present.
+
+A check item (a suite test taking ``verdict``) runs no fixture and no user code besides its
+test body (``assert verdict.ok, verdict.message``): its outcome is decided by the engine in setup
+(nodegate.session.verdicts.evaluate). pytest's default protocol still wraps each of its three
+phases in every plugin's ``pytest_runtest_setup``/``_call``/``_teardown`` hooks (log and output
+capture, warnings, xfail marks, the fixture SetupState): ~0.5 ms an item, ~45 items a node, the
+larger part of a replay's cost above the engine's own (issue 40.5; docs/performance.md
+"Issue 40.5, the fast lane").
+
+So ``pytest_runtest_protocol`` (a public hook; the first implementation returning a value runs
+the item) runs a check item as pytest's own protocol does (``_pytest.runner.runtestprotocol``,
+pytest 8 and 9) with the same public hooks around each phase: ``pytest_runtest_logstart``;
+setup: ``verdicts.evaluate`` in ``CallInfo.from_call``, then ``pytest_runtest_makereport`` and
+``pytest_runtest_logreport``; call (when setup passed): ``item.runtest()`` (the test body through
+``pytest_pyfunc_call``); teardown: nodegate's own; ``pytest_runtest_logfinish``. Every report
+is pytest's (``pytest_runtest_makereport``): the terminal, JUnit, pytest-html, xdist, ``-x`` and
+``--maxfail`` see what they saw. ``PYTEST_CURRENT_TEST`` is set per phase as pytest documents it
+(the test function's id and the phase, nodegate.session.currenttest) and removed after.
+
+Only where nothing else can tell the difference (``applies``, decided once per run for the
+plugins and options, and per item): every implementation of ``pytest_runtest_setup``/``_call``
+/``_teardown`` is pytest's own or nodegate's, no other plugin runs items itself
+(``pytest_runtest_protocol``), no ``--pdb``/``--trace``/``--setup-*``; the item has no fixture
+but ``verdict`` (an autouse fixture of a conftest puts it back on pytest's protocol) and no
+``skip``/``skipif``/``xfail``/``usefixtures`` mark. What differs there: a check item's report has
+no "Captured stdout/stderr/log" sections (the engine prints and logs nothing while it judges;
+pytest's warnings plugin still records warnings: it wraps ``pytest_runtest_protocol``). Set
+``NODEGATE_PYTEST_PROTOCOL=1`` to run every item with pytest's own protocol.
+
+tests/engine/test_fastlane.py compares every report of a run with pytest's protocol (the
+terminal's outcomes, results.jsonl, JUnit) and fails the day pytest's runner changes the
+phases it reports.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from . import verdicts
+from .currenttest import VAR, function_id
+from .items import verdict_param
+
+_KEY = pytest.StashKey[bool]()
+#: how many items this run ran in the fast lane (the tests read it)
+RAN_KEY = pytest.StashKey[int]()
+#: the hooks whose implementations a check item's phases skip: only these plugins may have them
+PHASE_HOOKS = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown")
+#: plugins (module names) whose phase hooks do nothing a check item needs (what the fast lane
+#: does instead: verdicts.evaluate and teardown below; nodegate_site acts on site items only)
+OWN = ("nodegate.plugins.nodegate_plugin", "nodegate.plugins.nodegate_site")
+#: other plugins whose phase hooks act on their own tests only: Hypothesis' (installed with the
+#: project's test extras) wraps ``pytest_runtest_call`` for ``@given`` tests
+HARMLESS = ("_hypothesis_pytestplugin",)
+_MARKS = ("skip", "skipif", "xfail", "usefixtures")
+
+
+def _plugin_name(impl) -> str:
+    """The module of a hook implementation's plugin: a module plugin's name, or the module of
+    an object plugin's class (pytest's capture and logging plugins are objects)."""
+    plugin = impl.plugin
+    mod = plugin.__name__ if isinstance(getattr(plugin, "__name__", None), str) and hasattr(plugin, "__file__") \
+        else type(plugin).__module__
+    return mod if isinstance(mod, str) else ""
+
+
+def run_allows(config) -> bool:
+    """Whether this run's plugins and options leave check items to the fast lane (module
+    docstring); decided once per run."""
+    got = config.stash.get(_KEY, None)
+    if got is None:
+        got = config.stash[_KEY] = _run_allows(config)
+    return got
+
+
+def _run_allows(config) -> bool:
+    if os.environ.get("NODEGATE_PYTEST_PROTOCOL"):
+        return False
+    opt = config.option
+    if any(getattr(opt, o, False) for o in ("usepdb", "trace", "setuponly", "setupplan", "setupshow")):
+        return False
+    hook = config.pluginmanager.hook
+    for name in PHASE_HOOKS:
+        for impl in getattr(hook, name).get_hookimpls():
+            mod = _plugin_name(impl)
+            if not (mod.startswith("_pytest.") or mod in OWN or mod in HARMLESS):
+                return False
+    for impl in hook.pytest_runtest_protocol.get_hookimpls():
+        mod = _plugin_name(impl)
+        if not (impl.hookwrapper or impl.wrapper or mod.startswith("_pytest.") or mod == OWN[0]):
+            return False   # another plugin runs items itself (re-runs, repeats): its protocol
+    return True
+
+
+def applies(item) -> bool:
+    """A check item the fast lane may run (module docstring)."""
+    if verdict_param(item) is None or not run_allows(item.config):
+        return False
+    if getattr(item, "fixturenames", None) != ["verdict"]:
+        return False
+    return not any(m.name in _MARKS for m in item.iter_markers())
+
+
+def _phase(item, when: str, func) -> pytest.TestReport:
+    """One phase as ``_pytest.runner.call_and_report`` runs it (pytest 8 and 9)."""
+    def run():
+        os.environ[VAR] = f"{function_id(item)} ({when})"
+        try:
+            return func()
+        finally:
+            if when == "teardown":   # pytest removes it at the end of the teardown, before its report
+                os.environ.pop(VAR, None)
+    call = pytest.CallInfo.from_call(run, when=when, reraise=(pytest.exit.Exception, KeyboardInterrupt))
+    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
+    item.ihook.pytest_runtest_logreport(report=report)
+    exc = call.excinfo
+    if exc is not None and not hasattr(report, "wasxfail") and not isinstance(exc.value, pytest.skip.Exception):
+        item.ihook.pytest_exception_interact(node=item, call=call, report=report)
+    return report
+
+
+def run_item(item, nextitem) -> bool:
+    """``pytest_runtest_protocol`` for a check item (module docstring): True (it ran)."""
+    from .release import node_done_after
+    p = verdict_param(item)
+    ihook = item.ihook
+    item.config.stash[RAN_KEY] = item.config.stash.get(RAN_KEY, 0) + 1
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    try:
+        if _phase(item, "setup", lambda: verdicts.evaluate(item, p)).passed:
+            _phase(item, "call", item.runtest)
+
+        # a session about to stop (-x, --maxfail) tears everything down, as pytest does (#11706)
+        last = None if item.session.shouldfail or item.session.shouldstop else nextitem
+
+        def teardown():
+            p.result = None   # the report keeps what it needs (item stash, user_properties)
+            node_done_after(item, last)
+        _phase(item, "teardown", teardown)
+    finally:
+        os.environ.pop(VAR, None)
+        item.funcargs = None   # as pytest's protocol leaves an item: no argument kept
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
