@@ -42,7 +42,7 @@ SAMPLE = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
 SIZES = (256, 1024, 4096)
 COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "items", "junit_mb", "junit_objects", "junit_files",
            "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s", "ms_per_node", "engine_ms_per_node",
-           "ratio_to_engine")
+           "ratio_to_engine", "pytest_alone_ms_per_node", "ratio_bound")
 #: nodes the engine floor judges (bench/engine_floor.py); the copies are alike, so a larger fleet's
 #: floor a node is that of its first ENGINE_SAMPLE nodes
 ENGINE_SAMPLE = 256
@@ -154,6 +154,24 @@ def replay_argv(fleet: Path, reports: Path, extra: list[str] = (), plugin: str =
             "--replay", str(fleet), "--reports-dir", str(reports), *extra]
 
 
+def pytest_alone(base: Path, timing: Path) -> dict | None:
+    """A bare pytest run (bench/floors.py ``pytest_floor_suite``: trivial items, as many passes
+    and skips as the replay ran, read from its ``timing`` file) with no report option: what
+    pytest's own per-item machinery costs. None when the replay's counts are missing."""
+    try:
+        t = json.loads(timing.read_text())
+        items, skipped = int(t["run_items"]), int(t["run_skipped"])
+    except (OSError, ValueError, KeyError):
+        return None
+    from bench.floors import pytest_floor_suite
+    d = base / "pytest-alone"
+    pytest_floor_suite(d, items - skipped, skipped)
+    m = run_measured([sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", "-q"], cwd=d,
+                     env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout_s=3600)
+    shutil.rmtree(d, ignore_errors=True)
+    return {"wall_s": m.wall_s, "items": items} if m.rc == 0 else None
+
+
 def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -> dict:
     """One replay of ``n`` generated nodes (generated once under ``base``; removed afterwards
     unless ``keep``, for a next repetition): its row of figures."""
@@ -190,8 +208,16 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
     row["ms_per_node"] = round(1000 * m.wall_s / n, 1)
     row["engine_ms_per_node"] = floor["ms_per_node"]
     row["ratio_to_engine"] = round(row["ms_per_node"] / floor["ms_per_node"], 2) if floor["ms_per_node"] else None
+    # what pytest alone costs for as many items (trivial ones, no report plugin, no checks): the
+    # ratio cannot go below (engine + pytest alone) / engine while a node has that many items
+    alone = pytest_alone(base, timing)
+    if alone is not None and floor["ms_per_node"]:
+        row["pytest_alone_ms_per_node"] = round(1000 * alone["wall_s"] / n, 1)
+        row["pytest_alone_items"] = alone["items"]
+        row["ratio_bound"] = round((floor["ms_per_node"] + row["pytest_alone_ms_per_node"]) / floor["ms_per_node"], 2)
     print(f"[scale {n:>5}] {row['ms_per_node']} ms a node; the engine alone {floor['ms_per_node']} ms a node "
-          f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}", flush=True)
+          f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}; pytest alone with as many items "
+          f"{row.get('pytest_alone_ms_per_node')} ms a node: no ratio below {row.get('ratio_bound')}", flush=True)
     print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS", flush=True)
     if not keep:
         shutil.rmtree(fleet, ignore_errors=True)

@@ -31,8 +31,9 @@ def _negotiate(server_ciphers: tuple[str, ...] | None, client_disabled: dict | N
     def serve():
         try:
             server.start_server(server=paramiko.ServerInterface())
-        except (paramiko.SSHException, EOFError):
-            pass   # the client hangs up once the key exchange is done (or has failed)
+        except (paramiko.SSHException, EOFError, OSError):
+            pass   # the client hangs up once the key exchange is done (or has failed): EOF, or
+            # a reset socket when the hang-up comes mid-read (ConnectionResetError, seen under load)
 
     th = threading.Thread(target=serve, daemon=True)
     th.start()
