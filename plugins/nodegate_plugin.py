@@ -19,7 +19,7 @@ from nodegate.errors import SpecError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
 from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish, gcsched, markers, outputs, release, scheduling, selection,
-                              shardplan, shards, signals, specfile, start, terminal, verdicts)
+                              shardplan, shards, signals, specfile, start, terminal)
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
@@ -235,18 +235,13 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_runtest_setup(item):
-    p = ng_items.verdict_param(item)
-    if p is not None:
-        verdicts.evaluate(item, p)
+def pytest_runtest_setup(item):   # pytest's protocol (the fast lane calls the same function)
+    fastlane.setup_item(item)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    p = ng_items.verdict_param(item)
-    if p is not None:
-        p.result = None   # the report keeps what it needs (item stash, user_properties)
-    release.node_done_after(item, nextitem)
+    fastlane.teardown_item(item, nextitem)
 
 
 @pytest.hookimpl(wrapper=True)   # pluggy's current wrapper form (no difference measured: docs/performance.md)

@@ -35,6 +35,7 @@ phases it reports.
 
 from __future__ import annotations
 
+import bdb
 import os
 
 import pytest
@@ -42,6 +43,7 @@ import pytest
 from . import verdicts
 from .currenttest import VAR, function_id
 from .items import verdict_param
+from .release import node_done_after
 
 _KEY = pytest.StashKey[bool]()
 #: how many items this run ran in the fast lane (the tests read it)
@@ -116,29 +118,40 @@ def _phase(item, when: str, func) -> pytest.TestReport:
     report = item.ihook.pytest_runtest_makereport(item=item, call=call)
     item.ihook.pytest_runtest_logreport(report=report)
     exc = call.excinfo
-    if exc is not None and not hasattr(report, "wasxfail") and not isinstance(exc.value, pytest.skip.Exception):
+    if exc is not None and not hasattr(report, "wasxfail") and not isinstance(exc.value, (pytest.skip.Exception,
+                                                                                         bdb.BdbQuit)):
         item.ihook.pytest_exception_interact(node=item, call=call, report=report)
     return report
 
 
+def setup_item(item) -> None:
+    """A check item's setup, in either protocol: the engine evaluates its check (ERROR fails the
+    setup, SKIP skips; verdicts.evaluate)."""
+    p = verdict_param(item)
+    if p is not None:
+        verdicts.evaluate(item, p)
+
+
+def teardown_item(item, nextitem) -> None:
+    """A check item's teardown, in either protocol: its Result dropped (the report keeps what it
+    needs: item stash, user_properties), its node released after its last item."""
+    p = verdict_param(item)
+    if p is not None:
+        p.result = None
+    node_done_after(item, nextitem)
+
+
 def run_item(item, nextitem) -> bool:
     """``pytest_runtest_protocol`` for a check item (module docstring): True (it ran)."""
-    from .release import node_done_after
-    p = verdict_param(item)
     ihook = item.ihook
     item.config.stash[RAN_KEY] = item.config.stash.get(RAN_KEY, 0) + 1
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     try:
-        if _phase(item, "setup", lambda: verdicts.evaluate(item, p)).passed:
+        if _phase(item, "setup", lambda: setup_item(item)).passed:
             _phase(item, "call", item.runtest)
-
         # a session about to stop (-x, --maxfail) tears everything down, as pytest does (#11706)
         last = None if item.session.shouldfail or item.session.shouldstop else nextitem
-
-        def teardown():
-            p.result = None   # the report keeps what it needs (item stash, user_properties)
-            node_done_after(item, last)
-        _phase(item, "teardown", teardown)
+        _phase(item, "teardown", lambda: teardown_item(item, last))
     finally:
         os.environ.pop(VAR, None)
         item.funcargs = None   # as pytest's protocol leaves an item: no argument kept
