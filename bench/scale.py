@@ -42,7 +42,7 @@ SAMPLE = ROOT / "inventories" / "samples" / "fleet" / "h200-580-open-healthy"
 SIZES = (256, 1024, 4096)
 COLUMNS = ("nodes", "wall_s", "cpu_s", "peak_rss_mb", "items", "junit_mb", "junit_objects", "junit_files",
            "html_mb", "html_open_s", "node_pages_mb", "results_mb", "report_s", "ms_per_node", "engine_ms_per_node",
-           "ratio_to_engine", "pytest_alone_ms_per_node", "ratio_bound")
+           "ratio_to_engine", "pytest_alone_ms_per_node", "fast_lane_alone_ms_per_node", "ratio_bound")
 #: nodes the engine floor judges (bench/engine_floor.py); the copies are alike, so a larger fleet's
 #: floor a node is that of its first ENGINE_SAMPLE nodes
 ENGINE_SAMPLE = 256
@@ -154,22 +154,54 @@ def replay_argv(fleet: Path, reports: Path, extra: list[str] = (), plugin: str =
             "--replay", str(fleet), "--reports-dir", str(reports), *extra]
 
 
+#: a conftest that runs each trivial item as nodegate's fast lane runs a check item
+#: (nodegate/session/fastlane.py): pytest's public runtest hooks only, no phase hooks
+FAST_LANE_CONFTEST = """import pytest
+
+
+def _phase(item, when, func):
+    call = pytest.CallInfo.from_call(func, when=when, reraise=(pytest.exit.Exception, KeyboardInterrupt))
+    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
+    item.ihook.pytest_runtest_logreport(report=report)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    if _phase(item, "setup", lambda: None).passed:
+        _phase(item, "call", item.runtest)
+    _phase(item, "teardown", lambda: None)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"""
+
+
 def pytest_alone(base: Path, timing: Path) -> dict | None:
-    """A bare pytest run (bench/floors.py ``pytest_floor_suite``: trivial items, as many passes
+    """Bare pytest runs (bench/floors.py ``pytest_floor_suite``: trivial items, as many passes
     and skips as the replay ran, read from its ``timing`` file) with no report option: what
-    pytest's own per-item machinery costs. None when the replay's counts are missing."""
+    pytest's per-item machinery alone costs, with its own protocol (``wall_s``) and with the
+    fast lane's (``fast_lane_wall_s``: FAST_LANE_CONFTEST). None when the replay's counts are
+    missing or a run failed."""
     try:
         t = json.loads(timing.read_text())
         items, skipped = int(t["run_items"]), int(t["run_skipped"])
     except (OSError, ValueError, KeyError):
         return None
     from bench.floors import pytest_floor_suite
-    d = base / "pytest-alone"
-    pytest_floor_suite(d, items - skipped, skipped)
-    m = run_measured([sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", "-q"], cwd=d,
-                     env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout_s=3600)
-    shutil.rmtree(d, ignore_errors=True)
-    return {"wall_s": m.wall_s, "items": items} if m.rc == 0 else None
+    out = {"items": items}
+    for key, conftest in (("wall_s", None), ("fast_lane_wall_s", FAST_LANE_CONFTEST)):
+        d = base / "pytest-alone"
+        pytest_floor_suite(d, items - skipped, skipped)
+        if conftest:
+            (d / "conftest.py").write_text(conftest)
+        m = run_measured([sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", "-q"], cwd=d,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout_s=3600)
+        shutil.rmtree(d, ignore_errors=True)
+        if m.rc != 0:
+            return None
+        out[key] = m.wall_s
+    return out
 
 
 def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -> dict:
@@ -213,11 +245,13 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
     alone = pytest_alone(base, timing)
     if alone is not None and floor["ms_per_node"]:
         row["pytest_alone_ms_per_node"] = round(1000 * alone["wall_s"] / n, 1)
+        row["fast_lane_alone_ms_per_node"] = round(1000 * alone["fast_lane_wall_s"] / n, 1)
         row["pytest_alone_items"] = alone["items"]
-        row["ratio_bound"] = round((floor["ms_per_node"] + row["pytest_alone_ms_per_node"]) / floor["ms_per_node"], 2)
+        row["ratio_bound"] = round((floor["ms_per_node"] + row["fast_lane_alone_ms_per_node"]) / floor["ms_per_node"], 2)
     print(f"[scale {n:>5}] {row['ms_per_node']} ms a node; the engine alone {floor['ms_per_node']} ms a node "
-          f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}; pytest alone with as many items "
-          f"{row.get('pytest_alone_ms_per_node')} ms a node: no ratio below {row.get('ratio_bound')}", flush=True)
+          f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}; as many trivial items, pytest alone "
+          f"{row.get('pytest_alone_ms_per_node')} ms a node, in the fast lane {row.get('fast_lane_alone_ms_per_node')}: "
+          f"no ratio below {row.get('ratio_bound')}", flush=True)
     print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS", flush=True)
     if not keep:
         shutil.rmtree(fleet, ignore_errors=True)

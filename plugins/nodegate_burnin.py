@@ -31,7 +31,7 @@ from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
 from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
-                                    report_with_extra, run_interruptibly)
+                                    presenter, run_interruptibly)
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -314,7 +314,8 @@ def burnin_verdict(request) -> Result:
                        severity=rd.severity, remediation=rd.remediation, ident=ident, driver_version="",
                        bundle_dir=str(b.path or ""))
     record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial",
-                                              "gpu_uuid", "expected", "observed", "remediation"), rd.check_id, res)
+                                              "gpu_uuid", "expected", "observed", "remediation"), rd.check_id, res,
+                   present=_PRESENT)
     return asserted(res, rd.remediation)
 
 
@@ -328,7 +329,5 @@ def _plot(item, info) -> str | None:
     return svg_for_node(b) if b is not None else None
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):  # noqa: ARG001
-    rep = yield
-    return report_with_extra(item, rep, _INFO_KEY, _PLOT_KEY, _plot)
+#: what a burn-in item's phase reports get (nodegate_plugin's one makereport wrapper calls it)
+_PRESENT = presenter(_INFO_KEY, _PLOT_KEY, _plot)

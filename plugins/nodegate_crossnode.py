@@ -35,7 +35,7 @@ import pytest
 from nodegate.engine import item_record
 from nodegate.outcomes import Outcome
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, identity_clash, record_verdict, report_with_extra, run_interruptibly
+from nodegate.session.phase import gather_options, identity_clash, presenter, record_verdict, run_interruptibly
 from nodegate.session.state import ACTIVE_KEY, EXIT_SPEC_ERROR, JOBS_KEY, NO_RUN_KEY
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_crossnode.py"
@@ -347,7 +347,7 @@ def _verdict(request, scope: str, key: str):
                        spec_source=str(config.option.crossnode), extra={k: str(v) for k, v in extra.items()})
     for k in ("value", "unit", "threshold", "rule"):
         info.setdefault(k, "")
-    record_verdict(request, _INFO_KEY, info, PROPS, cid, res)
+    record_verdict(request, _INFO_KEY, info, PROPS, cid, res, present=_PRESENT)
     return res
 
 
@@ -378,10 +378,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [i for i in items if id(i) not in gone]
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):  # noqa: ARG001
-    rep = yield
-    return report_with_extra(item, rep, _INFO_KEY, _FIRST_KEY, lambda i, inf: None)
+#: what a cross-node item's phase reports get (nodegate_plugin's one makereport wrapper calls it)
+_PRESENT = presenter(_INFO_KEY, _FIRST_KEY, lambda i, inf: None)
 
 
 @pytest.hookimpl(optionalhook=True)

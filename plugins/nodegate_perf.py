@@ -32,7 +32,7 @@ from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
 from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
-                                    report_with_extra, run_interruptibly)
+                                    presenter, run_interruptibly)
 from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
@@ -231,7 +231,8 @@ def perf_verdict(request):
                        ident={"gpu_index": "" if it.gpu is None else str(it.gpu), "gpu_serial": it.serial},
                        bundle_dir=str(getattr(b, "path", "") or ""), extra=info_fields(it))
     record_verdict(request, _INFO_KEY, info, ("node", "check_id", "severity", "gpu_index", "gpu_serial", "expected",
-                                              "observed", "value", "unit", "threshold", "rule"), cid, res)
+                                              "observed", "value", "unit", "threshold", "rule"), cid, res,
+                   present=_PRESENT)
     return res
 
 
@@ -253,7 +254,5 @@ def _table(item, info) -> str:
     return node_html(node, [it for _, it in _judged(item.config).get(node, [])])
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):  # noqa: ARG001
-    rep = yield
-    return report_with_extra(item, rep, _INFO_KEY, _TABLE_KEY, _table)
+#: what a perf item's phase reports get (nodegate_plugin's one makereport wrapper calls it)
+_PRESENT = presenter(_INFO_KEY, _TABLE_KEY, _table)

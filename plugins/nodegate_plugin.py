@@ -23,8 +23,8 @@ from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish,
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
-from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, REPORT_PATHS_KEY,
-                                    RESULT_KEY)
+from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, PRESENT_KEY,
+                                    REPORT_PATHS_KEY, RESULT_KEY)
 
 # re-exported for callers of the plugin module (tests, other plugins)
 VerdictParam = ng_items.VerdictParam
@@ -183,6 +183,7 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     config = session.config
     selection.after_collection(session)   # the selection of this collection (a shard's, in a sharded run)
+    fastlane.after_collection(session)    # its items in the fast lane, or all on pytest's protocol
     start.gather_pending(session)          # only now: gathering of the selected nodes starts
     gcsched.freeze_long_lived(config, items=True)
     gcsched.young_gc_only(config)
@@ -245,8 +246,13 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 @pytest.hookimpl(wrapper=True)   # pluggy's current wrapper form (no difference measured: docs/performance.md)
-def pytest_runtest_makereport(item, call):  # noqa: ARG001
+def pytest_runtest_makereport(item, call):
+    """nodegate's one makereport wrapper: a check item's record on each phase report, or what a
+    phase's item's presenter (``PRESENT_KEY``: burn-in, perf, cross-node, site) adds."""
     rep = yield
+    present = item.stash.get(PRESENT_KEY, None)
+    if present is not None:
+        return present(item, rep, call)
     info = item.stash.get(RESULT_KEY, None)
     if info is not None:
         attach_nodegate(rep, info)

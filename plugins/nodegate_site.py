@@ -125,17 +125,6 @@ def pytest_pyfunc_call(pyfuncitem):
     return site_items.pyfunc_call(pyfuncitem)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    rep = yield
-    if site_items.site_node(item) is not None:
-        info = site_items.report_info(item, rep, call)
-        if info is not None:
-            # one readable line for pytest to print, node text escaped (a FAIL's assertion message
-            # quotes node output: docs/security.md "Control characters"), as for nodegate's checks
-            from nodegate.reports.records import attach_nodegate
-            attach_nodegate(rep, info)
-    return rep
 
 
 @pytest.hookimpl(trylast=True)

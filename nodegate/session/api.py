@@ -6,6 +6,7 @@ session's internals; the import contract "site checks use the session's public i
 pyproject.toml keeps it so). Each name is documented where it is defined.
 
 - ``COLLECTED_KEY``, ``JOBS_KEY``: stash keys of the collected node set and the run's node jobs;
+- ``PRESENT_KEY``: an item's presenter of its phase reports (nodegate.session.state);
 - ``SUITES``: the suite modules every node's items come from;
 - ``build_jobs(config)``: the run's node jobs (inventory or ``--target``), every spec validated;
 - ``gather_options(config)``: the transport's options of this run (deadlines, known_hosts, ...);
@@ -17,6 +18,6 @@ from __future__ import annotations
 from .jobs import SUITES, build_jobs
 from .selection import preselecting
 from .start import gather_options
-from .state import COLLECTED_KEY, JOBS_KEY
+from .state import COLLECTED_KEY, JOBS_KEY, PRESENT_KEY
 
-__all__ = ["COLLECTED_KEY", "JOBS_KEY", "SUITES", "build_jobs", "gather_options", "preselecting"]
+__all__ = ["COLLECTED_KEY", "JOBS_KEY", "PRESENT_KEY", "SUITES", "build_jobs", "gather_options", "preselecting"]

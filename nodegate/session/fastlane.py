@@ -21,9 +21,11 @@ is pytest's (``pytest_runtest_makereport``): the terminal, JUnit, pytest-html, x
 Only where nothing else can tell the difference (``applies``, decided once per run for the
 plugins and options, and per item): every implementation of ``pytest_runtest_setup``/``_call``
 /``_teardown`` is pytest's own or nodegate's, no other plugin runs items itself
-(``pytest_runtest_protocol``), no ``--pdb``/``--trace``/``--setup-*``; the item has no fixture
-but ``verdict`` (an autouse fixture of a conftest puts it back on pytest's protocol) and no
-``skip``/``skipif``/``xfail``/``usefixtures`` mark. What differs there: a check item's report has
+(``pytest_runtest_protocol``), no ``--pdb``/``--trace``/``--setup-*``; and every item of the
+collection (a shard's) is a check item with no fixture but ``verdict`` (an autouse fixture of a
+conftest puts it back on pytest's protocol) and no ``skip``/``skipif``/``xfail``/``usefixtures``
+mark: a run mixing in items of pytest's protocol (baseline, burn-in, perf, cross-node, site)
+keeps pytest's protocol for all (``after_collection``). What differs there: a check item's report has
 no "Captured stdout/stderr/log" sections (the engine prints and logs nothing while it judges;
 pytest's warnings plugin still records warnings: it wraps ``pytest_runtest_protocol``). Set
 ``NODEGATE_PYTEST_PROTOCOL=1`` to run every item with pytest's own protocol.
@@ -46,6 +48,7 @@ from .items import verdict_param
 from .release import node_done_after
 
 _KEY = pytest.StashKey[bool]()
+_ON_KEY = pytest.StashKey[bool]()
 #: how many items this run ran in the fast lane (the tests read it)
 RAN_KEY = pytest.StashKey[int]()
 #: the hooks whose implementations a check item's phases skip: only these plugins may have them
@@ -96,13 +99,29 @@ def _run_allows(config) -> bool:
     return True
 
 
-def applies(item) -> bool:
-    """A check item the fast lane may run (module docstring)."""
-    if verdict_param(item) is None or not run_allows(item.config):
-        return False
-    if getattr(item, "fixturenames", None) != ["verdict"]:
+def _check_item(item) -> bool:
+    """A check item with nothing pytest's protocol would do for it: no fixture but ``verdict``
+    (an autouse fixture of a conftest puts it back on pytest's protocol), no skip, skipif, xfail
+    or usefixtures mark."""
+    if verdict_param(item) is None or getattr(item, "fixturenames", None) != ["verdict"]:
         return False
     return not any(m.name in _MARKS for m in item.iter_markers())
+
+
+def after_collection(session) -> None:
+    """pytest_collection_finish (each shard's collection too): whether this collection's items
+    run in the fast lane: all of them, or none. A run mixing check items with items of
+    pytest's protocol (baseline, burn-in, perf, cross-node, site) keeps pytest's protocol for
+    all: those items' fixtures and collectors are set up and torn down by pytest's SetupState,
+    which assumes every item before them went through it (a check item run in between leaves
+    its stack stale: "previous item was not torn down properly")."""
+    config = session.config
+    config.stash[_ON_KEY] = run_allows(config) and all(_check_item(i) for i in session.items)
+
+
+def applies(item) -> bool:
+    """Whether the fast lane runs ``item`` (``after_collection`` decided it for its collection)."""
+    return item.config.stash.get(_ON_KEY, False)
 
 
 def _phase(item, when: str, func) -> pytest.TestReport:

@@ -16,6 +16,7 @@ from ..reports.records import attach_nodegate
 from ..run import GatherOptions
 from ..textsafe import shown  # node text pytest prints: control characters escaped
 from ..transport import HostKeyPolicy
+from .state import PRESENT_KEY
 
 
 #: "<phase> interrupted (<signal>)" once Ctrl-C, SIGTERM or SIGHUP stopped a burn-in or perf phase
@@ -87,10 +88,13 @@ def replay_has(config, *patterns: str) -> bool:
 
 
 def record_verdict(request, info_key, info: dict[str, Any], props: tuple[str, ...], check_id: str,
-                   res: Result) -> None:
-    """Stash ``info`` (report.nodegate) on the item, add ``props`` of it to its user_properties,
-    and end the setup: ERROR fails it ("could not evaluate"), SKIP skips it."""
+                   res: Result, present=None) -> None:
+    """Stash ``info`` (report.nodegate) on the item and its ``present`` (``presenter``: what its
+    phase reports get), add ``props`` of it to its user_properties, and end the setup: ERROR
+    fails it ("could not evaluate"), SKIP skips it."""
     request.node.stash[info_key] = info
+    if present is not None:
+        request.node.stash[PRESENT_KEY] = present
     for k in props:
         request.node.user_properties.append((k, info[k]))
     if res.outcome is Outcome.ERROR:
@@ -115,6 +119,11 @@ def group_by_node(items, param: str, first_key, node_of: Callable[[Any], str | N
         if node not in first:
             first.add(node)
             item.stash[first_key] = True
+
+
+def presenter(info_key, first_key, extra: Callable[[Any, dict], str | None]):
+    """A phase item's ``PRESENT_KEY`` value: ``report_with_extra`` with the phase's keys."""
+    return lambda item, rep, call: report_with_extra(item, rep, info_key, first_key, extra)
 
 
 def report_with_extra(item, rep, info_key, first_key, extra: Callable[[Any, dict], str | None]):

@@ -12,6 +12,11 @@ JOBS_KEY = pytest.StashKey[list]()
 ACTIVE_KEY = pytest.StashKey[bool]()
 #: the report info dict of an evaluated item (nodegate.session.verdicts.evaluate)
 RESULT_KEY = pytest.StashKey[dict]()
+#: an item's presenter, ``present(item, report, call) -> report``: what a phase's item (burn-in,
+#: perf, cross-node, site) adds to each of its phase reports (``report.nodegate``, pytest-html
+#: extras). nodegate's one ``pytest_runtest_makereport`` wrapper calls it: one wrapper for every
+#: item instead of one per phase plugin (~4 % of a 256-node replay's CPU, docs/performance.md)
+PRESENT_KEY = pytest.StashKey[object]()
 #: why the background gather itself stopped (not a node problem), shown at session finish
 GATHER_FAILED_KEY = pytest.StashKey[str]()
 #: nodeid -> inventory node of every nodegate item (collection)

@@ -112,6 +112,10 @@ def order(config, items) -> None:
     if none:
         config.hook.pytest_deselected(items=none)
         items[:] = [i for i in items if not _no_node(i)]
+    from ..session.api import PRESENT_KEY
+    for item in items:
+        if site_node(item) is not None:
+            item.stash[PRESENT_KEY] = present   # nodegate_plugin's makereport wrapper calls it
     st = config.stash.get(SITE_KEY, None)
     if st is None:
         return
@@ -297,6 +301,17 @@ def _key(item, node: str, chk: SiteCheck) -> str:
         if rest:
             return f"{chk.id}[{rest}]"
     return f"{chk.id}[{pid.replace(node, '', 1).strip('-')}]" if pid else chk.id
+
+
+def present(item, rep, call):
+    """A site item's presenter (``PRESENT_KEY``): its phase report gets ``report.nodegate``
+    (``report_info``) and, on a FAIL, one readable line for pytest to print, node text escaped (a
+    FAIL's assertion message quotes node output: docs/security.md "Control characters")."""
+    info = report_info(item, rep, call)
+    if info is not None:
+        from ..reports.records import attach_nodegate
+        attach_nodegate(rep, info)
+    return rep
 
 
 def report_info(item, rep, call) -> dict | None:
