@@ -11,7 +11,6 @@ evaluates the check (ERROR fails the setup, SKIP skips) and the test asserts PAS
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
