@@ -166,6 +166,11 @@ def _phase(item, when, func):
     return report
 
 
+def pytest_collection_modifyitems(items):
+    for item in items:   # the direct parameter in funcargs, as nodegate's prefill_verdict_item does
+        item.funcargs["i"] = item.callspec.params["i"]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)

@@ -178,6 +178,10 @@ def test_scale_run_at_two_sizes_writes_its_table(tmp_path):
     # (row-remapping board) and the IMEX daemon (fabric.imex=auto: no NVL72 tray)
     per_node = 3 + len(load_all())
     assert rows[1]["nodes_ratio_to_first"] == 2.0 and rows[0]["junit_objects"] == 1 + 2 * per_node
+    # pytest alone on as many trivial items, with its protocol and with the fast lane's: both ran
+    for r in rows:
+        assert r["pytest_alone_items"] > 0 and r["pytest_alone_ms_per_node"] > 0, r
+        assert r["fast_lane_alone_ms_per_node"] > 0 and r["ratio_bound"] > 1, r
 
 
 def test_scale_repeat_runs_the_sizes_in_turn_and_reports_medians(tmp_path, monkeypatch):
