@@ -27,7 +27,9 @@ conftest puts it back on pytest's protocol) and no ``skip``/``skipif``/``xfail``
 mark: a run mixing in items of pytest's protocol (baseline, burn-in, perf, cross-node, site)
 keeps pytest's protocol for all (``after_collection``). What differs there: a check item's report has
 no "Captured stdout/stderr/log" sections (the engine prints and logs nothing while it judges;
-pytest's warnings plugin still records warnings: it wraps ``pytest_runtest_protocol``). Set
+pytest's warnings plugin still records warnings: it wraps ``pytest_runtest_protocol``; an
+unraisable or thread exception during a check item is reported by pytest at the next item of its
+protocol or at the session's end, not at that item's phase). Set
 ``NODEGATE_PYTEST_PROTOCOL=1`` to run every item with pytest's own protocol.
 
 tests/engine/test_fastlane.py compares every report of a run with pytest's protocol (the
@@ -127,6 +129,7 @@ def applies(item) -> bool:
 def _phase(item, when: str, func) -> pytest.TestReport:
     """One phase as ``_pytest.runner.call_and_report`` runs it (pytest 8 and 9)."""
     def run():
+        __tracebackhide__ = True   # an error's traceback shows what pytest's protocol shows
         os.environ[VAR] = f"{function_id(item)} ({when})"
         try:
             return func()

@@ -153,3 +153,44 @@ def test_a_skip_mark_is_decided_by_pytest(tmp_path, one_node):
 def test_options_that_show_pytests_phases_keep_its_protocol(tmp_path, one_node, opt):
     _, _, seq = _run(tmp_path, one_node, "opt", opt)
     assert seq[0]["fast"] == 0
+
+
+SESSION_FINALIZER_SITE = '''
+import pytest
+
+@pytest.fixture(scope="session")
+def sess():
+    yield 1
+    raise RuntimeError("session finalizer boom")
+
+@pytest.mark.nodegate_check(id="SITE-MIX-001", severity="minor", title="mix")
+def test_mix(host, sess):
+    assert sess == 1
+'''
+
+
+def test_site_session_fixture_finalized_in_last_check_items_teardown(tmp_path):
+    """A site item's session fixture whose finalizer raises, the last item a check item: pytest's
+    protocol reports it as the last item's teardown ERROR; the fast lane once left SetupState
+    alone, so the finalizer ran in pytest_sessionfinish and the run ended in an uncaught
+    RuntimeError traceback (no summary)."""
+    fleet = tmp_path / "fleet"
+    shutil.copytree(SAMPLES / "fleet" / "aer-fatal-upstream", fleet / "aer-fatal-upstream")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "test_mix.py").write_text(SESSION_FINALIZER_SITE)
+    outs = []
+    for slow in (False, True):
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", COLUMNS="200", PYTHONPATH=str(ROOT))
+        env.pop("PYTEST_ADDOPTS", None)
+        env.pop("NODEGATE_PYTEST_PROTOCOL", None)
+        if slow:
+            env["NODEGATE_PYTEST_PROTOCOL"] = "1"
+        rep = tmp_path / f"rep{int(slow)}"
+        r = subprocess.run([sys.executable, "-m", "pytest", "suites", str(site), "-q", "-rA", "-p", "no:cacheprovider",
+                            "--replay", str(fleet), "--reports-dir", str(rep)],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        outs.append((r.returncode, TIME.sub("", r.stdout.replace(str(rep), "REP")), r.stderr))
+    assert "Traceback (most recent call last)" not in outs[0][1] + outs[0][2]
+    assert "1 error" in outs[0][1] and "session finalizer boom" in outs[0][1]
+    assert outs[0][:2] == outs[1][:2]
