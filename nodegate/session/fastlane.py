@@ -18,8 +18,8 @@ is pytest's (``pytest_runtest_makereport``): the terminal, JUnit, pytest-html, x
 ``--maxfail`` see what they saw. ``PYTEST_CURRENT_TEST`` is set per phase as pytest documents it
 (the test function's id and the phase, nodegate.session.currenttest) and removed after.
 
-Only where nothing else can tell the difference (``applies``, decided once per run for the
-plugins and options, and per item): every implementation of ``pytest_runtest_setup``/``_call``
+Only where nothing else can tell the difference (``after_collection``, decided for each
+collection, a shard's too; the plugins and options once per run): every implementation of ``pytest_runtest_setup``/``_call``
 /``_teardown`` is pytest's own or nodegate's, no other plugin runs items itself
 (``pytest_runtest_protocol``), no ``--pdb``/``--trace``/``--setup-*``; and every item of the
 collection (a shard's) is a check item with no fixture but ``verdict`` (an autouse fixture of a
@@ -49,7 +49,7 @@ from .currenttest import VAR, function_id
 from .items import verdict_param
 from .release import node_done_after
 
-_KEY = pytest.StashKey[bool]()
+_ALLOWS_KEY = pytest.StashKey[bool]()
 _ON_KEY = pytest.StashKey[bool]()
 #: how many items this run ran in the fast lane (the tests read it)
 RAN_KEY = pytest.StashKey[int]()
@@ -76,9 +76,9 @@ def _plugin_name(impl) -> str:
 def run_allows(config) -> bool:
     """Whether this run's plugins and options leave check items to the fast lane (module
     docstring); decided once per run."""
-    got = config.stash.get(_KEY, None)
+    got = config.stash.get(_ALLOWS_KEY, None)
     if got is None:
-        got = config.stash[_KEY] = _run_allows(config)
+        got = config.stash[_ALLOWS_KEY] = _run_allows(config)
     return got
 
 

@@ -212,8 +212,7 @@ class _SshLog:
 
 
 def openssh_exec(argv: list[str], stdin: bytes, dl: Deadline, *, connect_timeout: float, exec_s: float,
-                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0,
-                 env: dict[str, str] | None = None) -> ExecResult:
+                 on_data=None, stderr_cap: int = STDERR_CAP, grace_s: float = 0.0) -> ExecResult:
     """Run the OpenSSH client ``argv`` (``ssh [options] host command``) with its DEBUG2 log
     in a private temporary directory (removed afterwards). Raises TransportError when ssh
     exits 255 without output (its own error: host key, auth, refused...) or when the deadline
