@@ -101,6 +101,24 @@ class NodeFacts(FabricFacts):
             raise EvidenceError(key, self._over_budget(spent))
         return out
 
+    def parsed_cache(self) -> dict | None:
+        """Every fact of the node computed now: ``{name: value}`` of each cached property that
+        could be computed (one that raises is left out: whoever asks for it meets the error
+        again), with ``_parse_spent``; for ``__dict__.update`` of a NodeFacts of the same bundle
+        in another process (nodegate.fleetrun.prefetch). None when the parsers spent half the
+        budget or more: such a node is parsed where it is judged, in the order its checks ask
+        (the budget's errors then fall on the facts they would fall on without this)."""
+        names = sorted({n for k in type(self).__mro__ for n, v in vars(k).items() if isinstance(v, cached_property)})
+        for n in names:
+            try:
+                getattr(self, n)
+            except Exception:  # noqa: BLE001 - not cached: asked again, it raises again
+                pass
+        if self.__dict__.get("_parse_spent", 0.0) >= PARSE_BUDGET_S / 2:
+            return None
+        keep = set(names) | {"_parse_spent"}
+        return {k: v for k, v in self.__dict__.items() if k in keep}
+
     @staticmethod
     def _over_budget(spent: float) -> str:
         return (f"parse budget exceeded: this node's parsers spent {spent:.1f} CPU seconds, over the budget of "

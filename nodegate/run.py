@@ -94,6 +94,7 @@ class FleetRun(NodeRegistry, IdentityIndex, Gathering):
     _proc: object = field(default=None, repr=False)
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)   # the thread pool's
     _reason_box: object = field(default=None, repr=False)      # the gathering process's (interrupt.ReasonBox)
+    _prefetch: object = field(default=None, repr=False)        # a serial replay's (fleetrun.prefetch.Prefetch)
     streaming: bool = False
     on_release: list = field(default_factory=list, repr=False)
     shard: list[str] | None = field(default=None, repr=False)     # nodes collected now (shards)

@@ -176,7 +176,8 @@ class Gathering:
         ``tick()`` is called every ``every`` seconds while waiting (progress display)."""
         ev = self._events.get(node)
         if node not in self.bundles and node in self._paths and (ev is None or ev.is_set()):
-            self.add(self._load(node, self._paths[node]))   # --replay (lazy) or released
+            b = self._load(node, self._paths[node])   # --replay (lazy) or released
+            self.add(b, self._prefetched(node, b))
             self._released.discard(node)
             return self.bundles.get(node)
         if ev is not None and node not in self.bundles:
@@ -192,6 +193,31 @@ class Gathering:
             else:
                 self.add(*entry)
         return self.bundles.get(node)
+
+    def enable_prefetch(self) -> None:
+        """A serial replay: the node after the one being loaded is parsed in a second process
+        (nodegate.fleetrun.prefetch) while this one's items run."""
+        from .prefetch import Prefetch, enabled
+        if enabled() and self.order:
+            self._prefetch = Prefetch(self.order, lambda n: self._load(n, self._paths[n]))
+
+    def stop_prefetch(self) -> None:
+        p = getattr(self, "_prefetch", None)
+        if p is not None:
+            p.stop()
+
+    def _prefetched(self, node: str, b: Bundle) -> NodeFacts | None:
+        """NodeFacts of ``b`` with the facts the prefetching process parsed from the same bundle,
+        or None (parsed here on first use). A released node read again is parsed here."""
+        p = getattr(self, "_prefetch", None)
+        if p is None or b.gather_error or node in self._released:
+            return None
+        cache = p.take(node)
+        if not cache:
+            return None
+        f = NodeFacts(b)
+        f.__dict__.update(cache)
+        return f
 
     def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:
         import pickle

@@ -21,6 +21,7 @@ def finish_session(session, exitstatus) -> None:
     run = config.stash.get(RUN_KEY, None)
     if run is None or not config.stash.get(ACTIVE_KEY, False):
         return
+    run.stop_prefetch()   # every item ran: the reports parse nothing ahead
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     if interrupted:
         run.abort(signals.reason(config))
@@ -43,6 +44,7 @@ def stop_gathering(config, reason: str | None = None) -> None:
     run = config.stash.get(RUN_KEY, None)
     if run is None or not hasattr(run, "abort"):
         return
+    run.stop_prefetch()
     done, total, _, _ = run.progress()
     if done < total:
         run.abort(reason or signals.reason(config))

@@ -21,7 +21,7 @@ from .jobs import SpecCache
 from .preselect import COLLECTION_ERRORS, preselect
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
 from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
-from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get
+from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
 from .terminal import progress_line, terminal_writer
 
 
@@ -79,6 +79,8 @@ def start_session(session) -> None:
         run.bundles_dir = Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
         shardplan.start(config, run)
+        if run.streaming and not uses_xdist(config) and not o.collectonly:
+            run.enable_prefetch()   # the next node parsed in a second process (fleetrun.prefetch)
     else:
         config.stash[RUN_KEY] = run
         _prepare_live(session, run, jobs)
