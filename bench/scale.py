@@ -159,10 +159,10 @@ def replay_argv(fleet: Path, reports: Path, extra: list[str] = (), plugin: str =
 FAST_LANE_CONFTEST = """import pytest
 
 
-def _phase(item, when, func):
+def _phase(item, ihook, when, func):
     call = pytest.CallInfo.from_call(func, when=when, reraise=(pytest.exit.Exception, KeyboardInterrupt))
-    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
-    item.ihook.pytest_runtest_logreport(report=report)
+    report = ihook.pytest_runtest_makereport(item=item, call=call)
+    ihook.pytest_runtest_logreport(report=report)
     return report
 
 
@@ -173,11 +173,12 @@ def pytest_collection_modifyitems(items):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    if _phase(item, "setup", lambda: None).passed:
-        _phase(item, "call", item.runtest)
-    _phase(item, "teardown", lambda: None)
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    if _phase(item, ihook, "setup", lambda: None).passed:
+        _phase(item, ihook, "call", item.runtest)
+    _phase(item, ihook, "teardown", lambda: None)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 """
 

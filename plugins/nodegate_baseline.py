@@ -59,7 +59,7 @@ def pytest_configure(config):
         if not p.is_dir() or not discover(p):
             pytest.exit(f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)",
                         returncode=EXIT_SPEC_ERROR)
-    config.pluginmanager.register(BaselineSession(config), _PLUGIN_NAME)
+    config.pluginmanager.register((ComparingSession if d else BaselineSession)(config), _PLUGIN_NAME)
     if d and not hasattr(config, "workerinput") and _active(config):
         # read now, before any node is contacted: an unusable baseline is exit 2 with no
         # evidence gathered and no report written (README "Exit codes", issue 30)
@@ -176,27 +176,6 @@ class BaselineSession:
                 item.add_marker(pytest.mark.nodegate_regression)
                 item.add_marker(pytest.mark.xdist_group(cs.params[_FIXTURE][1]))
 
-    # -------------------------------------------------------------- reports
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item, call):  # noqa: ARG002
-        rep = yield
-        info = item.stash.get(_INFO_KEY, None)
-        if info is not None:
-            attach_nodegate(rep, info)
-        return rep
-
-    def pytest_runtest_logreport(self, report):
-        if _is_worker(self.config) or not report.failed:
-            return
-        if report.when == "call" and _PREFIX in report.nodeid.rsplit("::", 1)[-1]:
-            self.regression_failures += 1
-        else:
-            self.other_failures += 1
-
-    def pytest_collectreport(self, report):
-        if report.failed and not _is_worker(self.config):
-            self.other_failures += 1
-
     @pytest.hookimpl(optionalhook=True)
     def pytest_nodegate_report_sections(self, config):  # noqa: ARG002
         """The change tables in nodegate's HTML report (nodegate.session.hookspecs)."""
@@ -236,6 +215,34 @@ class BaselineSession:
         terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
         if self.regression_failures and not self.other_failures:
             terminalreporter.write_line("only regression items failed: exit code 3")
+
+
+
+class ComparingSession(BaselineSession):
+    """A --baseline run's session: its regression items' reports (``report.nodegate``) and the
+    failure counts of the exit code 3. Without --baseline neither exists, and these three hooks,
+    called for every phase report of every item, are not registered (BaselineSession alone)."""
+
+    # -------------------------------------------------------------- reports
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):  # noqa: ARG002
+        rep = yield
+        info = item.stash.get(_INFO_KEY, None)
+        if info is not None:
+            attach_nodegate(rep, info)
+        return rep
+
+    def pytest_runtest_logreport(self, report):
+        if _is_worker(self.config) or not report.failed:
+            return
+        if report.when == "call" and _PREFIX in report.nodeid.rsplit("::", 1)[-1]:
+            self.regression_failures += 1
+        else:
+            self.other_failures += 1
+
+    def pytest_collectreport(self, report):
+        if report.failed and not _is_worker(self.config):
+            self.other_failures += 1
 
 
 #: stand-in GPU items of a node without gpu.count while nothing is gathered (preselect's child, a

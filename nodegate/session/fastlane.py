@@ -126,8 +126,10 @@ def applies(item) -> bool:
     return item.config.stash.get(_ON_KEY, False)
 
 
-def _phase(item, when: str, func) -> pytest.TestReport:
-    """One phase as ``_pytest.runner.call_and_report`` runs it (pytest 8 and 9)."""
+def _phase(item, ihook, when: str, func) -> pytest.TestReport:
+    """One phase as ``_pytest.runner.call_and_report`` runs it (pytest 8 and 9); ``ihook``: the
+    item's ``item.ihook``, looked up once per item (each lookup asks the session for the
+    conftests of the item's path)."""
     def run():
         __tracebackhide__ = True   # an error's traceback shows what pytest's protocol shows
         os.environ[VAR] = f"{function_id(item)} ({when})"
@@ -137,12 +139,12 @@ def _phase(item, when: str, func) -> pytest.TestReport:
             if when == "teardown":   # pytest removes it at the end of the teardown, before its report
                 os.environ.pop(VAR, None)
     call = pytest.CallInfo.from_call(run, when=when, reraise=(pytest.exit.Exception, KeyboardInterrupt))
-    report = item.ihook.pytest_runtest_makereport(item=item, call=call)
-    item.ihook.pytest_runtest_logreport(report=report)
+    report = ihook.pytest_runtest_makereport(item=item, call=call)
+    ihook.pytest_runtest_logreport(report=report)
     exc = call.excinfo
     if exc is not None and not hasattr(report, "wasxfail") and not isinstance(exc.value, (pytest.skip.Exception,
                                                                                          bdb.BdbQuit)):
-        item.ihook.pytest_exception_interact(node=item, call=call, report=report)
+        ihook.pytest_exception_interact(node=item, call=call, report=report)
     return report
 
 
@@ -169,11 +171,11 @@ def run_item(item, nextitem) -> bool:
     item.config.stash[RAN_KEY] = item.config.stash.get(RAN_KEY, 0) + 1
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     try:
-        if _phase(item, "setup", lambda: setup_item(item)).passed:
-            _phase(item, "call", item.runtest)
+        if _phase(item, ihook, "setup", lambda: setup_item(item)).passed:
+            _phase(item, ihook, "call", item.runtest)
         # a session about to stop (-x, --maxfail) tears everything down, as pytest does (#11706)
         last = None if item.session.shouldfail or item.session.shouldstop else nextitem
-        _phase(item, "teardown", lambda: teardown_item(item, last))
+        _phase(item, ihook, "teardown", lambda: teardown_item(item, last))
     finally:
         os.environ.pop(VAR, None)
         item.funcargs = None   # as pytest's protocol leaves an item: no argument kept
