@@ -246,6 +246,20 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
     row["ms_per_node"] = round(1000 * m.wall_s / n, 1)
     row["engine_ms_per_node"] = floor["ms_per_node"]
     row["ratio_to_engine"] = round(row["ms_per_node"] / floor["ms_per_node"], 2) if floor["ms_per_node"] else None
+    # the same in CPU: the replay's whole process tree (its prefetching child's parsing included,
+    # nodegate.fleetrun.prefetch) against the engine's own CPU; the wall ratio is what an
+    # operator waits, this one what the run costs the machine
+    engine_cpu_ms = 1000 * floor["cpu_s"] / max(1, floor["nodes"])
+    row["cpu_ms_per_node"] = round(1000 * m.cpu_s / n, 1)
+    row["cpu_ratio_to_engine"] = round(row["cpu_ms_per_node"] / engine_cpu_ms, 2) if engine_cpu_ms else None
+    # and without the prefetching child (NODEGATE_PREFETCH=0): what the second process buys
+    shutil.rmtree(reports, ignore_errors=True)
+    off = run_measured(argv, cwd=ROOT, env=dict(_env(None), NODEGATE_PREFETCH="0"), timeout_s=3600)
+    if off.rc in (0, 1):
+        row["no_prefetch_ms_per_node"] = round(1000 * off.wall_s / n, 1)
+        row["no_prefetch_cpu_ms_per_node"] = round(1000 * off.cpu_s / n, 1)
+        row["no_prefetch_ratio_to_engine"] = (round(row["no_prefetch_ms_per_node"] / floor["ms_per_node"], 2)
+                                              if floor["ms_per_node"] else None)
     # what pytest alone costs for as many items (trivial ones, no report plugin, no checks): the
     # ratio cannot go below (engine + pytest alone) / engine while a node has that many items
     alone = pytest_alone(base, timing)
@@ -258,7 +272,9 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
           f"({floor['nodes']} nodes): ratio {row['ratio_to_engine']}; as many trivial items, pytest alone "
           f"{row.get('pytest_alone_ms_per_node')} ms a node, in the fast lane {row.get('fast_lane_alone_ms_per_node')}: "
           f"no ratio below {row.get('ratio_bound')}", flush=True)
-    print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS", flush=True)
+    print(f"[scale {n:>5}] {m.wall_s}s wall, {m.cpu_s}s CPU, {m.peak_rss_mb} MB peak RSS; CPU ratio "
+          f"{row['cpu_ratio_to_engine']}; without the prefetching child {row.get('no_prefetch_ms_per_node')} ms "
+          f"a node (ratio {row.get('no_prefetch_ratio_to_engine')})", flush=True)
     if not keep:
         shutil.rmtree(fleet, ignore_errors=True)
     shutil.rmtree(reports, ignore_errors=True)
