@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from nodegate.baseline import render
-from nodegate.baseline.exitcodes import EXIT_REGRESSIONS_ONLY, EXIT_SPEC_ERROR, final_exit_status
+from nodegate.baseline.exitcodes import EXIT_REGRESSIONS_ONLY, final_exit_status
 from nodegate.baseline.model import GPU_KINDS, KIND_INFO, check_id
 from nodegate.baseline.run import BaselineError, BaselineRun
 from nodegate.bundle import discover
@@ -31,6 +31,7 @@ from nodegate.engine.evaluate import driver_version
 from nodegate.errors import SpecError
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
+from nodegate.session.exitcodes import usage_error, writes_no_report
 from nodegate.session.phase import record_verdict
 from nodegate.textsafe import shown  # node text pytest prints: control characters escaped
 
@@ -57,8 +58,7 @@ def pytest_configure(config):
     if d and not hasattr(config, "workerinput"):
         p = Path(d)
         if not p.is_dir() or not discover(p):
-            pytest.exit(f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)",
-                        returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --baseline {d}: not a directory of bundles (<dir>/<node>/meta.json)")
     config.pluginmanager.register((ComparingSession if d else BaselineSession)(config), _PLUGIN_NAME)
     if d and not hasattr(config, "workerinput") and _active(config):
         # read now, before any node is contacted: an unusable baseline is exit 2 with no
@@ -67,7 +67,7 @@ def pytest_configure(config):
             keep, inventory = _scope(config)
             config.stash[BASELINE_KEY] = BaselineRun.load(d, keep=keep, inventory=inventory)
         except (BaselineError, SpecError) as e:
-            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: {e}")
 
 
 def _active(config) -> bool:
@@ -132,7 +132,7 @@ class BaselineSession:
             keep, inventory = _scope(self.config)
             self.config.stash[BASELINE_KEY] = BaselineRun.load(o.baseline, keep=keep, inventory=inventory)
         except BaselineError as e:
-            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(self.config, f"nodegate: {e}")
 
     # -------------------------------------------------------------- items
     @pytest.hookimpl(tryfirst=True)
@@ -185,8 +185,8 @@ class BaselineSession:
         return [("Changes since the baseline", render.html_section(br.all_comparisons(fleet), str(br.dir)))]
 
     def pytest_sessionfinish(self, session, exitstatus):
-        if _is_worker(self.config):
-            return
+        if _is_worker(self.config) or writes_no_report(self.config, exitstatus):
+            return   # exit 2 (a usage error after collection: nothing selected): no changes.json either
         br, fleet = self.run(), self.fleet(self.config)
         if br is not None and fleet is not None:
             doc = render.changes_document(br.all_comparisons(fleet), baseline_dir=str(br.dir),
@@ -215,7 +215,6 @@ class BaselineSession:
         terminalreporter.write_line(f"changes: {self.written or s.get('not_written')}")
         if self.regression_failures and not self.other_failures:
             terminalreporter.write_line("only regression items failed: exit code 3")
-
 
 
 class ComparingSession(BaselineSession):

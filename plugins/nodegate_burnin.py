@@ -13,7 +13,6 @@ burn-in item of each node carries the node's SVG plot as a pytest-html extra.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,9 +29,9 @@ from nodegate.errors import EvidenceError, SpecError
 from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
+from nodegate.session.exitcodes import usage_error
 from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
                                     presenter, run_interruptibly)
-from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
 _DUR_KEY = pytest.StashKey[int]()
@@ -54,8 +53,7 @@ def pytest_configure(config):
         try:
             config.stash[_DUR_KEY] = parse_duration(v)
         except ValueError as e:
-            sys.stderr.write(f"nodegate: --burn-in: {e}\n")
-            pytest.exit(f"nodegate: --burn-in: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --burn-in: {e}")
 
 
 def _replay_has_burnin(config) -> bool:
@@ -94,8 +92,7 @@ def pytest_sessionstart(session):
         try:
             bs = burnin_spec(run.spec.get(j.name), j.spec_raw)
         except SpecError as e:
-            sys.stderr.write(f"nodegate: spec error: {e}\n")
-            pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: spec error: {e}")
         jobs.append(BurninJob(j.name, j.url, bs))
     tw = _tw(config)
     t0 = time.monotonic()

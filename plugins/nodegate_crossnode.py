@@ -36,7 +36,8 @@ from nodegate.engine import item_record
 from nodegate.outcomes import Outcome
 from nodegate.run import RUN_KEY
 from nodegate.session.phase import gather_options, identity_clash, presenter, record_verdict, run_interruptibly
-from nodegate.session.state import ACTIVE_KEY, EXIT_SPEC_ERROR, JOBS_KEY, NO_RUN_KEY
+from nodegate.session.exitcodes import usage_error
+from nodegate.session.state import ACTIVE_KEY, JOBS_KEY, NO_RUN_KEY
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_crossnode.py"
 #: {"config": PhaseConfig, "result": PhaseResult | None, "why_not": str, "items": {(scope, key): XnItem}}
@@ -73,9 +74,8 @@ def _on(config) -> bool:
     return bool(config.getoption("crossnode", None)) and bool(config.stash.get(ACTIVE_KEY, False))
 
 
-def _usage(msg: str):
-    sys.stderr.write(f"nodegate: {msg}\n")
-    pytest.exit(f"nodegate: {msg}", returncode=EXIT_SPEC_ERROR)
+def _usage(config, msg: str):
+    usage_error(config, f"nodegate: {msg}")
 
 
 @pytest.hookimpl(trylast=True)
@@ -84,25 +84,25 @@ def pytest_configure(config):
     if getattr(o, "crossnode", None) is not None and not str(o.crossnode).strip() \
             and config.stash.get(ACTIVE_KEY, False):
         # `--crossnode "$XN_SPEC"` with the variable unset: the run went on without the phase
-        _usage("--crossnode: an empty file name (give the file holding the crossnode: section)")
+        _usage(config, "--crossnode: an empty file name (give the file holding the crossnode: section)")
     if not getattr(o, "crossnode", None):
         # an option of the phase without the phase: silently ignored, a --replay --crossnode-run-id ID would
         # judge the nodes on their per-node checks alone (a node the recorded phase confirmed faulty accepted)
         given = [f"--crossnode-{k}" for k in ("plan", "live", "run-id", "ibnetdiscover", "ibdiagnet")
                  if getattr(o, f"crossnode_{k.replace('-', '_')}", None) not in (None, False)]
         if given and config.stash.get(ACTIVE_KEY, False):
-            _usage(f"{', '.join(given)} needs --crossnode FILE")
+            _usage(config, f"{', '.join(given)} needs --crossnode FILE")
         return
     if not _on(config) or hasattr(config, "workerinput"):
         return
     if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
         # the phase runs once, over every node, in the controller: its items cannot be split
-        _usage("--crossnode does not run under pytest-xdist (-n/--dist): run it without -n")
+        _usage(config, "--crossnode does not run under pytest-xdist (-n/--dist): run it without -n")
     rid = getattr(o, "crossnode_run_id", None)
     if rid is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", rid):
         # the evidence directory's name under <bundles>/crossnode/: '../x' failed only after the gather,
         # as an internal error of the phase
-        _usage(f"--crossnode-run-id {rid[:200]!r}: not a run id (letters, digits, '.', '_', "
+        _usage(config, f"--crossnode-run-id {rid[:200]!r}: not a run id (letters, digits, '.', '_', "
                f"'-'; at most 128, not starting with '.' or '-')")
     from nodegate.crossnode.inputs import load_spec, phase_config
     from nodegate.crossnode.phase import PhaseError
@@ -111,11 +111,11 @@ def pytest_configure(config):
         cfg = phase_config(spec, o.crossnode_run_id or "", ibnetdiscover=o.crossnode_ibnetdiscover,
                            ibdiagnet=o.crossnode_ibdiagnet)
     except PhaseError as e:
-        _usage(f"--crossnode: {e}")
+        _usage(config, f"--crossnode: {e}")
     if getattr(o, "crossnode_live", False) and not o.replay:
-        _usage("--crossnode-live is for --replay (a live run launches anyway)")
+        _usage(config, "--crossnode-live is for --replay (a live run launches anyway)")
     if spec.launcher == "mpijob" and (not o.replay or o.crossnode_live) and not o.crossnode_plan:
-        _usage("--crossnode: launcher mpijob: nodegate writes the MPIJob manifests (nodegate.crossnode.k8s) and "
+        _usage(config, "--crossnode: launcher mpijob: nodegate writes the MPIJob manifests (nodegate.crossnode.k8s) and "
                "never applies them; use mpirun or srun")
     config.stash[XN_KEY] = {"config": cfg, "result": None, "why_not": "the cross-node phase did not run",
                             "items": None}

@@ -15,7 +15,6 @@ threshold and rule; the first perf item of each node carries its performance tab
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -31,9 +30,9 @@ from nodegate.perf.present import CHECK_IDS, REMEDIATION, info_fields, scope_of,
 from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
+from nodegate.session.exitcodes import usage_error
 from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
                                     presenter, run_interruptibly)
-from nodegate.session.state import EXIT_SPEC_ERROR
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
 _ITEMS_KEY = pytest.StashKey[dict]()
@@ -71,8 +70,7 @@ def _run_phase(config, label: str) -> None:
         try:
             jobs.append(PerfJob(j.name, j.url, perf_spec(run.spec.get(j.name), j.spec_raw), label))
         except SpecError as e:
-            sys.stderr.write(f"nodegate: spec error: {e}\n")
-            pytest.exit(f"nodegate: spec error: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: spec error: {e}")
     tr = config.pluginmanager.get_plugin("terminalreporter")
     tw = tr._tw if tr is not None else None
     t0 = time.monotonic()

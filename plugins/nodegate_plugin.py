@@ -22,7 +22,7 @@ from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish,
 from nodegate.session import items as ng_items
 from nodegate.session.jobs import build_jobs, is_nodegate_run
 from nodegate.session.start import ReplayAction
-from nodegate.session.state import (ACTIVE_KEY, CONFIG, EXIT_SPEC_ERROR, ITEM_NODE_KEY, JOBS_KEY, PRESENT_KEY,
+from nodegate.session.state import (ACTIVE_KEY, CONFIG, ITEM_NODE_KEY, JOBS_KEY, PRESENT_KEY,
                                     REPORT_PATHS_KEY, RESULT_KEY)
 
 # re-exported for callers of the plugin module (tests, other plugins)
@@ -125,7 +125,7 @@ def pytest_configure(config):
     try:
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
-        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
+        exitcodes.usage_error(config, f"nodegate: {error_label(e)}: {e}")
     if getattr(o, "numprocesses", None):   # -n N: only as many workers as can pay (before xdist's configure)
         scheduling.cap_workers(config, scheduling.fleet_size(config, config.stash[JOBS_KEY]))
     if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):

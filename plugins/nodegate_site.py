@@ -22,7 +22,8 @@ from __future__ import annotations
 import pytest
 
 from nodegate.run import RUN_KEY
-from nodegate.session.state import ACTIVE_KEY, EXIT_SPEC_ERROR, JOBS_KEY
+from nodegate.session.exitcodes import usage_error
+from nodegate.session.state import ACTIVE_KEY, JOBS_KEY
 from nodegate.site import items as site_items
 from nodegate.site.state import SITE_KEY, SiteRun
 
@@ -52,8 +53,8 @@ def pytest_configure(config):
         return
     bad = refused_options(config)
     if bad:
-        pytest.exit(f"nodegate: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} testinfra's; in a nodegate run "
-                    f"{_USE}", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, f"nodegate: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} testinfra's; in a "
+                            f"nodegate run {_USE}")
     from nodegate.site import fixtures
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, _FIXTURES_NAME)

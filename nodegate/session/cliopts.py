@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from ..errors import SpecError, error_label
-from .state import EXIT_SPEC_ERROR
+from .exitcodes import usage_error
 
 
 def needs_inventory(config) -> None:
     """``--list-hosts`` without ``--inventory``: exit 2."""
     if not config.option.inventory:
-        pytest.exit("nodegate: --list-hosts needs --inventory", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, "nodegate: --list-hosts needs --inventory")
 
 
 def list_hosts(config, only: list[str] | None = None) -> None:
@@ -31,7 +31,7 @@ def list_hosts(config, only: list[str] | None = None) -> None:
     try:
         found, warnings = selected_hosts(config)
     except SpecError as e:
-        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, f"nodegate: {error_label(e)}: {e}")
     if only is not None:
         keep = set(only)
         found = [h for h in found if h.name in keep]

@@ -21,8 +21,12 @@ return only:
 
 from __future__ import annotations
 
+import sys
+from typing import NoReturn
+
 import pytest
 
+from ..textsafe import shown
 from .state import ACTIVE_KEY, NO_RUN_KEY
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_REGRESSIONS_ONLY, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -32,12 +36,42 @@ EXIT_CTRL_C = 130
 #: set by the baseline plugin when it made the status 3 (regressions only), so that 3 is not
 #: read as pytest's INTERNAL_ERROR
 REGRESSIONS_ONLY_KEY = pytest.StashKey[bool]()
-#: how the session was stopped early: "usage" (pytest.exit with 2, a UsageError), "collection"
+#: how the session was stopped early: "usage" (``usage_error``, or pytest.exit with 2), "collection"
 #: (collection errors), "ctrl-c", "stopped" (pytest's shouldstop), "signal" (SIGTERM/SIGHUP),
 #: "phase" (a burn-in or perf phase interrupted; the session judged what was gathered)
 STOP_KEY = pytest.StashKey[str]()
 
 _PLUGIN_NAME = "nodegate-exit-codes"
+
+
+class UsageStop(pytest.Session.Failed):
+    """A usage error stopping the run (``usage_error``). A ``pytest.Session.Failed`` ("signals a
+    stop as failed test run", public as ``pytest.Session.Failed``): pytest's ``wrap_session``
+    (_pytest/main.py, pytest 9.2: ``except Failed: session.exitstatus = ExitCode.TESTS_FAILED``)
+    catches it from pytest_configure, pytest_sessionstart and the collection hooks alike and
+    prints nothing; ``ExitCodes.pytest_unconfigure`` then makes the status 2. tests/core/
+    test_usage_errors.py fails if pytest stops doing either."""
+
+
+def usage_error(config, message: str) -> NoReturn:
+    """Stop the run as a usage error, the one way every nodegate site does it: README's exit 2,
+    ``message`` printed once (stderr, control characters escaped), no report, archive or rma file
+    written and the previous run's reports left as they were (``writes_no_report``: STOP_KEY
+    "usage").
+
+    Not ``pytest.exit(msg, returncode=2)``: pytest prints its message up to twice ("Exit: msg" on
+    stderr when raised before the session started, _pytest/main.py wrap_session; then the
+    terminal reporter's "!!! _pytest.outcomes.Exit: msg !!!" from pytest_keyboard_interrupt,
+    _pytest/terminal.py, at session finish or unconfigure). Not ``pytest.UsageError`` either:
+    pytest prints it once as "ERROR: msg" but ``pytest`` then returns 4 whatever the session's
+    status (_pytest/config/__init__.py main), and README promises 2 for ``pytest --inventory``
+    as for ``nodegate``."""
+    config.stash[STOP_KEY] = "usage"
+    install(config)   # the status is made 2 at pytest_unconfigure, also before the plugin's configure ran
+    text = shown(message)
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+    raise UsageStop(text)
 
 
 def classify(excinfo) -> str:
@@ -68,6 +102,8 @@ def nodegate_status(config, status: int) -> int:
     from .signals import exit_status
     status = int(status)
     stop = config.stash.get(STOP_KEY, "")
+    if stop == "usage":   # usage_error (pytest's TESTS_FAILED: UsageStop), pytest.exit(msg, returncode=2)
+        return EXIT_USAGE
     if status == int(pytest.ExitCode.USAGE_ERROR) or status == int(pytest.ExitCode.NO_TESTS_COLLECTED):
         return EXIT_USAGE
     if status == int(pytest.ExitCode.INTERNAL_ERROR) and not config.stash.get(REGRESSIONS_ONLY_KEY, False):
@@ -99,8 +135,12 @@ class ExitCodes:
 
     def pytest_unconfigure(self, config):
         session = config.pluginmanager.get_plugin("session")   # pytest registers its Session so
-        if session is None or not hasattr(session, "exitstatus") or hasattr(config, "workerinput") \
-                or not config.stash.get(ACTIVE_KEY, False):
+        if session is None or not hasattr(session, "exitstatus"):
+            return
+        if config.stash.get(STOP_KEY, "") == "usage":   # usage_error: 2 also where the run is not active
+            session.exitstatus = EXIT_USAGE
+            return
+        if hasattr(config, "workerinput") or not config.stash.get(ACTIVE_KEY, False):
             return
         if int(session.exitstatus) == int(pytest.ExitCode.NO_TESTS_COLLECTED):
             import sys
@@ -129,6 +169,6 @@ def check_expressions(config) -> None:
         try:
             Expression.compile(expr)
         except (SyntaxError, ValueError) as e:   # pytest's ParseError is a SyntaxError (mark/__init__.py)
-            pytest.exit(f"nodegate: wrong expression passed to '{opt}': {getattr(e, 'text', None) or expr}: at column "
-                        f"{getattr(e, 'offset', '?')}: {getattr(e, 'msg', None) or e} (nothing was contacted)",
-                        returncode=EXIT_USAGE)
+            usage_error(config, f"nodegate: wrong expression passed to '{opt}': {getattr(e, 'text', None) or expr}: "
+                                f"at column {getattr(e, 'offset', '?')}: {getattr(e, 'msg', None) or e} "
+                                "(nothing was contacted)")

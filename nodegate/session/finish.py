@@ -2,7 +2,8 @@
 
 An interrupted run (Ctrl-C, SIGTERM, SIGHUP: ``signals``) stops the gather first
 (``FleetRun.abort``): the nodes in flight come back with their evidence cut, the others
-``interrupted``; then the reports are written for what was judged.
+``interrupted``; then the reports are written for what was judged. A usage error found after
+collection (``exitcodes.usage_error``: nothing selected) stops it the same way; no report follows.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from ..run import RUN_KEY
 from . import signals, terminal
 from ..textsafe import shown
+from .exitcodes import STOP_KEY
 from .state import ACTIVE_KEY, GATHER_FAILED_KEY
 
 
@@ -22,9 +24,10 @@ def finish_session(session, exitstatus) -> None:
     if run is None or not config.stash.get(ACTIVE_KEY, False):
         return
     run.stop_prefetch()   # every item ran: the reports parse nothing ahead
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    usage = config.stash.get(STOP_KEY, "") == "usage"   # exitcodes.usage_error (pytest's status: 1)
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or usage
     if interrupted:
-        run.abort(signals.reason(config))
+        run.abort("usage error" if usage else signals.reason(config))
     why = config.stash.get(GATHER_FAILED_KEY, None)
     try:
         run.wait_all()

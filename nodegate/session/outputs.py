@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from .state import EXIT_SPEC_ERROR, REPORT_PATHS_KEY
+from .exitcodes import usage_error
+from .state import REPORT_PATHS_KEY
 
 _PLUGIN_NAME = "nodegate-report-guard"
 
@@ -91,16 +92,15 @@ def _output_dirs(config) -> list[tuple[str, Path]]:
 
 
 def check_outputs(config) -> None:
-    """Exit 2 (pytest.exit) when an output location is unusable (see the module docstring)."""
+    """Exit 2 (``usage_error``) when an output location is unusable (see the module docstring)."""
     for opt, d in _output_dirs(config):
         if d.name == "is a directory, not a file":
-            pytest.exit(f"nodegate: {opt} {d.parent}: is a directory, not a file (nothing was contacted)",
-                        returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: {opt} {d.parent}: is a directory, not a file (nothing was contacted)")
         anchor = Path(config.option.reports_dir) if (
             opt == "--bundles-dir" and not getattr(config.option, "bundles_dir", None)) else None
         why = unusable_dir(d, anchor)
         if why:
-            pytest.exit(f"nodegate: {opt}: {why} (nothing was contacted)", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: {opt}: {why} (nothing was contacted)")
 
 
 def check_live_options(config) -> None:
@@ -113,10 +113,10 @@ def check_live_options(config) -> None:
     for f in getattr(o, "known_hosts", None) or []:
         p = Path(f).expanduser()
         if not p.is_file():
-            pytest.exit(f"nodegate: --known-hosts {f}: {'not a file' if p.exists() else 'no such file'} "
-                        "(nothing was contacted)", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --known-hosts {f}: {'not a file' if p.exists() else 'no such file'} "
+                                "(nothing was contacted)")
     if getattr(o, "forks", 1) < 1:
-        pytest.exit(f"nodegate: --forks {o.forks}: at least 1 (nothing was contacted)", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, f"nodegate: --forks {o.forks}: at least 1 (nothing was contacted)")
 
 
 # ------------------------------------------------------------------ the reports, as far as the disk allows

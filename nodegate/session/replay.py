@@ -10,16 +10,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import pytest
-
 from ..bundle import Bundle, discover
 from ..errors import SpecError, error_label
 from ..inventory import sources_label
 from ..run import ID_KEYS, FleetRun, bundle_ids
 from ..textsafe import shown
 from . import specfile
+from .exitcodes import usage_error
 from .jobs import SpecCache
-from .state import EXIT_SPEC_ERROR
 from .terminal import terminal_writer
 
 
@@ -46,7 +44,7 @@ class _DirLoader:
         return Bundle.load(self.d, root=self.root, only=only)
 
 
-def _replay_sources(roots: list[Path], save: Path | None,
+def _replay_sources(config, roots: list[Path], save: Path | None,
                     links: list[Path] | None = None) -> list[tuple[str, object, Path]]:
     """Every bundle to replay as (node name, loader, where it came from): bundle directories under
     a root (loaded when wanted), and nvidia-bug-report logs (a root that is a .log/.log.gz file, or
@@ -63,8 +61,8 @@ def _replay_sources(roots: list[Path], save: Path | None,
         elif root.is_dir():
             logs, dirs = bug_report_paths(root), discover(root, skipped=links)
         else:
-            pytest.exit(f"nodegate: --replay {shown(root)}: neither a bundle directory nor an nvidia-bug-report log "
-                        "(.log, .log.gz)", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --replay {shown(root)}: neither a bundle directory nor an "
+                                "nvidia-bug-report log (.log, .log.gz)")
         out += [(d.name, _DirLoader(d, root), d) for d in dirs]
         for p in logs:
             b = load_bug_report(p, taken)
@@ -87,7 +85,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     # the controller saves the converted logs; xdist workers convert them again but write nothing
     save = Path(o.save_bundles) if getattr(o, "save_bundles", None) and not hasattr(config, "workerinput") else None
     links: list[Path] = []
-    sources = _replay_sources(roots, save, links)
+    sources = _replay_sources(config, roots, save, links)
     by_job = {j.name: j for j in jobs} if jobs else None
     limit = config.option.limit
     names = None
@@ -96,14 +94,13 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         try:
             names = set(select_names(limit, [n for n, _, _ in sources]))
         except SpecError as e:
-            pytest.exit(f"nodegate: {e}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: {e}")
         if not names:
-            pytest.exit(f"nodegate: --limit {limit!r} matches no bundle under {shown(root)}",
-                        returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --limit {limit!r} matches no bundle under {shown(root)}")
     try:
         forced = specfile.override(config)
     except SpecError as e:
-        pytest.exit(f"nodegate: {error_label(e)}: {e}", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, f"nodegate: {error_label(e)}: {e}")
     wi = getattr(config, "workerinput", None) or {}
     given, given_src = wi.get("nodegate_specs"), wi.get("nodegate_spec_source") or {}
     inv_src = f"inventory {sources_label(config.option.inventory)}" if by_job is not None else None
@@ -120,8 +117,8 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
         if only is not None and b.node not in only:
             continue
         if b.node in seen:
-            pytest.exit(f"nodegate: --replay {shown(root)}: two bundles for node {b.node}: "
-                        f"{shown(seen[b.node])} and {shown(d)}", returncode=EXIT_SPEC_ERROR)
+            usage_error(config, f"nodegate: --replay {shown(root)}: two bundles for node {b.node}: "
+                                f"{shown(seen[b.node])} and {shown(d)}")
         seen[b.node] = b.path or b.meta.get("source_file") or d
         if run.streaming and getattr(load, "lazy", False) and b.path is not None:
             run.add_lazy(b.node, b.path, root=getattr(load, "root", None), ids=bundle_ids(b))
@@ -145,7 +142,7 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
             run.spec_errors[b.node] = str(e)
             run.spec[b.node] = specs.get({}, "defaults")
     if not seen:
-        pytest.exit(f"nodegate: --replay {shown(root)}: no bundles found", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, f"nodegate: --replay {shown(root)}: no bundles found")
     if by_job is not None and only is None and not getattr(o, "baseline", None):
         # (with --baseline a node absent now is the baseline's own node_presence regression)
         # an inventory node without a bundle is missing evidence: ERROR for every item of it,

@@ -26,10 +26,11 @@ from collections import Counter
 import pytest
 
 from ..run import RUN_KEY
+from .exitcodes import usage_error
 from .items import item_node
 from .shardplan import active as sharded
 from .shardplan import collection_errors
-from .state import (ACTIVE_KEY, EXIT_SPEC_ERROR, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
+from .state import (ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
                     PRESELECT_KEY)
 
 #: a shard's collection selected a nodegate item (a sharded run says "nothing selected" at the end)
@@ -92,7 +93,7 @@ def exit_nothing(config, why: str) -> None:
     """Exit 2 before any check ran: nothing selected. No report is written (NO_RUN_KEY): the
     previous run's reports in the same folder stay as they were."""
     config.stash[NO_RUN_KEY] = why
-    pytest.exit(why, returncode=EXIT_SPEC_ERROR)
+    usage_error(config, why)
 
 
 def after_collection(session) -> None:

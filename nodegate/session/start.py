@@ -17,11 +17,12 @@ from ..run import RUN_KEY, FleetRun, GatherOptions
 from ..transport import HostKeyPolicy
 from ..inventory import sources_label
 from . import gcsched, granularity, shardplan, signals, specfile
+from .exitcodes import usage_error
 from .jobs import SpecCache
 from .preselect import COLLECTION_ERRORS, preselect
 from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
 from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
-from .state import EXIT_SPEC_ERROR, GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
+from .state import GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
 from .terminal import progress_line, terminal_writer
 
 
@@ -165,8 +166,8 @@ def _list_selected_hosts(session) -> None:
     config = session.config
     counts = preselect(session)
     if counts is COLLECTION_ERRORS:
-        pytest.exit("nodegate: --list-hosts: the collection has errors (run without --list-hosts to see them); "
-                    "no node was contacted", returncode=EXIT_SPEC_ERROR)
+        usage_error(config, "nodegate: --list-hosts: the collection has errors (run without --list-hosts to see "
+                            "them); no node was contacted")
     if counts is not None and not counts:
         exit_nothing(config, why_nothing(config, None))
     if counts is None:

@@ -30,6 +30,7 @@ class _Config:
     (3, {X.REGRESSIONS_ONLY_KEY: True}, 3),
     (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "ctrl-c"}, 130),
     (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "usage"}, 2),
+    (int(pytest.ExitCode.TESTS_FAILED), {X.STOP_KEY: "usage"}, 2),   # usage_error: pytest's Session.Failed
     (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "collection"}, 2),
     (int(pytest.ExitCode.INTERRUPTED), {X.STOP_KEY: "stopped"}, 1),
 ])
