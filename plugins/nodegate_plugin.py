@@ -161,6 +161,7 @@ def pytest_sessionstart(session):
         tw = terminal.terminal_writer(session.config) if capped else None
         if tw is not None:
             tw.line(capped, yellow=True)
+        terminal.say_limit_warnings(session.config)   # --limit parts matching nothing (pytest_configure)
         start.start_session(session)   # plans the shards of a large run too (nodegate.session.shards)
 
 

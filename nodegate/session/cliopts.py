@@ -37,7 +37,8 @@ def list_hosts(config, only: list[str] | None = None) -> None:
         keep = set(only)
         found = [h for h in found if h.name in keep]
     hosts = [h.listing() for h in found]
-    for w in warnings:
+    from .terminal import limit_warnings
+    for w in limit_warnings(config, warnings, file=sys.stderr):
         sys.stderr.write(f"nodegate: warning: {w}\n")
     out = sys.stdout
     if o.list_hosts == "json":
