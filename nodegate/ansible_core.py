@@ -57,7 +57,14 @@ def ansible() -> dict:
 @contextlib.contextmanager
 def captured(into: list[str] | None = None):
     """Ansible's Display writes warnings to ``sys.stderr`` at call time: collect them (one per
-    line, ``[WARNING]: ...``) instead of letting them reach pytest's terminal unannounced."""
+    line, ``[WARNING]: ...``) instead of letting them reach pytest's terminal unannounced. Every
+    block gets the warnings of its own calls: the Display shows a warning once a process (its
+    ``_warns``), so a second ``--limit rack1,rack9`` in the process (``--list-hosts`` resolves the
+    hosts again, a baseline's names) would otherwise say nothing of rack9."""
+    display = _display()
+    seen = getattr(display, "_warns", None)
+    if isinstance(seen, set):
+        display._warns = set()
     buf = io.StringIO()
     old = sys.stderr
     sys.stderr = buf
@@ -65,8 +72,19 @@ def captured(into: list[str] | None = None):
         yield buf
     finally:
         sys.stderr = old
+        if isinstance(seen, set):
+            display._warns = seen | display._warns
         if into is not None:
             into.extend(m for m in messages(buf.getvalue()) if m not in into)
+
+
+def _display():
+    """ansible-core's Display (a singleton) once ansible-core is imported, else None."""
+    mod = sys.modules.get("ansible.utils.display")
+    try:
+        return mod.Display() if mod is not None else None
+    except Exception:  # noqa: BLE001 - no Display to reset: ansible-core's dedup stays
+        return None
 
 
 #: Ansible messages about Ansible itself, not about the inventory: nodegate only resolves the

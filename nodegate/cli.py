@@ -24,8 +24,12 @@ Arguments pytest would read otherwise than the operator means:
   starts with ``@`` as a file of arguments itself, so it is passed as ``--limit=@FILE``;
 - ``-i SOURCE`` (``-iSOURCE``), Ansible's short form of ``--inventory``: passed as
   ``--inventory=SOURCE`` (pytest defines no ``-i``, and plugins may not add lower-case short options);
-- ``suites`` (and ``suites/...``) names the installed suites when the current directory has no
-  ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a site's own.
+- ``suites`` (and ``suites/...``) as a test path names the installed suites when the current
+  directory has no ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a
+  site's own. Only the test paths pytest parsed are rewritten (by the plugin, after pytest's
+  parser: nodegate.session.cliopts.installed_suites), never an option's value: ``--reports-dir
+  suites/out`` is ./suites/out, and ``--deselect suites/...`` is a test id as pytest prints it
+  (relative to the rootdir, the installed suites' parent), in both its forms.
 
 Exit codes: README.md's table (nodegate.session.exitcodes: 0 pass, 1 findings, 2 usage/
 inventory/spec error or nothing selected, 3 regressions only, 4 internal error, 130/129/143
@@ -66,7 +70,7 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
     # working directory's when no test path is named)
     args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root),
             "-o", f"cache_dir={cache_dir(argv, cwd)}", "-p", PLUGINS]
-    return args + rewrite(list(argv), root, cwd)
+    return args + rewrite(list(argv))
 
 
 def cache_dir(argv: list[str], cwd: Path) -> Path:
@@ -83,9 +87,12 @@ def cache_dir(argv: list[str], cwd: Path) -> Path:
     return (cwd / Path(reports).expanduser()) / ".pytest_cache"
 
 
-def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:
-    """``--limit @FILE`` -> ``--limit=@FILE``; ``-i X`` -> ``--inventory=X``; a bare ``suites`` path -> the installed suites
-    (module docstring). Everything after ``--`` is left alone."""
+def rewrite(argv: list[str]) -> list[str]:
+    """``--limit @FILE`` -> ``--limit=@FILE``; ``-i X`` -> ``--inventory=X`` (module docstring).
+    Everything after ``--`` is left alone. ``suites`` test paths are not rewritten here: only
+    pytest's parser knows which arguments are paths and which are an option's value
+    (``--reports-dir suites/out``); the plugin rewrites the paths it parsed
+    (nodegate.session.cliopts.installed_suites)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -103,8 +110,6 @@ def rewrite(argv: list[str], root: Path, cwd: Path) -> list[str]:
             out.append(f"--inventory={argv[i + 1] if a == '-i' else a[2:].removeprefix('=')}")
             i += 2 if a == "-i" else 1
             continue
-        if (a == "suites" or a.startswith("suites/") or a.startswith("suites::")) and not (cwd / "suites").exists():
-            a = str(root / a)
         out.append(a)
         i += 1
     return out

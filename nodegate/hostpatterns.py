@@ -14,16 +14,17 @@ from .ansible_core import ansible, captured, msg
 from .errors import InventoryError
 
 
-def select_names(limit: str | None, names) -> list[str]:
+def select_names(limit: str | None, names, warnings: list[str] | None = None) -> list[str]:
     """``names`` (nodes without an inventory: replayed bundles, a baseline) that the Ansible host
     pattern ``limit`` selects, matched by ansible-core on an inventory of those names alone, in
-    the given order. Raises SpecError when the pattern is invalid."""
+    the given order; ansible-core's warnings (a part matching nothing: "Could not match supplied
+    host pattern, ignoring: X") added to ``warnings``. Raises SpecError when the pattern is invalid."""
     names = list(names)
     if not limit:
         return names
     a = ansible()
     loader = a["DataLoader"]()
-    with captured():
+    with captured(warnings):
         im = a["InventoryManager"](loader=loader, sources=[",".join(names) + ","])
         try:
             im.subset(limit)

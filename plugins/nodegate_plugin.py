@@ -97,7 +97,15 @@ def pytest_addoption(parser):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):  # noqa: ARG001
+    cliopts.installed_suites_early(early_config)
     cliopts.anchor_conftests(early_config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    # the nodegate command: `suites/...` test paths (pytest's, never an option's value) name the
+    # installed suites, before anything reads config.args (xdist workers parse and do it alike)
+    cliopts.installed_suites_args(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -153,6 +161,7 @@ def pytest_sessionstart(session):
         tw = terminal.terminal_writer(session.config) if capped else None
         if tw is not None:
             tw.line(capped, yellow=True)
+        terminal.say_limit_warnings(session.config)   # --limit parts matching nothing (pytest_configure)
         start.start_session(session)   # plans the shards of a large run too (nodegate.session.shards)
 
 

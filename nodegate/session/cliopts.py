@@ -4,6 +4,7 @@ paths a run collects when none is named."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def list_hosts(config, only: list[str] | None = None) -> None:
         keep = set(only)
         found = [h for h in found if h.name in keep]
     hosts = [h.listing() for h in found]
-    for w in warnings:
+    from .terminal import limit_warnings
+    for w in limit_warnings(config, warnings, file=sys.stderr):
         sys.stderr.write(f"nodegate: warning: {w}\n")
     out = sys.stdout
     if o.list_hosts == "json":
@@ -74,6 +76,42 @@ def shows_only(config) -> bool:
     no session runs, so nothing is gathered or written."""
     o = config.option
     return bool(getattr(o, "help", False) or getattr(o, "version", False) or getattr(o, "markers", False))
+
+
+def installed_suites(args, here) -> list[str]:
+    """The ``nodegate`` command's positional test paths (``args``: what pytest parsed as paths,
+    never an option's value) with ``suites`` and ``suites/...`` naming the installed suites when
+    the working directory ``here`` has no ``suites`` of its own (nodegate/cli.py)."""
+    from .jobs import SUITES
+    args = [str(a) for a in (args or ())]
+    if (Path(here) / "suites").exists():
+        return args
+    return [str(SUITES.parent / a) if a == "suites" or a.startswith(("suites/", "suites::")) else a for a in args]
+
+
+def installed_suites_early(early_config) -> None:
+    """pytest_load_initial_conftests of the ``nodegate`` command: the paths pytest anchors the
+    initial conftest.py files at are the installed suites (a ``suites/...`` that does not exist
+    here would anchor them at the working directory)."""
+    if not os.environ.get("NODEGATE_CLI"):
+        return
+    ns = early_config.known_args_namespace
+    if getattr(ns, "file_or_dir", None):
+        ns.file_or_dir = installed_suites(ns.file_or_dir, early_config.invocation_params.dir)
+
+
+def installed_suites_args(config) -> None:
+    """pytest_cmdline_main of the ``nodegate`` command, after pytest parsed the command line and
+    before any plugin is configured: ``config.args`` (pytest's test paths) with ``suites`` naming
+    the installed suites. Rewritten here, not in the raw arguments, so an option's value (``--reports-dir
+    suites/out``, ``--deselect suites/...``: a test id, relative to the rootdir already) is never
+    touched: pytest's own parser tells the two apart."""
+    if not os.environ.get("NODEGATE_CLI"):
+        return
+    here = config.invocation_params.dir
+    config.args = installed_suites(config.args, here)
+    if getattr(config.option, "file_or_dir", None):
+        config.option.file_or_dir = installed_suites(config.option.file_or_dir, here)
 
 
 def anchor_conftests(early_config) -> None:

@@ -10,17 +10,22 @@ GPU, ``test_x[<node>-gpu<i>]``, as before, so every GPU-level selection selects 
 
 - ``--per-gpu-items``: every GPU check on every node;
 - ``-k``: an identifier of the expression found in a per-GPU item's name and not in the folded
-  item's, or the other way round (pytest's ``-k`` matches case-insensitive substrings of the
-  names: ``-k gpu3``, ``-k "n1-gpu3"``, ``-k "not gpu"``, ``-k "n1]"``);
-- ``--deselect``: an id prefix that a per-GPU id starts with and the folded id does not, or the
-  other way round;
-- a test path naming a per-GPU id (``suites/test_x.py::test_x[n1-gpu3]``);
+  item's (pytest's ``-k`` matches case-insensitive substrings of the names: ``-k gpu3``,
+  ``-k "n1-gpu3"``, ``-k "not gpu"``). Per-GPU items also carry the folded name as a keyword
+  (``markers.mark_item``), so an identifier found in the folded name only (``-k "test_x[n1]"``,
+  ``-k "n1]"``) matches both forms alike and needs no per-GPU item;
+- ``--deselect``: an id prefix that a per-GPU id starts with and the folded id does not. A prefix
+  of the folded id (``...::test_x[n1]``, the id --collect-only prints, or the module) deselects
+  the whole (check, node): it stays one item, deselected, whatever else the selection names;
+- a test path naming a per-GPU id (``suites/test_x.py::test_x[n1-gpu3]``); one naming the folded
+  id keeps the folded item (pytest collects that name);
 - ``--lf``/``--ff``, ``--sw``: pytest's cache names a per-GPU id of the check and node (the run
   that failed had per-GPU items).
 
 Everything else pytest selects on (markers, the check id keyword, the module) is the same for
 both forms, so these are the only ways a selection can see the difference: the rule is exact,
-not a guess. Decided per (check, node) at collection from the options alone, so the controller,
+not a guess. A selection naming an id --collect-only printed (the folded ones, by default)
+selects what pytest selects with one item per check and node. Decided per (check, node) at collection from the options alone, so the controller,
 xdist workers and shards decide alike.
 """
 
@@ -73,6 +78,12 @@ class Granularity:
         func = base.rsplit("::", 1)[-1]
         folded_name = f"{func}[{node}]"
         folded_id = f"{base}[{node}]"
+        # a selection naming the folded item (as --collect-only prints it) selects it as pytest
+        # does: a deselect prefix of its id deselects the whole (check, node) (per-GPU ids would
+        # not start with ``...[node]`` and every GPU would run), a test path naming it collects
+        # that name (per-GPU items would not be found)
+        if folded_name in self.names or any(folded_id.startswith(d) for d in self.deselect):
+            return False
         low = folded_name.lower()
         for label in labels:
             name = f"{func}[{node}-{label}]"
@@ -81,10 +92,13 @@ class Granularity:
             nid = f"{base}[{node}-{label}]"
             if nid in self.cached:
                 return True
-            if any(nid.startswith(d) != folded_id.startswith(d) for d in self.deselect):
+            if any(nid.startswith(d) for d in self.deselect):
                 return True
+            # an identifier found in the per-GPU name only: it names GPUs. One found in the folded
+            # name only needs no per-GPU item: those carry the folded name as a keyword
+            # (markers.mark_item), so -k matches it on either form
             g = name.lower()
-            if any((i in g) != (i in low) for i in self.idents):
+            if any(i in g and i not in low for i in self.idents):
                 return True
         return False
 

@@ -96,7 +96,8 @@ def build_jobs(config) -> list[NodeJob]:
     refuse_reports_in_inventory(config)
     jobs: list[NodeJob] = []
     hosts, warnings = selected_hosts(config)
-    for w in warnings:
+    from .terminal import limit_warnings
+    for w in limit_warnings(config, warnings):   # a --limit part matching nothing: on the terminal
         config.issue_config_time_warning(UserWarning(f"nodegate: {w}"), stacklevel=2)
     for h in hosts:
         raw = h.spec_raw

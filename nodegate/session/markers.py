@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .. import checks as ng_checks
+from . import granularity
 from .items import verdict_param
 
 SEVERITIES = {"critical": "a check whose FAIL takes the node out of service",
@@ -58,6 +59,11 @@ def mark_item(item) -> None:
             if area is not None:
                 item.add_marker(_mark(area))
             item.extra_keyword_matches.add(cdef.id)
+        if p.slot is not None and not p.folded and not granularity.of(item.config).every:
+            # a per-GPU item split for the run's selection: -k matches the folded item's name on
+            # it too (``-k "test_x[n1]"`` selects every GPU of n1 whichever form the run has:
+            # nodegate.session.granularity)
+            item.extra_keyword_matches.add(f"{item.originalname}[{p.node}]")
         return
     cs = getattr(item, "callspec", None)
     if cs is None:

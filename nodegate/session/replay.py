@@ -18,7 +18,7 @@ from ..textsafe import shown
 from . import specfile
 from .exitcodes import usage_error
 from .jobs import SpecCache
-from .terminal import terminal_writer
+from .terminal import limit_warnings, terminal_writer
 
 
 class ReplayAction(argparse.Action):
@@ -91,10 +91,12 @@ def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
     names = None
     if limit and by_job is None:
         from ..inventory import select_names
+        warns: list[str] = []
         try:
-            names = set(select_names(limit, [n for n, _, _ in sources]))
+            names = set(select_names(limit, [n for n, _, _ in sources], warnings=warns))
         except SpecError as e:
             usage_error(config, f"nodegate: {e}")
+        limit_warnings(config, warns)   # a part matching no bundle: said as ansible says it
         if not names:
             usage_error(config, f"nodegate: --limit {limit!r} matches no bundle under {shown(root)}")
     try:

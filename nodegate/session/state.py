@@ -10,6 +10,9 @@ from ..dotted import spec_get  # noqa: F401  (state.spec_get: its callers)
 JOBS_KEY = pytest.StashKey[list]()
 #: whether this pytest run is a nodegate run (suites/ targeted, or --inventory/--target/--replay)
 ACTIVE_KEY = pytest.StashKey[bool]()
+#: the --limit parts ansible-core matched to nothing: lines said on the terminal, lines to say
+#: once it exists (nodegate.session.terminal.limit_warnings)
+LIMIT_SAID_KEY = pytest.StashKey[dict]()
 #: the report info dict of an evaluated item (nodegate.session.verdicts.evaluate)
 RESULT_KEY = pytest.StashKey[dict]()
 #: an item's presenter, ``present(item, report, call) -> report``: what a phase's item (burn-in,

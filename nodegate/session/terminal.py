@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..run import RUN_KEY, FleetRun
 from ..textsafe import shown
-from .state import IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get
+from .state import IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, LIMIT_SAID_KEY, spec_get
+
+#: ansible-core's warning for a host pattern part that matches no host or group
+#: (InventoryManager._enumerate_matches: "Could not match supplied host pattern, ignoring: X")
+NO_MATCH = "Could not match supplied host pattern"
 
 
 def terminal_reporter(config):
@@ -14,6 +20,48 @@ def terminal_reporter(config):
 def terminal_writer(config):
     tr = terminal_reporter(config)
     return tr._tw if tr is not None else None
+
+
+def limit_warnings(config, warnings, file=None) -> list[str]:
+    """Say ansible-core's warnings among ``warnings`` that a ``--limit`` part matches nothing, as
+    ``ansible --limit`` does, on the terminal (``file``: that stream instead, e.g. stderr beside
+    --list-hosts' output), once a run, escaped; before pytest's terminal exists (pytest_configure)
+    they wait for ``say_limit_warnings``. Returns the other warnings."""
+    rest = [w for w in warnings if NO_MATCH not in w]
+    if len(rest) == len(warnings):
+        return rest
+    said = config.stash.setdefault(LIMIT_SAID_KEY, {"said": set(), "pending": []})
+    for w in warnings:
+        if NO_MATCH not in w:
+            continue
+        text = w[w.index(NO_MATCH):]
+        line = shown(f"nodegate: --limit {config.option.limit!r}: ansible-core: {text}", newlines=False)
+        if line not in said["pending"]:
+            said["pending"].append(line)
+    say_limit_warnings(config, file)
+    return rest
+
+
+def say_limit_warnings(config, file=None) -> None:
+    """The waiting lines of ``limit_warnings``, each once a run (the controller's terminal)."""
+    said = config.stash.get(LIMIT_SAID_KEY, None)
+    if not said or hasattr(config, "workerinput"):
+        return
+    if file is None and getattr(config.option, "list_hosts", None):
+        file = sys.stderr   # --list-hosts' output is the hosts alone (--list-hosts=json: JSON)
+    tw = terminal_writer(config) if file is None else None
+    if file is None and tw is None:
+        return
+    for line in said["pending"]:
+        if line in said["said"]:
+            continue
+        said["said"].add(line)
+        if file is not None:
+            file.write(line + "\n")
+            file.flush()
+        else:
+            tw.line(line, yellow=True)
+    said["pending"] = []
 
 
 def is_tty(tw) -> bool:

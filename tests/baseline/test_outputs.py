@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -188,6 +189,15 @@ def test_gitlab_example_is_valid_and_runs_the_gate():
     assert gate["artifacts"]["reports"] == {"junit": "reports/junit.xml"}
     assert {"reports/report.html", "reports/changes.json", "reports/rma.csv"} <= set(gate["artifacts"]["paths"])
     assert gate["artifacts"]["when"] == "always"
+
+
+def test_gitlab_example_comment_names_the_bundles_the_baseline_job_writes():
+    """The baseline job's comment says where its bundles are: <reports-dir>/bundles of its command."""
+    text = (ROOT / "examples/ci/gitlab-ci.yml").read_text()
+    said = re.findall(r"bundles under (\S+)/bundles\b", text)
+    assert said == ["baseline"]
+    (cmd,) = yaml.safe_load(text)["baseline"]["script"]
+    assert re.search(r"--reports-dir[ =]baseline(\s|$)", cmd)
 
 
 def test_github_example_is_valid_and_runs_the_gate():

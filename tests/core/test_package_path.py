@@ -31,3 +31,15 @@ def test_bare_checkout_on_pythonpath_still_finds_plugins_and_suites(tmp_path):
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(ROOT / "plugins"), str(ROOT / "suites")]
+
+
+def test_no_tracked_symlink_leaves_the_checkout():
+    """A symlink into one machine's paths (.venv-main -> /work/main/.venv) is not the project's."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s"], capture_output=True, text=True)
+    if out.returncode:
+        pytest.skip("git ls-files failed")
+    links = [line.split("\t", 1)[1] for line in out.stdout.splitlines() if line.startswith("120000 ")]
+    outside = [p for p in links if not (ROOT / p).resolve().is_relative_to(ROOT.resolve())]
+    assert outside == []

@@ -149,7 +149,10 @@ LABELS = [f"gpu{i}" for i in range(8)]
 
 @pytest.mark.parametrize("kw,per_gpu", [
     ("", False), ("ecc", False), ("n1", False), ("not n1", False), ("critical", False), ("gpu007", False),
-    ("gpu3", True), ("n1-gpu3", True), ("not gpu", True), ("n1]", True), ("ecc and not gpu1", True)])
+    ("gpu3", True), ("n1-gpu3", True), ("not gpu", True), ("ecc and not gpu1", True),
+    # the folded item's own name (what --collect-only prints): the folded item, per-GPU items also
+    # carry it as a keyword (markers.mark_item), so it never needs them
+    ("n1]", False), ("test_ecc_errors[n1]", False), ("not test_ecc_errors[n1]", False)])
 def test_k_tells_gpus_apart_only_when_it_can(kw, per_gpu):
     # gpu007: a node's name ("gpu0" then another digit: no GPU's label is a part of it)
     assert _gran(keyword=kw).per_gpu(BASE, "n1", LABELS) is per_gpu
@@ -160,11 +163,91 @@ def test_deselect_paths_and_flag():
     assert not _gran(deselect=[f"{BASE}[n1-gpu3]"]).per_gpu(BASE, "n2", LABELS)
     assert not _gran(deselect=[f"{BASE}[n1"]).per_gpu(BASE, "n1", LABELS)   # both forms start with it
     assert not _gran(deselect=["suites/test_ecc.py"]).per_gpu(BASE, "n1", LABELS)
-    assert _gran(deselect=[f"{BASE}[n1]"]).per_gpu(BASE, "n1", LABELS)   # would deselect the folded item only
+    # the folded id as --collect-only prints it: the folded item, deselected (per-GPU items would
+    # not start with it and would all run), whatever else the selection names
+    assert not _gran(deselect=[f"{BASE}[n1]"]).per_gpu(BASE, "n1", LABELS)
+    assert not _gran(deselect=[f"{BASE}[n1]"], keyword="gpu3").per_gpu(BASE, "n1", LABELS)
+    assert not _gran(deselect=[f"{BASE}[n1]", f"{BASE}[n1-gpu3]"]).per_gpu(BASE, "n1", LABELS)
+    assert not _gran(deselect=["suites/test_ecc.py"], keyword="gpu3").per_gpu(BASE, "n1", LABELS)
+    assert _gran(deselect=[f"{BASE}[n1]"], keyword="gpu3").per_gpu(BASE, "n2", LABELS)
     assert _gran(per_gpu_items=True).per_gpu(BASE, "n1", LABELS)
     g = Granularity(SimpleNamespace(option=SimpleNamespace(keyword="", deselect=None), cache=None,
                                     args=[f"suites/test_ecc.py::test_ecc_errors[n1-gpu3]"]))
     assert g.per_gpu(BASE, "n1", LABELS) and not g.per_gpu(BASE, "n2", LABELS)
+    # a test path naming the folded item: pytest collects that name, so it stays one item
+    g = Granularity(SimpleNamespace(option=SimpleNamespace(keyword="gpu3", deselect=None), cache=None,
+                                    args=["suites/test_ecc.py::test_ecc_errors[n1]"]))
+    assert not g.per_gpu(BASE, "n1", LABELS) and g.per_gpu(BASE, "n2", LABELS)
+
+
+PCIE = "suites/test_pcie_errors.py::test_pcie_errors"
+
+
+def _collect(tmp: Path, *argv: str, paths=("suites",)) -> list[str]:
+    """The ids ``--collect-only -q`` prints for the AER node alone (nothing is evaluated)."""
+    fleet = tmp / "fleet"
+    if not fleet.exists():
+        shutil.copytree(AER, fleet / AER.name)
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", COLUMNS="200")
+    env.pop("PYTEST_ADDOPTS", None)
+    if not any(a.startswith("cache_dir=") for a in argv):
+        argv = ("-p", "no:cacheprovider", *argv)
+    r = subprocess.run([sys.executable, "-m", "pytest", *paths, "--collect-only", "-q", "--replay", str(fleet),
+                        "--reports-dir", str(tmp / "rep"), *argv], cwd=ROOT, env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return [ln for ln in r.stdout.splitlines() if "::" in ln]
+
+
+def _lastfailed(tmp: Path, nodeid: str) -> tuple[str, ...]:
+    cache = tmp / "cache"
+    (cache / "v" / "cache").mkdir(parents=True)
+    (cache / "v" / "cache" / "lastfailed").write_text(json.dumps({nodeid: True}))
+    return ("-o", f"cache_dir={cache}", "--lf")
+
+
+@pytest.mark.parametrize("how", ["deselect-folded", "deselect-gpu", "deselect-module", "k-folded", "k-not-folded",
+                                 "k-gpu", "path-folded", "path-gpu", "lf-folded", "lf-gpu"])
+def test_a_selection_selects_what_pytest_selects_with_the_ids_it_printed(tmp_path, how):
+    """The ids --collect-only prints are the folded ones: a selection naming one of them selects
+    (or deselects) that item, as pytest does with one item per check and node; a selection naming
+    a per-GPU id (``[node-gpu3]``) that GPU's item alone."""
+    node = AER.name
+    folded, gpu3 = f"{PCIE}[{node}]", f"{PCIE}[{node}-gpu3]"
+    everything = _collect(tmp_path)
+    assert folded in everything and gpu3 not in everything
+    per_gpu = [f"{PCIE}[{node}-gpu{i}]" for i in range(8)]
+    paths = ("suites",)
+    if how == "deselect-folded":
+        argv, want = ("--deselect", folded), [i for i in everything if i != folded]
+    elif how == "deselect-gpu":
+        argv = ("--deselect", gpu3)
+        at = everything.index(folded)
+        want = everything[:at] + [i for i in per_gpu if i != gpu3] + everything[at + 1:]
+    elif how == "deselect-module":
+        argv, want = ("--deselect", "suites/test_pcie_errors.py"), [i for i in everything if "test_pcie_errors" not in i]
+    elif how == "k-folded":
+        argv, want = ("-k", f"test_pcie_errors[{node}]"), [folded]
+    elif how == "k-not-folded":
+        argv, want = ("-k", f"not test_pcie_errors[{node}]"), [i for i in everything if i != folded]
+    elif how == "k-gpu":
+        argv, want = ("-k", "pcie_errors and gpu3"), [gpu3]
+    elif how == "path-folded":
+        argv, want, paths = ("-k", "gpu3"), [], (folded,)
+    elif how == "path-gpu":
+        argv, want, paths = (), [gpu3], (gpu3,)
+    elif how == "lf-folded":
+        argv, want = _lastfailed(tmp_path, folded), [folded]
+    else:
+        argv, want = _lastfailed(tmp_path, gpu3), [gpu3]
+    if how == "path-folded":   # the folded path with a GPU-naming -k: one folded item, -k deselects it
+        r = subprocess.run([sys.executable, "-m", "pytest", folded, "--collect-only", "-q", "-p", "no:cacheprovider",
+                            "--replay", str(tmp_path / "fleet"), "--reports-dir", str(tmp_path / "rep"), "-k", "gpu3"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert "not found" not in r.stdout + r.stderr and "1 deselected" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+        assert _collect(tmp_path, paths=paths) == [folded]
+        return
+    assert _collect(tmp_path, *argv, paths=paths) == want
 
 
 def test_fold_is_the_worst_gpu_and_names_each_failing_one():
