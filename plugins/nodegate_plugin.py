@@ -134,8 +134,9 @@ def pytest_configure(config):
         config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
     except SpecError as e:
         exitcodes.usage_error(config, f"nodegate: {error_label(e)}: {e}")
-    if getattr(o, "numprocesses", None):   # -n N: serially, xdist cannot pay (before xdist's configure)
-        scheduling.cap_workers(config)
+    if getattr(o, "numprocesses", None):   # -n N: what can pay (before xdist's configure)
+        scheduling.cap_workers(config, None if scheduling.suites_only(config)
+                               else scheduling.fleet_size(config, config.stash[JOBS_KEY]))
     if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):
         # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
         # contacted; else start.start_session lists the nodes the selection keeps

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -74,21 +75,83 @@ def configure_worker(node) -> None:
         node.workerinput["nodegate_peer_ids"] = {n: list(run.node_ids(n)) for n in nodes}
 
 
-def cap_workers(config) -> None:
-    """pytest_configure of the controller (before pytest-xdist's): ``-n N`` runs serially (xdist
-    off), the terminal saying why (``CAPPED_KEY``). xdist's controller receives every item's
-    three reports from the workers and records and prints each: measured (2026-12-06, a 64-node
+#: a worker pays only with this many nodes of its own (its start-up: imports, collection, the
+#: controller's per-report work; docs/performance.md "xdist")
+MIN_NODES_PER_WORKER = 16
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def suites_only(config) -> bool:
+    """The run's items are nodegate's own suites only (no test path outside them: no site checks)."""
+    from .jobs import SUITES
+    for a in (config.args or []):
+        p = Path(a.split("::")[0])
+        p = p if p.is_absolute() else Path(config.invocation_params.dir) / p
+        try:
+            p.resolve().relative_to(SUITES)
+        except ValueError:
+            return False
+    return True
+
+
+def cap_workers(config, n_nodes=None) -> None:
+    """pytest_configure of the controller (before pytest-xdist's): what ``-n N`` becomes, the
+    terminal saying why (``CAPPED_KEY``). ``NODEGATE_XDIST_UNCAPPED=1`` keeps N (benchmarks:
+    bench/run.py --xdist; the project's own tests of xdist).
+
+    nodegate's suites alone: serially (xdist off). xdist's controller receives every item's three
+    reports from the workers and records and prints each: measured (2026-12-06, a 64-node
     replay), the controller alone spent 6.1 s of CPU with ``-n 4`` (7.5 s with ``-n 2``) where the
     whole serial run's pytest process spent 4.0 s (5.5 s before the prefetching child): more
-    workers cannot make the run faster than its controller, whatever the cores
-    (docs/performance.md "xdist"). A serial run's parallelism is the prefetching child
-    (nodegate.fleetrun.prefetch). ``NODEGATE_XDIST_UNCAPPED=1`` keeps N (benchmarks:
-    bench/run.py --xdist; the project's own tests of xdist)."""
+    workers cannot make such a run faster than its controller, whatever the cores
+    (docs/performance.md "xdist"). Its parallelism is the prefetching child
+    (nodegate.fleetrun.prefetch).
+
+    With test paths of the site's own (site checks: remote commands, 13-21 ms each, that workers
+    can overlap): ``min(N, usable cores - 1, nodes // MIN_NODES_PER_WORKER)`` workers
+    (``n_nodes``: ``fleet_size``), serially below 2."""
     o = config.option
     n = getattr(o, "numprocesses", None)
     if not isinstance(n, int) or n < 1 or os.environ.get("NODEGATE_XDIST_UNCAPPED") == "1":
         return
-    o.numprocesses, o.dist, o.tx = 0, "no", []
-    config.stash[CAPPED_KEY] = (f"nodegate: -n {n} would be slower than serial (xdist's controller alone spends "
-                                "more CPU on the items' reports than a serial run takes): running serially "
-                                "(docs/performance.md \"xdist\")")
+    if suites_only(config):
+        o.numprocesses, o.dist, o.tx = 0, "no", []
+        config.stash[CAPPED_KEY] = (f"nodegate: -n {n} would be slower than serial (xdist's controller alone "
+                                    "spends more CPU on the items' reports than a serial run takes): running "
+                                    "serially (docs/performance.md \"xdist\")")
+        return
+    cores = usable_cores()
+    fit = min(n, cores - 1, (n_nodes // MIN_NODES_PER_WORKER) if n_nodes is not None else n)
+    if fit >= n:
+        return
+    why = " and ".join(w for c, w in ((cores - 1 < n, f"{cores} usable core(s), one for the controller"),
+                                       (n_nodes is not None and n_nodes // MIN_NODES_PER_WORKER < n,
+                                        f"{n_nodes} node(s), {MIN_NODES_PER_WORKER} a worker at least")) if c)
+    if fit < 2:
+        o.numprocesses, o.dist, o.tx = 0, "no", []
+        config.stash[CAPPED_KEY] = (f"nodegate: -n {n} would be slower than serial here ({why}): running "
+                                    "serially (docs/performance.md \"xdist\")")
+    else:
+        o.numprocesses = fit
+        o.tx = ["popen"] * fit
+        config.stash[CAPPED_KEY] = f"nodegate: -n {n} capped to {fit} worker(s) ({why})"
+
+
+def fleet_size(config, jobs) -> int | None:
+    """The nodes a run may judge, known at configure time: the inventory's (after --limit), or
+    the bundle directories and logs under the --replay paths."""
+    o = config.option
+    if not o.replay:
+        return len(jobs)
+    from ..bundle import discover
+    n = 0
+    for r in (getattr(o, "replay_all", None) or [o.replay]):
+        root = Path(r)
+        n += len(discover(root)) + len(list(root.glob("*.log*"))) if root.is_dir() else 1
+    return n
