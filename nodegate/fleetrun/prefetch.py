@@ -46,9 +46,19 @@ def enabled() -> bool:
 def _child(conn, parent_end, load: Callable[[str], object]) -> None:
     """Body of the prefetching process: for each node name received, ``(node, pickled facts or
     None)`` sent back; None received, or the pipe closed (the pytest process ended), ends it."""
+    import gc
+
     from ..collect import NodeFacts
     parent_end.close()   # EOF reaches us when the pytest process's end closes
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the pytest process's to handle
+    # Ctrl-C is the pytest process's to handle; SIGTERM and SIGHUP end this process (nodegate's
+    # handlers, inherited through fork, are the pytest process's: nodegate.session.signals)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    # the pytest process runs with the cyclic GC paused (nodegate.session.gcsched): here each
+    # node's garbage must go, and what was inherited is never traversed (nor copied on write)
+    gc.freeze()
+    gc.enable()
     while True:
         try:
             node = conn.recv()
