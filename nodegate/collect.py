@@ -75,6 +75,11 @@ class NodeFacts(FabricFacts):
     peermem_clients, smi_key and lspci_links (alternative evidence keys, nodegate/altkeys.py).
     """
 
+    #: ``{(check id, GpuSlot or None): Result}`` computed ahead from these same facts by the
+    #: prefetching process (nodegate.fleetrun.prefetch, engine.check_results), read (and each
+    #: result taken once) by engine.evaluate_item; None: every check is evaluated when asked
+    checked: dict | None = None
+
     def __init__(self, bundle: Bundle):
         self.bundle = bundle
         self.node = bundle.node

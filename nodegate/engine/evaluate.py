@@ -257,7 +257,12 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
     surplus = None
     res = precondition(node, check_id, unresolved)
     if res is None:
-        res = ng_checks.evaluate(check_id, facts, spec, slot)
+        # the same check on the same facts, computed ahead (``check_results``, in the prefetching
+        # process: nodegate.fleetrun.prefetch), else now; taken once
+        ahead = getattr(facts, "checked", None)
+        res = ahead.pop((check_id, slot), None) if ahead else None
+        if res is None:
+            res = ng_checks.evaluate(check_id, facts, spec, slot)
         if node.gpus_collected_from_spec and cdef.name == "gpu_count":
             res, surplus = surplus_gpus(facts, spec, res)
     spec_note = spec_off_note(node, res.message) if res.outcome is Outcome.SKIP else ""
@@ -291,6 +296,28 @@ def evaluate_item(node: NodeContext, facts, spec, check_id: str, slot=None, *, u
     if spec_note:   # JUnit <property name="spec_set_in">: the spec key that turned this check off, and its file
         props.append(("spec_set_in", spec_note.strip(" []")))
     return ItemResult(cdef, slot, res, record, props, remediation, spec_note, surplus)
+
+
+def check_results(facts, spec) -> dict:
+    """``{(check id, GpuSlot or None): Result}``: ``checks.evaluate`` of every check of the
+    catalog on every GPU slot of the node (``checks.gpu_slots``), what ``evaluate_item`` asks
+    for first, computed ahead (nodegate.fleetrun.prefetch's child hands them over with the
+    facts). Every rule is a function of the node's facts and spec alone, but the node identity
+    check (it compares the run's other nodes: left out). A rule that raises is left out too."""
+    out: dict = {}
+    try:
+        slots = ng_checks.gpu_slots(facts, spec)
+    except Exception:  # noqa: BLE001 - then the items compute every result themselves
+        return out
+    for cid, c in ng_checks.load_all().items():
+        if cid == IDENTITY_CHECK:
+            continue
+        for slot in ([None] if c.scope == "node" else slots):
+            try:
+                out[(cid, slot)] = ng_checks.evaluate(cid, facts, spec, slot)
+            except Exception:  # noqa: BLE001
+                pass
+    return out
 
 
 def _gpus_expected(spec) -> str:

@@ -199,7 +199,7 @@ class Gathering:
         (nodegate.fleetrun.prefetch) while this one's items run."""
         from .prefetch import Prefetch, enabled
         if enabled() and self.order:
-            self._prefetch = Prefetch(self.order, lambda n: self._load(n, self._paths[n]))
+            self._prefetch = Prefetch(self.order, lambda n: self._load(n, self._paths[n]), self.spec.get)
 
     def stop_prefetch(self) -> None:
         p = getattr(self, "_prefetch", None)
@@ -212,11 +212,12 @@ class Gathering:
         p = getattr(self, "_prefetch", None)
         if p is None or b.gather_error or node in self._released:
             return None
-        cache = p.take(node)
-        if not cache:
+        got = p.take(node)
+        if not got:
             return None
         f = NodeFacts(b)
-        f.__dict__.update(cache)
+        f.__dict__.update(got["facts"])
+        f.checked = got.get("checked") or None   # engine.evaluate_item takes each result once
         return f
 
     def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:

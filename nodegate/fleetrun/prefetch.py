@@ -43,12 +43,33 @@ def enabled() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _child(conn, parent_end, load: Callable[[str], object]) -> None:
-    """Body of the prefetching process: for each node name received, ``(node, pickled facts or
+def _parsed(b, spec) -> bytes | None:
+    """The pickled ``{"facts": NodeFacts.parsed_cache(), "checked": engine.check_results()}``
+    of bundle ``b`` (the check results only when they pickle), or None."""
+    from ..collect import NodeFacts
+    from ..engine.evaluate import check_results
+    if getattr(b, "gather_error", None):
+        return None
+    f = NodeFacts(b)
+    cache = f.parsed_cache()
+    if not cache:
+        return None
+    out = {"facts": cache, "checked": {}}
+    if spec is not None:
+        try:
+            checked = check_results(f, spec)
+            pickle.dumps(checked, protocol=pickle.HIGHEST_PROTOCOL)
+            out["checked"] = checked
+        except Exception:  # noqa: BLE001 - the facts alone then
+            pass
+    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _child(conn, parent_end, load: Callable[[str], object], spec_of: Callable[[str], object]) -> None:
+    """Body of the prefetching process: for each node name received, ``(node, _parsed(...) or
     None)`` sent back; None received, or the pipe closed (the pytest process ended), ends it."""
     import gc
 
-    from ..collect import NodeFacts
     parent_end.close()   # EOF reaches us when the pytest process's end closes
     # Ctrl-C is the pytest process's to handle; SIGTERM and SIGHUP end this process (nodegate's
     # handlers, inherited through fork, are the pytest process's: nodegate.session.signals)
@@ -66,12 +87,8 @@ def _child(conn, parent_end, load: Callable[[str], object]) -> None:
             return
         if node is None:
             return
-        blob = None
         try:
-            b = load(node)
-            cache = NodeFacts(b).parsed_cache() if not getattr(b, "gather_error", None) else None
-            if cache:
-                blob = pickle.dumps(cache, protocol=pickle.HIGHEST_PROTOCOL)
+            blob = _parsed(load(node), spec_of(node))
         except Exception:  # noqa: BLE001 - the pytest process parses this node itself
             blob = None
         try:
@@ -82,9 +99,12 @@ def _child(conn, parent_end, load: Callable[[str], object]) -> None:
 
 class Prefetch:
     """One prefetching child for the run's ``order`` (node names); ``load(node)`` reads a node's
-    bundle (``NodeRegistry._load`` with its path). Started by the first ``take``."""
+    bundle (``NodeRegistry._load`` with its path), ``spec_of(node)`` its validated spec (the
+    checks are computed ahead with it; None: the facts only). Started by the first ``take``."""
 
-    def __init__(self, order: list[str], load: Callable[[str], object]):
+    def __init__(self, order: list[str], load: Callable[[str], object],
+                 spec_of: Callable[[str], object] = lambda node: None):
+        self._spec_of = spec_of
         self._rank = {n: i for i, n in enumerate(order)}
         self._order = list(order)
         self._load = load
@@ -105,7 +125,7 @@ class Prefetch:
                 stream.flush()
             except Exception:  # noqa: BLE001
                 pass
-        proc = ctx.Process(target=_child, args=(child_end, parent_end, self._load), name="nodegate-prefetch",
+        proc = ctx.Process(target=_child, args=(child_end, parent_end, self._load, self._spec_of), name="nodegate-prefetch",
                            daemon=True)
         proc.start()
         child_end.close()
@@ -119,9 +139,10 @@ class Prefetch:
         return self._order[i + 1]
 
     def take(self, node: str, ask_next: bool = True) -> dict | None:
-        """The parsed facts of ``node`` (a dict for ``NodeFacts.__dict__``) when the child has
-        them or is parsing them now, else None (this process parses it). Then asks the child for
-        the node after it (``ask_next``). Never raises."""
+        """What the child made of ``node`` when it has it or is making it now:
+        ``{"facts": {...} for NodeFacts.__dict__, "checked": {(check id, slot): Result}}``, else
+        None (this process parses it). Then asks the child for the node after it (``ask_next``).
+        Never raises."""
         if self.dead:
             return None
         try:
@@ -157,7 +178,7 @@ class Prefetch:
             cache = pickle.loads(blob)  # noqa: S301 - our own forked child, our own pipe
         except Exception:  # noqa: BLE001
             return None
-        if not isinstance(cache, dict):
+        if not isinstance(cache, dict) or not isinstance(cache.get("facts"), dict):
             return None
         self.taken += 1
         return cache

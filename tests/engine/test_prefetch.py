@@ -120,23 +120,32 @@ def test_in_order_each_node_but_the_first_comes_parsed():
         got = [p.take(n) for n in NODES[:6]]
     finally:
         p.stop()
-    assert got[0] is None and all(isinstance(g, dict) for g in got[1:])
+    assert got[0] is None and all(isinstance(g, dict) and isinstance(g["facts"], dict) for g in got[1:])
     assert p.taken == 5 and p.dead
 
 
-def test_parsed_facts_are_the_facts_parsed_here():
-    node = "h200-580-open-healthy"
-    p = Prefetch(["x", node], _load)
-    try:
-        assert p.take("x") is None   # not a node: loading it fails in the child, nothing comes back
-        cache = p.take(node)
-    finally:
-        p.stop()
-    assert cache is not None
-    here = NodeFacts(_load(node))
-    for k, v in cache.items():
-        if k != "_parse_spent":
-            assert getattr(here, k) == v, k
+def test_parsed_facts_and_results_are_those_made_here():
+    """The facts and every check's result the child hands over equal what this process makes of
+    the same bundle (a healthy node, a node whose GPU fell off the bus, one whose tools hung)."""
+    from nodegate.checks import evaluate as check
+    from nodegate.spec import load_spec
+    for node in ("h200-580-open-healthy", "gpu-fallen-off-bus", "smi-hang", "nvlink-crc-errors"):
+        spec = load_spec(_load(node).meta.get("spec") or {}, node)
+        p = Prefetch(["x", node], _load, lambda n, spec=spec: spec)
+        try:
+            assert p.take("x") is None   # not a node: loading it fails in the child, nothing comes back
+            got = p.take(node)
+        finally:
+            p.stop()
+        assert got is not None, node
+        here = NodeFacts(_load(node))
+        for k, v in got["facts"].items():
+            if k != "_parse_spent":
+                assert getattr(here, k) == v, (node, k)
+        assert got["checked"], node
+        assert not any(cid == "NG-INV-003" for cid, _ in got["checked"])   # compares the run's other nodes
+        for (cid, slot), res in got["checked"].items():
+            assert check(cid, here, spec, slot) == res, (node, cid, slot)
 
 
 def test_out_of_order_never_waits_and_recovers():
