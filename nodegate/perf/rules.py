@@ -27,7 +27,8 @@ Per measured subject, in order:
 
 Data integrity (a tool's own check: #wrong, gpu_burn's errors and FAULTY, pattern checks) is an
 item of its own per subject, judged whether or not a throughput floor exists: clean -> PASS,
-corruption -> FAIL, not checked (the run never got there) -> ERROR.
+corruption -> FAIL, not checked (the run never got there) -> ERROR; "clean" from an output that is
+invalid (a non-zero exit, a run that died part-way, a contradiction) proves nothing -> ERROR.
 
 Only the same kind is ever compared (model.Measurement.kind: tool, metric, unit, engine,
 direction, mode). An exception while judging one tool's evidence is contained to that tool's
@@ -241,7 +242,7 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
         peers = [p for p in pool if p.kind == m.kind and p.subject != m.subject]
         out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
     for integ in rep.integrity:
-        out.append(_judge_integrity(ni, key, integ))
+        out.append(_judge_integrity(ni, key, integ, rep.invalid))
     for s in rep.statuses:
         out.append(_judge_status(ni, key, s))
     for w in dict.fromkeys(rep.waived):
@@ -252,10 +253,17 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
     return out
 
 
-def _judge_integrity(ni: NodeInput, key: str, integ: Integrity) -> Item:
+def _judge_integrity(ni: NodeInput, key: str, integ: Integrity, invalid: list[str] | tuple = ()) -> Item:
+    """Corruption seen is FAIL whatever else the output says; a clean check is PASS only from a
+    run whose output is valid: "0 errors" of a run that exited non-zero, died part-way or
+    contradicts itself (``invalid``) proves nothing -> ERROR naming why."""
     subj = "node" if integ.gpu is None else f"gpu{integ.gpu}"
     label = f"data integrity ({integ.tool}'s own check)"
     serial = ni.serials.get(integ.gpu, "") if integ.gpu is not None else ""
+    if integ.ok is True and invalid:
+        return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.ERROR,
+                    f"not checked: invalid run: {'; '.join(invalid)[:300]} ({integ.what[:100]} proves nothing)",
+                    gpu=integ.gpu, serial=serial)
     if integ.ok is False:
         return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.FAIL,
                     f"rule data_corruption: {integ.what[:400]} (FAIL whatever the throughput)", rules=["data_corruption"],

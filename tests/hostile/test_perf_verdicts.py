@@ -1,0 +1,48 @@
+"""Perf and burn-in outputs that look clean but come from a run that is no result: a data check's
+"0 errors" is PASS only from a valid run (nodegate's rule: a figure never measured, or measured
+by a run that died or contradicts itself, is ERROR, never a silent PASS). Synthetic outputs in
+each tool's real format; judged by the pure rules (no node, no run)."""
+
+from __future__ import annotations
+
+from nodegate.outcomes import Outcome
+from nodegate.perf.extract import extract
+from nodegate.perf.rules import NodeInput, fleet_stats, judge_node
+from tests.perf.test_samples import body
+
+E, P = Outcome.ERROR, Outcome.PASS
+
+
+def _items(tool, text, sku="a100_80gb", gpus=2, invalid=()):
+    rep = extract(tool, text)
+    rep.invalid.extend(invalid)
+    ni = NodeInput("n", sku, str(sku), {tool: rep}, gpu_count=gpus)
+    return {i.id: i for i in judge_node(ni, fleet_stats([ni]))}
+
+
+def _burn(last_pct: float, summary: bool, n: int = 2) -> str:
+    rec = (f"{last_pct:.1f}%  proc'd: " + " - ".join("678 (16942 Gflop/s)" for _ in range(n))
+           + "   errors: " + " - ".join("0" for _ in range(n)) + "   temps: " + " - ".join("62 C" for _ in range(n)))
+    head = "".join(f"GPU {g}: NVIDIA A100-SXM4-80GB (UUID: GPU-{g})\n" for g in range(n))
+    tail = f"Killing processes.. done\nTested {n} GPUs:\n" + "".join(f"\tGPU {g}: OK\n" for g in range(n))
+    return head + rec + "\n" + (tail if summary else "")
+
+
+def test_zero_wrong_of_an_nccl_run_that_exited_non_zero_is_not_a_pass():
+    # the perf phase marks a non-zero exit status invalid (judge.node_input): the #wrong 0 rows
+    # printed before it failed prove nothing about the data
+    items = _items("nccl", body("304"), sku="h100_sxm", gpus=8, invalid=["nccl exit status 1: boom"])
+    it = items["nccl-integrity-node"]
+    assert it.outcome is E and it.message.startswith("not checked: invalid run: nccl exit status 1"), it.message
+
+
+def test_zero_errors_of_a_gpu_burn_that_contradicts_its_own_gpu_count_is_not_a_pass():
+    text = _burn(100.0, True).replace("Tested 2 GPUs", "Tested 3 GPUs")
+    items = _items("gpu_burn", text)
+    for g in (0, 1):
+        assert items[f"gpu_burn-integrity-gpu{g}"].outcome is E, items[f"gpu_burn-integrity-gpu{g}"].message
+
+
+def test_the_complete_gpu_burn_run_still_passes_its_integrity():
+    items = _items("gpu_burn", _burn(100.0, True))
+    assert {items[f"gpu_burn-integrity-gpu{g}"].outcome for g in (0, 1)} == {P}
