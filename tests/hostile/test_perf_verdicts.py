@@ -46,3 +46,19 @@ def test_zero_errors_of_a_gpu_burn_that_contradicts_its_own_gpu_count_is_not_a_p
 def test_the_complete_gpu_burn_run_still_passes_its_integrity():
     items = _items("gpu_burn", _burn(100.0, True))
     assert {items[f"gpu_burn-integrity-gpu{g}"].outcome for g in (0, 1)} == {P}
+
+
+def test_a_gpu_burn_that_stopped_at_10_percent_without_its_summary_is_error_not_pass():
+    # a worker segfault or OOM kill part-way: gpu_burn's exit status is not read (it exits 0 even
+    # when FAULTY), so the output itself must say the run did not end: no 100 % record, no summary
+    items = _items("gpu_burn", _burn(10.0, False))
+    for g in (0, 1):
+        for what in ("integrity", "gflops-sm"):
+            it = items[f"gpu_burn-{what}-gpu{g}"]
+            assert it.outcome is E and "stopped at 10 % without its 'Tested N GPUs' summary" in it.message, it.message
+
+
+def test_a_gpu_burn_at_100_percent_without_its_summary_still_passes():
+    # the summary trimmed from a ticket after a complete run: the records cover the whole burn
+    items = _items("gpu_burn", _burn(100.0, False))
+    assert {items[f"gpu_burn-integrity-gpu{g}"].outcome for g in (0, 1)} == {P}
