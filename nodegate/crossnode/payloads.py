@@ -137,14 +137,22 @@ def measure_nccl(rec: LaunchRecord, payload: str, expected_ranks: int, min_size:
     elif run.nranks != expected_ranks:
         m.problems.append(f"{run.nranks} ranks in the output, {expected_ranks} launched: the ranks did not form "
                           "one communicator (an MPI build or launcher mismatch, nccl-tests#213)")
-    wrong = run.wrong_total()
+    # every result table of the output (the text parser's; -J JSON has one): a table after the
+    # first (the test run twice, two outputs joined) was ignored, its #wrong with it
+    tables = [t for t in getattr(run, "tables", None) or [] if t.rows] or [run]
+    if len(tables) > 1:
+        m.problems.append(f"{len(tables)} result tables in one output (a run repeated, or outputs joined): which one "
+                          "is this job's measurement is unknown")
+    wrong = run.wrong_total() or sum(1 for t in tables for r in t.rows for w in (r.oop_wrong, r.ip_wrong)
+                                     if w is not None and w > 0)
+    oob = [t for t in tables if t.oob_ok is False or (t.oob_values or 0) > 0]
     if wrong:
         m.corruption = f"#wrong = {wrong} (data corruption reported by nccl-tests)"
-    elif run.oob_ok is False or (run.oob_values or 0) > 0:
-        m.corruption = f"out of bounds values: {run.oob_values} FAILED"
+    elif oob:
+        m.corruption = f"out of bounds values: {oob[0].oob_values} FAILED"
     for why in getattr(run, "failures", None) or []:   # the text parser's own findings (an abort line)
         m.problems.append(str(why))
-    if run.validation == 0 or (run.rows and all(r.oop_wrong is None and r.ip_wrong is None for r in run.rows)):
+    if run.validation == 0 or all(r.oop_wrong is None and r.ip_wrong is None for t in tables for r in t.rows):
         m.problems.append("validation off (-c 0): the results were not checked")
     big = [r for r in run.rows if r.size_b >= min_size]
     if not big:
