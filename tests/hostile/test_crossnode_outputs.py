@@ -47,3 +47,48 @@ def test_two_tables_with_different_figures_are_error_naming_them():
     m = _measure(HEAD + TABLE.format(bw="5.00", w=0) + TABLE.format(bw="45.00", w=0))
     assert fail_closed(m).passed is None
     assert any(p.startswith("2 result tables in one output") for p in m.problems), m.problems
+
+
+def _recorded_then_replayed(tmp_path, edit):
+    """A fake-launched run recorded under ``tmp_path``, its first job's meta.json edited, replayed."""
+    from nodegate.crossnode.phase import PhaseConfig, replay_phase, run_phase
+    from tests.crossnode.test_phase import SPEC, FakeLauncher, nodes
+
+    ns, fl = nodes(4), FakeLauncher()
+    run_phase(ns, PhaseConfig(SPEC, run_id="r", stages=("nodes",)), launcher=fl, evidence_dir=tmp_path)
+    meta = tmp_path / "crossnode" / "r" / "jobs" / fl.launched[0] / "meta.json"
+    meta.write_text(edit(meta.read_text()))
+    return replay_phase(ns, PhaseConfig(SPEC, run_id="r", stages=("nodes",)), tmp_path)
+
+
+def test_a_replayed_duration_that_is_no_figure_never_stops_the_phase(tmp_path):
+    # json reads 1 followed by 400 zeros as an int: float() of it raised OverflowError, out of
+    # replay_phase and out of the plugin (which caught only PhaseError): no node was reported
+    import re
+    res = _recorded_then_replayed(tmp_path, lambda s: re.sub(r'"duration_s": [0-9.]+', '"duration_s": 1' + "0" * 400, s,
+                                                             count=1))
+    assert {n.state.value for n in res.nodes} == {"cleared"} and not res.errors
+
+
+def test_the_plugin_turns_any_replay_exception_into_an_error_not_a_crash(monkeypatch, tmp_path):
+    # the general guard: whatever a recorded run's evidence reaches, the replay branch reports it
+    # as the live branch does (the phase's items ERROR naming it), never an exception out of the hook
+    from types import SimpleNamespace
+
+    import nodegate.crossnode.phase as phase
+    import plugins.nodegate_crossnode as plug
+
+    def boom(*a, **k):
+        raise OverflowError("int too large to convert to float")
+
+    monkeypatch.setattr(phase, "replay_phase", boom)
+    monkeypatch.setattr(plug, "phase_nodes", lambda config, run, spec: [])
+    st = {"config": phase.PhaseConfig(), "result": None, "why_not": "the cross-node phase did not run", "items": None}
+    config = SimpleNamespace(stash={plug.XN_KEY: st, plug.RUN_KEY: SimpleNamespace(mode="replay", bundles_dir=tmp_path)},
+                             pluginmanager=SimpleNamespace(get_plugin=lambda name: None),
+                             option=SimpleNamespace(collectonly=False, crossnode_plan=False, crossnode_live=False,
+                                                    crossnode_run_id="r"))
+    plug._run_phase(config)
+    assert st["result"] is None
+    assert st["why_not"] == ("replay of r: internal error in the cross-node phase: OverflowError: int too large to "
+                             "convert to float")
