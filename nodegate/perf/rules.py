@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..outcomes import Outcome
@@ -171,7 +171,7 @@ def fleet_stats(nodes: list[NodeInput]) -> dict[tuple, FleetStat]:
         for key, rep in ni.reports.items():
             if rep.invalid:
                 continue
-            for m in rep.measurements:
+            for m in _subjects(ni, key, rep)[0]:
                 if not _usable(ni, key, m):
                     continue
                 k = fleet_key(ni.sku, key, m)
@@ -218,7 +218,8 @@ def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str,
     for key, rep in ni.reports.items():
         try:
             if not rep.invalid:
-                pool.setdefault(key.split(".")[0], []).extend(m for m in rep.measurements if _usable(ni, key, m))
+                pool.setdefault(key.split(".")[0], []).extend(m for m in _subjects(ni, key, rep)[0]
+                                                              if _usable(ni, key, m))
         except Exception:  # noqa: BLE001 - the report's own judging below says what is wrong with it
             pass
     for key, rep in sorted(ni.reports.items()):
@@ -236,9 +237,11 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
     if rep.invalid and not rep.measurements and not rep.statuses and not rep.integrity:
         return [Item(ni.node, rep.tool, key, "output", key, "node", Outcome.ERROR,
                      f"invalid measurement: {'; '.join(rep.invalid)}")]
+    measurements, coverage = _subjects(ni, key, rep)
     if pool is None:
-        pool = [m for m in rep.measurements if _usable(ni, key, m)] if not rep.invalid else []
-    for m in rep.measurements:
+        pool = [m for m in measurements if _usable(ni, key, m)] if not rep.invalid else []
+    out.extend(coverage)
+    for m in measurements:
         peers = [p for p in pool if p.kind == m.kind and p.subject != m.subject]
         out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
     for integ in rep.integrity:
@@ -251,6 +254,72 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
     for i, why in enumerate(dict.fromkeys(rep.problems)):
         out.append(Item(ni.node, rep.tool, key, "run" if i == 0 else f"run{i + 1}", key, "node", Outcome.ERROR, why))
     return out
+
+
+def _span(gpus) -> str:
+    """``1-3, 5`` for GPUs 1, 2, 3, 5."""
+    out, run = [], []
+    for g in sorted(gpus):
+        if run and g == run[-1] + 1:
+            run.append(g)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [g]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _subjects(ni: NodeInput, key: str, rep: ToolReport) -> tuple[list[Measurement], list[Item]]:
+    """The report's measurements held to the node's GPUs (``ni.gpu_count``, what the probe
+    listed), and an ERROR item per figure kind whose GPUs or GPU pairs the output left out:
+
+    - one subject printed twice with different figures (a test repeated, two runs' outputs
+      concatenated): contradictory -> that subject has no figure (ERROR naming both);
+    - a GPU index the node does not have: contradictory (another machine's output, a phantom);
+    - a GPU (a GPU pair, for a matrix) of the node absent from every figure of a kind the tool
+      measures per GPU: not measured -> ERROR naming the GPUs, never a node that passes on the
+      GPUs the tool happened to print."""
+    n = ni.gpu_count
+    seen: dict[tuple, list[Measurement]] = {}
+    for m in rep.measurements:
+        seen.setdefault((m.kind, m.subject), []).append(m)
+    out: list[Measurement] = []
+    for (kind, subject), ms in seen.items():
+        m = ms[0]
+        vals = list(dict.fromkeys(x.value for x in ms))
+        if len(vals) > 1:
+            shown = ", ".join("n/a" if v is None else _fmt(v) for v in vals[:4])
+            m = replace(m, value=None, why=f"contradictory: {rep.tool} printed {subject} {len(ms)} times with "
+                                              f"different figures ({shown} {m.unit}): which one holds is unknown")
+        elif n and m.scope in ("gpu", "link") and any(g is not None and not 0 <= g < n for g in (m.gpu, m.peer)):
+            m = replace(m, value=None, why=f"contradictory: {rep.tool} measured {subject}, but this node has "
+                                              f"{n} GPU(s) (0-{n - 1}): not this node's figure")
+        out.append(m)
+    items: list[Item] = []
+    if not n or rep.invalid:
+        return out, items
+    kinds: dict[tuple, tuple[str, Measurement, set]] = {}
+    for m in out:
+        if m.scope == "gpu" and m.gpu is not None:
+            kinds.setdefault(m.kind, ("gpu", m, set()))[2].add(m.gpu)
+        elif m.scope == "link" and m.gpu is not None and m.peer is not None:
+            kinds.setdefault(m.kind, ("link", m, set()))[2].add((m.gpu, m.peer))
+    for kind, (scope, m, got) in kinds.items():
+        if scope == "gpu":
+            missing = [g for g in range(n) if g not in got]
+            what = f"GPU(s) {_span(missing)} of the node's {n}"
+        else:
+            missing = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) not in got]
+            gpus = {g for pair in missing for g in pair}
+            what = f"{len(missing)} of the {n * (n - 1)} GPU pairs (GPUs {_span(gpus)} of the node's {n})"
+        if missing:
+            it = Item(ni.node, m.tool, key, m.metric, m.label, "node", Outcome.ERROR,
+                      f"not measured: {what} absent from {rep.tool}'s {m.label} figures (the tool did not "
+                      "see or did not print them): nothing proves they perform", unit=m.unit, kind=kind)
+            items.append(it)
+    return out, items
 
 
 def _judge_integrity(ni: NodeInput, key: str, integ: Integrity, invalid: list[str] | tuple = ()) -> Item:

@@ -62,3 +62,43 @@ def test_a_gpu_burn_at_100_percent_without_its_summary_still_passes():
     # the summary trimmed from a ticket after a complete run: the records cover the whole burn
     items = _items("gpu_burn", _burn(100.0, False))
     assert {items[f"gpu_burn-integrity-gpu{g}"].outcome for g in (0, 1)} == {P}
+
+
+_H2D = """Running host_to_device_memcpy_ce.
+memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
+           0
+ 0     {v}
+"""
+
+
+def test_a_gpu_the_output_leaves_out_is_error_not_a_node_that_passes_on_the_others():
+    # an 8-GPU node whose nvbandwidth printed one column (no 'Device N:' lines to compare with):
+    # GPUs 1-7 had no item at all and the node passed on GPU 0
+    items = _items("nvbandwidth", _H2D.format(v="55.20"), sku="h100_sxm", gpus=8)
+    it = items["nvbandwidth-h2d-ce-node"]
+    assert it.outcome is E and it.message.startswith("not measured: GPU(s) 1-7 of the node's 8 absent"), it.message
+    assert items["nvbandwidth-h2d-ce-gpu0"].outcome is P
+
+
+def test_missing_gpu_pairs_of_a_matrix_are_error():
+    text = ("Running device_to_device_memcpy_read_ce.\nmemcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n"
+            "          0         1\n0       N/A    370.90\n1    370.90       N/A\n")
+    it = _items("nvbandwidth", text, sku="h100_sxm", gpus=8)["nvbandwidth-p2p_read-ce-node"]
+    assert it.outcome is E and it.message.startswith("not measured: 54 of the 56 GPU pairs"), it.message
+
+
+def test_a_gpu_the_node_does_not_have_is_contradictory():
+    # gpu_burn lists 3 GPUs on a node whose probe lists 2: GPU 2's figure is not this node's
+    items = _items("gpu_burn", _burn(100.0, True, n=3), gpus=2)
+    it = items["gpu_burn-gflops-sm-gpu2"]
+    assert it.outcome is E and it.message.startswith("contradictory: gpu_burn measured gpu2, but this node has 2"), \
+        it.message
+
+
+def test_one_subject_printed_twice_with_different_figures_is_error_not_pass_and_fail():
+    # the same test twice (two runs' outputs concatenated): one PASS and one FAIL item under one id
+    text = _H2D.format(v="55.20") + _H2D.format(v="5.20")
+    items = [i for i in judge_node(NodeInput("n", "h100_sxm", "h100", {"nvbandwidth": extract("nvbandwidth", text)},
+                                             gpu_count=1), {}) if i.subject == "gpu0"]
+    assert [(i.outcome, i.message[:60]) for i in items] == [
+        (E, "contradictory: nvbandwidth printed gpu0 2 times with differe")]
