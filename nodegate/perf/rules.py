@@ -246,7 +246,10 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
         out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
     for integ in rep.integrity:
         out.append(_judge_integrity(ni, key, integ, rep.invalid))
-    for s in rep.statuses:
+    statuses, coverage = _status_subjects(ni, rep)
+    # its own id (<test>_gpus-node): a node-wide verdict of the same test keeps <test>-node
+    out.extend(Item(ni.node, rep.tool, key, f"{_slug(t)}_gpus", t, "node", Outcome.ERROR, why) for t, why in coverage)
+    for s in statuses:
         out.append(_judge_status(ni, key, s))
     for w in dict.fromkeys(rep.waived):
         out.append(Item(ni.node, rep.tool, key, "waived", w, w if w.isidentifier() else "test", Outcome.SKIP,
@@ -344,11 +347,53 @@ def _judge_integrity(ni: NodeInput, key: str, integ: Integrity, invalid: list[st
                 serial=serial)
 
 
+def _slug(test: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in test.lower()).strip("_") or "test"
+
+
+def _status_subjects(ni: NodeInput, rep: ToolReport) -> tuple[list[StatusResult], list[tuple[str, str]]]:
+    """A tool's own verdicts (dcgmi diag) held to the node's GPUs, as ``_subjects`` holds figures:
+    one test and GPU given two different words -> one "error" status naming both (it was a PASS
+    and a FAIL item under one id); a GPU the node does not have -> "error" (not this node's);
+    a test that names some of the node's GPUs but not all -> (test, why) for an ERROR item: the
+    GPUs it left out were never proven."""
+    n = ni.gpu_count
+    seen: dict[tuple[str, int], list[StatusResult]] = {}
+    for st in rep.statuses:
+        seen.setdefault((st.test, st.gpu), []).append(st)
+    out: list[StatusResult] = []
+    for (test, gpu), ss in seen.items():
+        s = ss[0]
+        words = list(dict.fromkeys(x.status for x in ss))
+        if len(words) > 1:
+            s = replace(s, status="error", messages=(
+                f"contradictory: {rep.tool} gave {test} on {'the node' if gpu < 0 else f'GPU {gpu}'} {len(ss)} "
+                f"verdicts ({', '.join(w or 'none' for w in words[:4])}): which one holds is unknown",
+                *[m for x in ss for m in x.messages][:4]))
+        elif n and gpu >= n:
+            s = replace(s, status="error", messages=(
+                f"contradictory: {rep.tool} judged GPU {gpu}, but this node has {n} GPU(s) (0-{n - 1}): not this "
+                "node's verdict", *s.messages))
+        out.append(s)
+    missing: list[tuple[str, str]] = []
+    if n:
+        by_test: dict[str, set[int]] = {}
+        for s in out:
+            if s.gpu >= 0:
+                by_test.setdefault(s.test, set()).add(s.gpu)
+        for test, gpus in by_test.items():
+            left = [g for g in range(n) if g not in gpus]
+            if left:
+                missing.append((test, f"not checked: GPU(s) {_span(left)} of the node's {n} absent from "
+                                      f"{rep.tool}'s {test} results: nothing proves they pass it"))
+    return out, missing
+
+
 def _judge_status(ni: NodeInput, key: str, s: StatusResult) -> Item:
     word = {"pass": Outcome.PASS, "fail": Outcome.FAIL, "warn": Outcome.FAIL, "skip": Outcome.SKIP,
             "not run": Outcome.SKIP}.get(s.status, Outcome.ERROR)
     subj = "node" if s.gpu < 0 else f"gpu{s.gpu}"
-    slug = "".join(c if c.isalnum() else "_" for c in s.test.lower()).strip("_") or "test"
+    slug = _slug(s.test)
     msg = f"{s.tool} {s.test}: {s.status or 'no status'}" + (f": {'; '.join(s.messages)[:500]}" if s.messages else "")
     if word is Outcome.SKIP:
         msg += " (the tool did not run this test)"

@@ -102,3 +102,33 @@ def test_one_subject_printed_twice_with_different_figures_is_error_not_pass_and_
                                              gpu_count=1), {}) if i.subject == "gpu0"]
     assert [(i.outcome, i.message[:60]) for i in items] == [
         (E, "contradictory: nvbandwidth printed gpu0 2 times with differe")]
+
+
+def _dcgmi(results) -> str:
+    import json
+    return json.dumps({"DCGM Diagnostic": {"test_categories": [{"category": "Stress", "tests": [
+        {"name": "targeted_stress", "results": results, "test_summary": {"status": "Pass"}}]}]}})
+
+
+def _gpu(i, status, **kw):
+    return {"entity_group": "GPU", "entity_id": i, "status": status, **kw}
+
+
+def test_dcgmi_giving_one_gpu_pass_and_fail_is_one_error_not_a_pass_and_a_fail():
+    text = _dcgmi([_gpu(0, "Pass"), _gpu(0, "Fail", warnings=[{"warning": "bad", "error_id": 3}])])
+    items = [i for i in judge_node(NodeInput("n", "h100_sxm", "h100", {"dcgmi": extract("dcgmi", text)}, gpu_count=1),
+                                   {}) if i.subject == "gpu0"]
+    assert [(i.outcome, i.message[:80]) for i in items] == [
+        (E, "dcgmi targeted_stress: error: contradictory: dcgmi gave targeted_stress on GPU 0")]
+
+
+def test_dcgmi_passing_a_gpu_the_node_does_not_have_is_contradictory():
+    items = _items("dcgmi", _dcgmi([_gpu(0, "Pass"), _gpu(5, "Pass")]), gpus=1)
+    assert items["dcgmi-targeted_stress-gpu5"].outcome is E
+    assert items["dcgmi-targeted_stress-gpu0"].outcome is P
+
+
+def test_dcgmi_results_for_one_gpu_of_eight_leave_seven_unproven():
+    items = _items("dcgmi", _dcgmi([_gpu(0, "Pass")]), gpus=8)
+    it = items["dcgmi-targeted_stress_gpus-node"]
+    assert it.outcome is E and it.message.startswith("not checked: GPU(s) 1-7 of the node's 8 absent"), it.message

@@ -110,7 +110,7 @@ def test_328_one_gpu_sm_copy_has_no_floor():
 
 # ---------------------------------------------------------------- dcgmi
 def test_342_internal_error_is_error_and_gpu_lines_after_wrapped_warnings_are_read():
-    _, items = judge("342")
+    _, items = judge("342", gpus=4)
     it = by_id(items)
     assert {i.outcome for i in items if i.metric in ("software", "memory")} == {P}
     assert {i.subject for i in items if i.metric == "memory"} == {"gpu0", "gpu1", "gpu2", "gpu3"}
@@ -129,7 +129,7 @@ def test_343_slurm_affinity_refusal_is_error_on_all_eight_gpus():
 
 
 def test_344_everything_skipped_is_a_node_error():
-    _, items = judge("344")
+    _, items = judge("344", gpus=1)
     it = by_id(items)
     assert it["dcgmi-software-gpu0"].outcome is P
     assert {i.outcome for i in items if i.metric not in ("software", "run")} == {S}
@@ -139,7 +139,7 @@ def test_344_everything_skipped_is_a_node_error():
 
 
 def test_345_user_guide_4x_table_all_pass():
-    _, items = judge("345")
+    _, items = judge("345", gpus=4)
     assert len(items) == 28 and outcomes(items) == {P}
 
 
