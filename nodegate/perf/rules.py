@@ -30,6 +30,10 @@ item of its own per subject, judged whether or not a throughput floor exists: cl
 corruption -> FAIL, not checked (the run never got there) -> ERROR; "clean" from an output that is
 invalid (a non-zero exit, a run that died part-way, a contradiction) proves nothing -> ERROR.
 
+One module because the rules are one ordered judgment per report: the subjects held to the node's
+GPUs first (``_subjects``), then each figure through rules 1-4 with the same Item, Thresholds and
+fleet statistics; split, each part would import the others' types.
+
 Only the same kind is ever compared (model.Measurement.kind: tool, metric, unit, engine,
 direction, mode). An exception while judging one tool's evidence is contained to that tool's
 items (ERROR naming it, issue 37 item 2): one node's output never stops the others.
