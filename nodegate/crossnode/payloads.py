@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import statistics
 
 from ..errors import ParseError
 from ..parsers.ib_write_lat import parse_ib_write_lat
@@ -38,6 +39,9 @@ from .thresholds import Measured
 JSON_BEGIN = "#NODEGATE-NCCL-JSON-BEGIN"
 JSON_END = "#NODEGATE-NCCL-JSON-END"
 PERFTEST_SIZE = 8388608
+#: rows of one size further apart than this ((max - min) / median) are two measurements that
+#: disagree, not one (nodegate.perf.stable.MAX_SPREAD, the perf phase's bound)
+SPREAD = 0.25
 PERFTEST_ITERS = 5000
 #: perftest's default TCP port (perftest_parameters.h DEF_PORT); pairs of one round take the next ones
 PERFTEST_PORT = 18515
@@ -182,6 +186,13 @@ def measure_perftest(rec: LaunchRecord) -> Measured:
             bw.problems.append("bw_client: no result rows (missing output)")
         else:
             bw.value = got[1]
+            avgs = [round(run.to_gbits(a), 2) for _, a in run.bw[got[0]]]
+            if max(avgs) - min(avgs) > SPREAD * statistics.median(avgs):
+                # two runs of one size that disagree: the best of them is no measurement
+                bw.problems.append(f"bw_client: {len(avgs)} rows at {got[0]} B disagree "
+                                   f"({', '.join(f'{a:g}' for a in avgs[:4])} Gb/s): contradictory output")
+            if bw.value <= 0:
+                bw.problems.append(f"bw_client: average {bw.value:g} Gb/s at {got[0]} B: nothing was measured")
     except ParseError as e:
         bw.problems.append(f"bw_client: output not readable: {e}")
     lat = Measured("ib_write_lat_p99", "us")
@@ -195,6 +206,14 @@ def measure_perftest(rec: LaunchRecord) -> Measured:
             lat.problems.append("lat_client: no 99% percentile row (missing output, or duration mode)")
         else:
             lat.value = row.p99
+            size = min(lrun.rows)
+            if size in lrun.conflicts:
+                seen = ", ".join(f"{r.p99:g}" for r in lrun.conflicts[size][:4] if r.p99 is not None)
+                lat.problems.append(f"lat_client: {len(lrun.conflicts[size])} rows at {size} B disagree "
+                                    f"(p99 {seen} us): contradictory output")
+            if not row.p99 > 0:
+                # a latency of 0 is a round trip never timed (a 0 passed the ceiling rule)
+                lat.problems.append(f"lat_client: p99 {row.p99:g} us at {size} B: nothing was measured")
     except ParseError as e:
         lat.problems.append(f"lat_client: output not readable: {e}")
     bw.extra.append(lat)

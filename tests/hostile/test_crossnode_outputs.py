@@ -92,3 +92,47 @@ def test_the_plugin_turns_any_replay_exception_into_an_error_not_a_crash(monkeyp
     assert st["result"] is None
     assert st["why_not"] == ("replay of r: internal error in the cross-node phase: OverflowError: int too large to "
                              "convert to float")
+
+
+_BW = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+_LAT = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   "
+        "99% percentile[usec]   99.9% percentile[usec]\n")
+
+
+def _pair(bw_rows: str, lat_rows: str):
+    from nodegate.crossnode.payloads import measure_perftest
+    rec = LaunchRecord("ssh", items={"bw_server": Item(b"", b"", 0), "lat_server": Item(b"", b"", 0),
+                                     "bw_client": Item((_BW + bw_rows).encode(), b"", 0),
+                                     "lat_client": Item((_LAT + lat_rows).encode(), b"", 0)})
+    m = measure_perftest(rec)
+    return m, m.extra[0]
+
+
+_GOOD_BW = " 8388608    5000           392.39             392.00\t\t   0.005\n"
+_GOOD_LAT = " 2       5000          3.00           9.00         3.20              3.30             0.07            3.40        5.00\n"
+
+
+def test_a_clean_perftest_pair_is_a_measurement():
+    bw, lat = _pair(_GOOD_BW, _GOOD_LAT)
+    assert (bw.value, bw.problems, lat.value, lat.problems) == (392.0, [], 3.4, [])
+
+
+def test_a_zero_latency_is_not_measured_not_a_pass_of_the_ceiling():
+    bw, lat = _pair(_GOOD_BW, " 2       5000          0.00           0.00         0.00              0.00             "
+                               "0.00            0.00        0.00\n")
+    assert fail_closed(lat).passed is None and "nothing was measured" in lat.problems[0]
+
+
+def test_a_zero_bandwidth_is_not_measured_not_a_fail_of_the_floor():
+    bw, _ = _pair(" 8388608    5000           0.00             0.00\t\t   0.000\n", _GOOD_LAT)
+    assert fail_closed(bw).passed is None and "nothing was measured" in bw.problems[-1]
+
+
+def test_two_bandwidth_rows_of_one_size_that_disagree_are_error_not_the_best():
+    bw, _ = _pair(_GOOD_BW + " 8388608    5000           100.39             100.00\t\t   0.001\n", _GOOD_LAT)
+    assert fail_closed(bw).passed is None and "disagree" in bw.problems[0]
+
+
+def test_two_latency_rows_of_one_size_that_disagree_are_error_not_the_last():
+    _, lat = _pair(_GOOD_BW, _GOOD_LAT.replace("3.40", "90.40") + _GOOD_LAT)
+    assert fail_closed(lat).passed is None and "disagree" in lat.problems[0]
