@@ -132,3 +132,14 @@ def test_dcgmi_results_for_one_gpu_of_eight_leave_seven_unproven():
     items = _items("dcgmi", _dcgmi([_gpu(0, "Pass")]), gpus=8)
     it = items["dcgmi-targeted_stress_gpus-node"]
     assert it.outcome is E and it.message.startswith("not checked: GPU(s) 1-7 of the node's 8 absent"), it.message
+
+
+def test_a_burnin_dcgmi_output_nested_past_the_recursion_limit_is_a_parse_error():
+    # the burn-in's own dcgmi reader: a RecursionError escaped it (the node's every burn-in item
+    # became an internal error, the samples' rules with them); a ParseError errs the dcgmi rule only
+    import pytest
+
+    from nodegate.burnin.dcgm import parse_dcgm
+    from nodegate.errors import ParseError
+    with pytest.raises(ParseError, match="nested too deep"):
+        parse_dcgm('{"DCGM Diagnostic": ' + "[" * 100_000 + "]" * 100_000 + "}")
