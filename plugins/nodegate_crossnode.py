@@ -238,6 +238,8 @@ def _run_phase(config) -> None:
             st["result"] = replay_phase(nodes, cfg, run.bundles_dir)
         except PhaseError as e:
             st["why_not"] = f"replay of {cfg.run_id}: {e}"
+        except Exception as e:  # noqa: BLE001 - recorded evidence reaching a bug: every node ERROR naming it
+            st["why_not"] = f"replay of {cfg.run_id}: internal error in the cross-node phase: {type(e).__name__}: {str(e)[:300]}"
         return
     if cfg.run_id and run.bundles_dir is not None and os.path.lexists(Path(run.bundles_dir) / "crossnode" / cfg.run_id):
         # a second launch into one run's evidence would mix its jobs with the first's, and a replay

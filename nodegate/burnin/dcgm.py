@@ -53,6 +53,10 @@ def _json_object(text: str) -> dict:
         obj = json.loads(text[i:j + 1])
     except ValueError as e:
         raise ParseError(f"dcgmi JSON unparsable: {e}") from None
+    except RecursionError:
+        # json's decoder recurses per bracket: 100,000 nested ones escaped as RecursionError and
+        # turned every burn-in item of the node ERROR, not only the dcgmi rule's
+        raise ParseError("dcgmi JSON nested too deep: no dcgmi output is") from None
     if not isinstance(obj, dict):
         raise ParseError("dcgmi JSON is not an object")
     return obj

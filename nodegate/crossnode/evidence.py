@@ -27,6 +27,8 @@ from ..bundle import Bundle, Evidence, read_regular
 from ..probe import RawItem
 
 PLAN_CAP = 64 * 1024 * 1024
+#: the longest a recorded job can have run (a year): a larger duration_s is no duration
+MAX_DURATION_S = 366 * 24 * 3600
 
 
 @dataclass
@@ -142,7 +144,10 @@ def record_from_bundle(b: Bundle) -> LaunchRecord:
                        {str(k): str(v) for k, v in m.get("env", {}).items()} if isinstance(m.get("env"), dict) else {},
                        {k: item(e) for k, e in b.items.items()})
     d = m.get("duration_s")
-    rec.duration_s = float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else 0.0
+    # meta.json is node-side evidence on a replay: a duration that is no finite, bounded figure
+    # (10**400 made float() raise OverflowError and stopped the whole phase; NaN, -Infinity) is 0
+    rec.duration_s = (float(d) if isinstance(d, (int, float)) and not isinstance(d, bool)
+                      and -1 < d < MAX_DURATION_S and d == d else 0.0)
     rec.timed_out = m.get("timed_out") is True
     rec.interrupted = str(m.get("interrupted") or "")
     rec.setup_error = str(m.get("setup_error") or "")

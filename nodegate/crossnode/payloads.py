@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import statistics
 
 from ..errors import ParseError
 from ..parsers.ib_write_lat import parse_ib_write_lat
@@ -38,6 +39,9 @@ from .thresholds import Measured
 JSON_BEGIN = "#NODEGATE-NCCL-JSON-BEGIN"
 JSON_END = "#NODEGATE-NCCL-JSON-END"
 PERFTEST_SIZE = 8388608
+#: rows of one size further apart than this ((max - min) / median) are two measurements that
+#: disagree, not one (nodegate.perf.stable.MAX_SPREAD, the perf phase's bound)
+SPREAD = 0.25
 PERFTEST_ITERS = 5000
 #: perftest's default TCP port (perftest_parameters.h DEF_PORT); pairs of one round take the next ones
 PERFTEST_PORT = 18515
@@ -137,14 +141,22 @@ def measure_nccl(rec: LaunchRecord, payload: str, expected_ranks: int, min_size:
     elif run.nranks != expected_ranks:
         m.problems.append(f"{run.nranks} ranks in the output, {expected_ranks} launched: the ranks did not form "
                           "one communicator (an MPI build or launcher mismatch, nccl-tests#213)")
-    wrong = run.wrong_total()
+    # every result table of the output (the text parser's; -J JSON has one): a table after the
+    # first (the test run twice, two outputs joined) was ignored, its #wrong with it
+    tables = [t for t in getattr(run, "tables", None) or [] if t.rows] or [run]
+    if len(tables) > 1:
+        m.problems.append(f"{len(tables)} result tables in one output (a run repeated, or outputs joined): which one "
+                          "is this job's measurement is unknown")
+    wrong = run.wrong_total() or sum(1 for t in tables for r in t.rows for w in (r.oop_wrong, r.ip_wrong)
+                                     if w is not None and w > 0)
+    oob = [t for t in tables if t.oob_ok is False or (t.oob_values or 0) > 0]
     if wrong:
         m.corruption = f"#wrong = {wrong} (data corruption reported by nccl-tests)"
-    elif run.oob_ok is False or (run.oob_values or 0) > 0:
-        m.corruption = f"out of bounds values: {run.oob_values} FAILED"
+    elif oob:
+        m.corruption = f"out of bounds values: {oob[0].oob_values} FAILED"
     for why in getattr(run, "failures", None) or []:   # the text parser's own findings (an abort line)
         m.problems.append(str(why))
-    if run.validation == 0 or (run.rows and all(r.oop_wrong is None and r.ip_wrong is None for r in run.rows)):
+    if run.validation == 0 or all(r.oop_wrong is None and r.ip_wrong is None for t in tables for r in t.rows):
         m.problems.append("validation off (-c 0): the results were not checked")
     big = [r for r in run.rows if r.size_b >= min_size]
     if not big:
@@ -174,6 +186,13 @@ def measure_perftest(rec: LaunchRecord) -> Measured:
             bw.problems.append("bw_client: no result rows (missing output)")
         else:
             bw.value = got[1]
+            avgs = [round(run.to_gbits(a), 2) for _, a in run.bw[got[0]]]
+            if max(avgs) - min(avgs) > SPREAD * statistics.median(avgs):
+                # two runs of one size that disagree: the best of them is no measurement
+                bw.problems.append(f"bw_client: {len(avgs)} rows at {got[0]} B disagree "
+                                   f"({', '.join(f'{a:g}' for a in avgs[:4])} Gb/s): contradictory output")
+            if bw.value <= 0:
+                bw.problems.append(f"bw_client: average {bw.value:g} Gb/s at {got[0]} B: nothing was measured")
     except ParseError as e:
         bw.problems.append(f"bw_client: output not readable: {e}")
     lat = Measured("ib_write_lat_p99", "us")
@@ -187,6 +206,14 @@ def measure_perftest(rec: LaunchRecord) -> Measured:
             lat.problems.append("lat_client: no 99% percentile row (missing output, or duration mode)")
         else:
             lat.value = row.p99
+            size = min(lrun.rows)
+            if size in lrun.conflicts:
+                seen = ", ".join(f"{r.p99:g}" for r in lrun.conflicts[size][:4] if r.p99 is not None)
+                lat.problems.append(f"lat_client: {len(lrun.conflicts[size])} rows at {size} B disagree "
+                                    f"(p99 {seen} us): contradictory output")
+            if not row.p99 > 0:
+                # a latency of 0 is a round trip never timed (a 0 passed the ceiling rule)
+                lat.problems.append(f"lat_client: p99 {row.p99:g} us at {size} B: nothing was measured")
     except ParseError as e:
         lat.problems.append(f"lat_client: output not readable: {e}")
     bw.extra.append(lat)

@@ -57,6 +57,9 @@ class IbLatRun:
     link_type: str | None = None
     rows: dict[int, IbLatRow] = field(default_factory=dict)
     duration_mode: bool = False
+    #: sizes printed more than once with different figures (a run repeated, outputs joined):
+    #: size -> the figures seen; the last row was kept and silently won
+    conflicts: dict[int, list[IbLatRow]] = field(default_factory=dict)
 
     def smallest(self) -> IbLatRow | None:
         return self.rows[min(self.rows)] if self.rows else None
@@ -91,7 +94,12 @@ def parse_ib_write_lat(text: str | bytes) -> IbLatRun:
             row.t_min, row.t_max, row.t_typical, row.t_avg, row.t_stdev, row.p99, row.p999 = vals
         else:
             row.t_avg = vals[0]
-        run.rows[int(m.group(1))] = row
+        size = int(m.group(1))
+        prev = run.rows.get(size)
+        if prev is not None and (prev.p99, prev.t_typical, prev.t_avg) != (row.p99, row.t_typical, row.t_avg):
+            if len(run.conflicts) < 64:
+                run.conflicts.setdefault(size, [prev]).append(row)
+        run.rows[size] = row
         if len(run.rows) > MAX_ROWS:
             raise ParseError("ib_write_lat: too many rows")
     return run

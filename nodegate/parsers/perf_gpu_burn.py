@@ -55,7 +55,9 @@ MAX_RECORDS = 200_000
 # at their literal words instead.
 _GPU_HEAD = re.compile(r"GPU ([0-9]{1,6}): ")
 _PCT = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)%\s+$")
-_GF = re.compile(r"(-?[0-9]+) \(([^ ()]{1,60}) Gflop/s\)")
+# a count is a run of at most 40 digits that starts the run (a digit run of any length with no
+# " (" after it made "[0-9]+" rescan it from every digit: quadratic)
+_GF = re.compile(r"(?<![0-9])(-?[0-9]{1,40}) \(([^ ()]{1,60}) Gflop/s\)")
 _ERR = re.compile(r"(-?[0-9]+)\s*(\((?:WARNING|DIED)!\))?")
 _VERDICT = re.compile(r"^GPU ([0-9]{1,6}): (OK|FAULTY)\b")
 _INIT = re.compile(r"Couldn't init a GPU test: ?(.{0,200})")

@@ -55,7 +55,14 @@ _PREFIX = re.compile(r"^(?:(\d{1,6}):\s?|\[(\d{1,6},\d{1,6})\]<std(?:out|err)>:)
 _NUM = re.compile(r"^-?[0-9]{1,20}(?:\.[0-9]{0,20})?(?:e[+-]?[0-9]{1,3})?$", re.I)
 _INT = re.compile(r"^[0-9]{1,20}$")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
-_RANK = re.compile(r"Rank\s+(\d{1,6})\b.*?\bon\s+(\S{1,255})\s+device\s+\d{1,6}\s+\[[^\]]{0,40}\]\s+(.{1,200})$")
+# "#  Rank  0 Group  0 Pid  1234 on host device  0 [0x1b] NVIDIA H100": the gap between the rank and
+# "on" is bounded (an unbounded ".*?" rescanned the rest of the line from every "Rank": 140 kB of
+# "Rank 1 " took 40 s, tests/hostile/test_perf_parse_time.py), and only lines a rank line can be
+# (host <= 255, device name <= 200 characters) are searched (``_rank``)
+_RANK = re.compile(r"Rank\s+(\d{1,6})\b.{0,80}?\bon\s+(\S{1,255})\s+device\s+\d{1,6}\s+\[[^\]]{0,40}\]\s+(.{1,200})$")
+_RANK_LINE_MAX = 1024
+_NGPUS = re.compile(r"\bnGpus (\d{1,6})\b")
+_VALIDATION = re.compile(r"\bvalidation: (\d{1,6})")
 _FAIL = re.compile(r"NCCL WARN|Test (?:NCCL|CUDA)? ?failure|\bfailure common\.cu|Segmentation fault|"
                    r"Invalid number of GPUs|Aborted|terminate called|exited on signal|non-zero (?:exit|status)", re.I)
 _NRANKS = re.compile(r"\bnranks (\d{1,6})\b")
@@ -171,6 +178,23 @@ def _cell(tok: str, what: str, row: NcclRow | None, signed: bool = False) -> flo
         return None
 
 
+def _rank(line: str):
+    """``_RANK`` searched in a line that can be a rank line (see ``_RANK``), else None."""
+    return (_RANK.search(line) if len(line) <= _RANK_LINE_MAX and "Rank" in line and "device" in line
+            else None)
+
+
+def _ngpus_validation(body: str) -> tuple[int, int] | None:
+    """(nGpus, validation) of the ``# nThread 1 nGpus 8 ... validation: 1`` line: the first
+    ``nGpus N`` and the first ``validation: N`` after it, found by two linear searches (the one
+    pattern ``nGpus (N).*?validation: (N)`` rescanned the line from every "nGpus": quadratic)."""
+    m = _NGPUS.search(body)
+    if m is None:
+        return None
+    v = _VALIDATION.search(body, m.end())
+    return None if v is None else (int(m.group(1)), int(v.group(1)))
+
+
 def _header_cols(body: str) -> list[str] | None:
     toks = body.split()
     if toks[:1] == ["size"] and "busbw" in toks:
@@ -269,9 +293,9 @@ def parse_nccl(text: str | bytes) -> NcclRun:
                 pending_collective[stream] = m.group(1)
                 if run.program is None:
                     run.program = m.group(1)
-            elif m := re.search(r"\bnGpus (\d{1,6})\b.*?\bvalidation: (\d{1,6})", body):
-                run.ngpus, run.validation = int(m.group(1)), int(m.group(2))
-            elif m := _RANK.search(body):
+            elif (nv := _ngpus_validation(body)) is not None:
+                run.ngpus, run.validation = nv
+            elif m := _rank(body):
                 run.nranks = max(run.nranks or 0, int(m.group(1)) + 1)
                 if len(run.rank_hosts) < 4096:
                     run.rank_hosts.append(m.group(2))
@@ -296,7 +320,7 @@ def parse_nccl(text: str | bytes) -> NcclRun:
         if m := _NRANKS.search(st):
             if "NCCL INFO" in st and len(run.nranks_info) < 4096:
                 run.nranks_info.append(int(m.group(1)))
-        if m := _RANK.search(st):     # "Using devices" lines without the '#' (some MPI builds)
+        if m := _rank(st):     # "Using devices" lines without the '#' (some MPI builds)
             if st.lstrip().startswith("Rank"):
                 run.nranks = max(run.nranks or 0, int(m.group(1)) + 1)
                 if len(run.rank_hosts) < 4096:

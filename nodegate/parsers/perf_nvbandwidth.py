@@ -48,7 +48,8 @@ from ._perftext import load_json, prepare
 MAX_CHARS = 16 * 1024 * 1024
 MAX_DIM = 256
 _RUNNING = re.compile(r"^(?:>\s*)?Running (\S{1,120}?)\.?\s*$")
-_DEVICE = re.compile(r"^Device (\d{1,4}): (.+?)\s*(?:\([0-9A-Fa-f:.]+\))?\s*$")
+_DEVICE = re.compile(r"^Device (\d{1,4}): (.+)$")       # the name and its BDF apart: ``_device``
+_BDF = re.compile(r"[0-9A-Fa-f:.]+")
 _SUM = re.compile(r"^SUM (\S+) (\S+)\s*$")
 _ROW = re.compile(r"^\s*(\d{1,4})((?:\s+\S{1,64}){1,256})\s*$")
 _HDR = re.compile(r"^\s*\d{1,4}(?:\s+\d{1,4}){0,255}\s*$")
@@ -74,6 +75,19 @@ class NvbRun:
     tests: list[NvbTest] = field(default_factory=list)
     fmt: str = "text"
     notes: list[str] = field(default_factory=list)
+
+
+def _device(st: str) -> tuple[int, str] | None:
+    """``Device 0: NVIDIA H100 80GB HBM3 (00000000:1b:00)`` -> (0, name without its BDF). Split by
+    hand: the one pattern ``(.+?)\\s*(?:\\(BDF\\))?\\s*$`` took cubic time on a run of spaces
+    inside the name (2,000 spaces: 13 s; tests/hostile/test_perf_parse_time.py)."""
+    m = _DEVICE.match(st)
+    if m is None:
+        return None
+    name = m.group(2).rstrip()
+    if name.endswith(")") and (i := name.rfind("(")) > 0 and _BDF.fullmatch(name, i + 1, len(name) - 1):
+        name = name[:i].rstrip() or name
+    return int(m.group(1)), name
 
 
 def _unit(desc: str) -> str:
@@ -126,8 +140,8 @@ def parse_nvbandwidth(text: str | bytes) -> NvbRun:
             continue
         if m := re.match(r"^nvbandwidth Version: (\S+)", st):
             run.version = m.group(1)
-        elif (m := _DEVICE.match(st)) and cur is None:
-            run.devices[int(m.group(1))] = m.group(2)
+        elif cur is None and (d := _device(st)) is not None:
+            run.devices[d[0]] = d[1]
         elif m := _RUNNING.match(st):
             cur, ncols = NvbTest(m.group(1)), 0
             run.tests.append(cur)

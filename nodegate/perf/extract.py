@@ -173,6 +173,10 @@ def _burn_value(hist: list) -> tuple[float | None, str, tuple, str, str]:
     return s.value, "", s.samples, s.unstable, s.note
 
 
+def _pct(p) -> str:
+    return "an unreadable percentage" if p is None else f"{p:g} %"
+
+
 def from_gpu_burn(run: GpuBurnRun) -> ToolReport:
     rep = ToolReport("gpu_burn", info={"records": run.records, "tested": run.tested, "percent": run.percent})
     rep.notes.extend(run.notes)
@@ -225,6 +229,13 @@ def from_gpu_burn(run: GpuBurnRun) -> ToolReport:
         else:
             rep.integrity.append(Integrity("gpu_burn", True, "0 errors in every progress record"
                                            + (f"; gpu_burn says {verdict}" if verdict else ""), g))
+    if run.tested is None and not run.aborted and (run.percent is None or run.percent < 100) and (
+            any(m.value is not None for m in rep.measurements) or any(i.ok is True for i in rep.integrity)):
+        # gpu_burn prints "Tested N GPUs:" after its last record; a run that stops short of 100 %
+        # without it died part-way (segfault, OOM kill: its exit status is not read, see judge.py):
+        # a figure or "0 errors" of part of the burn is no result (a GPU with none already says why)
+        rep.invalid.append(f"gpu_burn stopped at {_pct(run.percent)} without its 'Tested N GPUs' summary: "
+                           "the run died part-way (its figures and error counts cover part of the burn)")
     return rep
 
 

@@ -27,7 +27,12 @@ Per measured subject, in order:
 
 Data integrity (a tool's own check: #wrong, gpu_burn's errors and FAULTY, pattern checks) is an
 item of its own per subject, judged whether or not a throughput floor exists: clean -> PASS,
-corruption -> FAIL, not checked (the run never got there) -> ERROR.
+corruption -> FAIL, not checked (the run never got there) -> ERROR; "clean" from an output that is
+invalid (a non-zero exit, a run that died part-way, a contradiction) proves nothing -> ERROR.
+
+One module because the rules are one ordered judgment per report: the subjects held to the node's
+GPUs first (``_subjects``), then each figure through rules 1-4 with the same Item, Thresholds and
+fleet statistics; split, each part would import the others' types.
 
 Only the same kind is ever compared (model.Measurement.kind: tool, metric, unit, engine,
 direction, mode). An exception while judging one tool's evidence is contained to that tool's
@@ -39,7 +44,7 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..outcomes import Outcome
@@ -170,7 +175,7 @@ def fleet_stats(nodes: list[NodeInput]) -> dict[tuple, FleetStat]:
         for key, rep in ni.reports.items():
             if rep.invalid:
                 continue
-            for m in rep.measurements:
+            for m in _subjects(ni, key, rep)[0]:
                 if not _usable(ni, key, m):
                     continue
                 k = fleet_key(ni.sku, key, m)
@@ -217,7 +222,8 @@ def judge_node(ni: NodeInput, fleet: dict[tuple, FleetStat], baseline: dict[str,
     for key, rep in ni.reports.items():
         try:
             if not rep.invalid:
-                pool.setdefault(key.split(".")[0], []).extend(m for m in rep.measurements if _usable(ni, key, m))
+                pool.setdefault(key.split(".")[0], []).extend(m for m in _subjects(ni, key, rep)[0]
+                                                              if _usable(ni, key, m))
         except Exception:  # noqa: BLE001 - the report's own judging below says what is wrong with it
             pass
     for key, rep in sorted(ni.reports.items()):
@@ -235,14 +241,19 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
     if rep.invalid and not rep.measurements and not rep.statuses and not rep.integrity:
         return [Item(ni.node, rep.tool, key, "output", key, "node", Outcome.ERROR,
                      f"invalid measurement: {'; '.join(rep.invalid)}")]
+    measurements, coverage = _subjects(ni, key, rep)
     if pool is None:
-        pool = [m for m in rep.measurements if _usable(ni, key, m)] if not rep.invalid else []
-    for m in rep.measurements:
+        pool = [m for m in measurements if _usable(ni, key, m)] if not rep.invalid else []
+    out.extend(coverage)
+    for m in measurements:
         peers = [p for p in pool if p.kind == m.kind and p.subject != m.subject]
         out.append(_judge_measurement(ni, key, rep, m, peers, fleet, baseline, th))
     for integ in rep.integrity:
-        out.append(_judge_integrity(ni, key, integ))
-    for s in rep.statuses:
+        out.append(_judge_integrity(ni, key, integ, rep.invalid))
+    statuses, coverage = _status_subjects(ni, rep)
+    # its own id (<test>_gpus-node): a node-wide verdict of the same test keeps <test>-node
+    out.extend(Item(ni.node, rep.tool, key, f"{_slug(t)}_gpus", t, "node", Outcome.ERROR, why) for t, why in coverage)
+    for s in statuses:
         out.append(_judge_status(ni, key, s))
     for w in dict.fromkeys(rep.waived):
         out.append(Item(ni.node, rep.tool, key, "waived", w, w if w.isidentifier() else "test", Outcome.SKIP,
@@ -252,10 +263,83 @@ def _judge_report(ni, key, rep: ToolReport, fleet, baseline, th, pool: list[Meas
     return out
 
 
-def _judge_integrity(ni: NodeInput, key: str, integ: Integrity) -> Item:
+def _span(gpus) -> str:
+    """``1-3, 5`` for GPUs 1, 2, 3, 5."""
+    out, run = [], []
+    for g in sorted(gpus):
+        if run and g == run[-1] + 1:
+            run.append(g)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [g]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _subjects(ni: NodeInput, key: str, rep: ToolReport) -> tuple[list[Measurement], list[Item]]:
+    """The report's measurements held to the node's GPUs (``ni.gpu_count``, what the probe
+    listed), and an ERROR item per figure kind whose GPUs or GPU pairs the output left out:
+
+    - one subject printed twice with different figures (a test repeated, two runs' outputs
+      concatenated): contradictory -> that subject has no figure (ERROR naming both);
+    - a GPU index the node does not have: contradictory (another machine's output, a phantom);
+    - a GPU (a GPU pair, for a matrix) of the node absent from every figure of a kind the tool
+      measures per GPU: not measured -> ERROR naming the GPUs, never a node that passes on the
+      GPUs the tool happened to print."""
+    n = ni.gpu_count
+    seen: dict[tuple, list[Measurement]] = {}
+    for m in rep.measurements:
+        seen.setdefault((m.kind, m.subject), []).append(m)
+    out: list[Measurement] = []
+    for (kind, subject), ms in seen.items():
+        m = ms[0]
+        vals = list(dict.fromkeys(x.value for x in ms))
+        if len(vals) > 1:
+            shown = ", ".join("n/a" if v is None else _fmt(v) for v in vals[:4])
+            m = replace(m, value=None, why=f"contradictory: {rep.tool} printed {subject} {len(ms)} times with "
+                                              f"different figures ({shown} {m.unit}): which one holds is unknown")
+        elif n and m.scope in ("gpu", "link") and any(g is not None and not 0 <= g < n for g in (m.gpu, m.peer)):
+            m = replace(m, value=None, why=f"contradictory: {rep.tool} measured {subject}, but this node has "
+                                              f"{n} GPU(s) (0-{n - 1}): not this node's figure")
+        out.append(m)
+    items: list[Item] = []
+    if not n or rep.invalid:
+        return out, items
+    kinds: dict[tuple, tuple[str, Measurement, set]] = {}
+    for m in out:
+        if m.scope == "gpu" and m.gpu is not None:
+            kinds.setdefault(m.kind, ("gpu", m, set()))[2].add(m.gpu)
+        elif m.scope == "link" and m.gpu is not None and m.peer is not None:
+            kinds.setdefault(m.kind, ("link", m, set()))[2].add((m.gpu, m.peer))
+    for kind, (scope, m, got) in kinds.items():
+        if scope == "gpu":
+            missing = [g for g in range(n) if g not in got]
+            what = f"GPU(s) {_span(missing)} of the node's {n}"
+        else:
+            missing = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) not in got]
+            gpus = {g for pair in missing for g in pair}
+            what = f"{len(missing)} of the {n * (n - 1)} GPU pairs (GPUs {_span(gpus)} of the node's {n})"
+        if missing:
+            it = Item(ni.node, m.tool, key, m.metric, m.label, "node", Outcome.ERROR,
+                      f"not measured: {what} absent from {rep.tool}'s {m.label} figures (the tool did not "
+                      "see or did not print them): nothing proves they perform", unit=m.unit, kind=kind)
+            items.append(it)
+    return out, items
+
+
+def _judge_integrity(ni: NodeInput, key: str, integ: Integrity, invalid: list[str] | tuple = ()) -> Item:
+    """Corruption seen is FAIL whatever else the output says; a clean check is PASS only from a
+    run whose output is valid: "0 errors" of a run that exited non-zero, died part-way or
+    contradicts itself (``invalid``) proves nothing -> ERROR naming why."""
     subj = "node" if integ.gpu is None else f"gpu{integ.gpu}"
     label = f"data integrity ({integ.tool}'s own check)"
     serial = ni.serials.get(integ.gpu, "") if integ.gpu is not None else ""
+    if integ.ok is True and invalid:
+        return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.ERROR,
+                    f"not checked: invalid run: {'; '.join(invalid)[:300]} ({integ.what[:100]} proves nothing)",
+                    gpu=integ.gpu, serial=serial)
     if integ.ok is False:
         return Item(ni.node, integ.tool, key, "integrity", label, subj, Outcome.FAIL,
                     f"rule data_corruption: {integ.what[:400]} (FAIL whatever the throughput)", rules=["data_corruption"],
@@ -267,11 +351,53 @@ def _judge_integrity(ni: NodeInput, key: str, integ: Integrity) -> Item:
                 serial=serial)
 
 
+def _slug(test: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in test.lower()).strip("_") or "test"
+
+
+def _status_subjects(ni: NodeInput, rep: ToolReport) -> tuple[list[StatusResult], list[tuple[str, str]]]:
+    """A tool's own verdicts (dcgmi diag) held to the node's GPUs, as ``_subjects`` holds figures:
+    one test and GPU given two different words -> one "error" status naming both (it was a PASS
+    and a FAIL item under one id); a GPU the node does not have -> "error" (not this node's);
+    a test that names some of the node's GPUs but not all -> (test, why) for an ERROR item: the
+    GPUs it left out were never proven."""
+    n = ni.gpu_count
+    seen: dict[tuple[str, int], list[StatusResult]] = {}
+    for st in rep.statuses:
+        seen.setdefault((st.test, st.gpu), []).append(st)
+    out: list[StatusResult] = []
+    for (test, gpu), ss in seen.items():
+        s = ss[0]
+        words = list(dict.fromkeys(x.status for x in ss))
+        if len(words) > 1:
+            s = replace(s, status="error", messages=(
+                f"contradictory: {rep.tool} gave {test} on {'the node' if gpu < 0 else f'GPU {gpu}'} {len(ss)} "
+                f"verdicts ({', '.join(w or 'none' for w in words[:4])}): which one holds is unknown",
+                *[m for x in ss for m in x.messages][:4]))
+        elif n and gpu >= n:
+            s = replace(s, status="error", messages=(
+                f"contradictory: {rep.tool} judged GPU {gpu}, but this node has {n} GPU(s) (0-{n - 1}): not this "
+                "node's verdict", *s.messages))
+        out.append(s)
+    missing: list[tuple[str, str]] = []
+    if n:
+        by_test: dict[str, set[int]] = {}
+        for s in out:
+            if s.gpu >= 0:
+                by_test.setdefault(s.test, set()).add(s.gpu)
+        for test, gpus in by_test.items():
+            left = [g for g in range(n) if g not in gpus]
+            if left:
+                missing.append((test, f"not checked: GPU(s) {_span(left)} of the node's {n} absent from "
+                                      f"{rep.tool}'s {test} results: nothing proves they pass it"))
+    return out, missing
+
+
 def _judge_status(ni: NodeInput, key: str, s: StatusResult) -> Item:
     word = {"pass": Outcome.PASS, "fail": Outcome.FAIL, "warn": Outcome.FAIL, "skip": Outcome.SKIP,
             "not run": Outcome.SKIP}.get(s.status, Outcome.ERROR)
     subj = "node" if s.gpu < 0 else f"gpu{s.gpu}"
-    slug = "".join(c if c.isalnum() else "_" for c in s.test.lower()).strip("_") or "test"
+    slug = _slug(s.test)
     msg = f"{s.tool} {s.test}: {s.status or 'no status'}" + (f": {'; '.join(s.messages)[:500]}" if s.messages else "")
     if word is Outcome.SKIP:
         msg += " (the tool did not run this test)"

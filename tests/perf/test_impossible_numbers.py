@@ -22,9 +22,9 @@ E, F, P = Outcome.ERROR, Outcome.FAIL, Outcome.PASS
 BAD = ["nan", "-nan", "inf", "1e308", "9" * 26, "NaN", "Infinity"]
 
 
-def _judge(tool, text, sku="h100_sxm", hca=None, rates=None, hint=None):
+def _judge(tool, text, sku="h100_sxm", hca=None, rates=None, hint=None, gpus=8):
     rep = extract(tool, text, hca=hca, hint=hint)
-    return judge_node(NodeInput("n", sku, "H100 SXM", {tool: rep}, gpu_count=8, hca_rates=rates or {}), {})
+    return judge_node(NodeInput("n", sku, "H100 SXM", {tool: rep}, gpu_count=gpus, hca_rates=rates or {}), {})
 
 
 @pytest.mark.parametrize("tok", ["nan", "-nan", "inf", "-inf", "1e308", "1e999", "9" * 26, "0x10", "1_000", "٣",
@@ -134,7 +134,7 @@ def test_builtin_json_value(tok):
     # synthetic variant of fixture 391: GPU 0's h2d value replaced (Python's json reads NaN/Infinity)
     text = body("391").replace('"value": 54.43', f'"value": {tok}')
     assert text != body("391")
-    items = {i.id: i for i in _judge("builtin", text, sku="h200")}
+    items = {i.id: i for i in _judge("builtin", text, sku="h200", gpus=1)}
     it = items["builtin-h2d-ce-gpu0"]
     assert it.outcome is E and it.message.startswith("invalid figure ")
     assert items["builtin-d2h-ce-gpu0"].outcome is P
@@ -144,11 +144,11 @@ def test_builtin_json_value(tok):
 def test_dcgmproftester_gflops(tok):
     # synthetic variant of fixture 383: every figure replaced
     text = body("383").replace("(252917.0 gflops)", f"({tok} gflops)")
-    items = _judge("dcgmproftester", text, hint="t1004")
+    items = _judge("dcgmproftester", text, hint="t1004", gpus=1)
     assert items[0].value is not None                            # the nine real lines still give the median
     text = "\n".join(ln for ln in body("383").splitlines() if "gflops" not in ln) + \
         f"\nWorker 0:0[1004]: TensorEngineActive: generated ???, dcgm 0.000 ({tok} gflops)\n"
-    (it,) = _judge("dcgmproftester", text, hint="t1004")
+    (it,) = _judge("dcgmproftester", text, hint="t1004", gpus=1)
     assert it.outcome is E and it.message.startswith("not measured: dcgmproftester printed no figure")
 
 

@@ -95,14 +95,14 @@ def test_326_pattern_assert_is_node_data_corruption():
 
 
 def test_327_trimmed_running_line_named_by_its_sum_line():
-    rep, items = judge("327")
+    rep, items = judge("327", gpus=6)
     assert "test named from its SUM line (device_to_device_memcpy_read_ce): its 'Running' line is missing" in rep.notes
     assert len(items) == 30 and outcomes(items) == {P}
     assert not rep.invalid                                   # the cells' sum agrees with SUM 715.53
 
 
 def test_328_one_gpu_sm_copy_has_no_floor():
-    _, items = judge("328", sku="a100_40gb")
+    _, items = judge("328", sku="a100_40gb", gpus=1)
     (it,) = items
     assert it.outcome is E and it.message.startswith(
         "no floor: A100-40GB h2d (set perf.floors.h2d.sm in GB/s to judge it): 25.1 GB/s not judged")
@@ -110,7 +110,7 @@ def test_328_one_gpu_sm_copy_has_no_floor():
 
 # ---------------------------------------------------------------- dcgmi
 def test_342_internal_error_is_error_and_gpu_lines_after_wrapped_warnings_are_read():
-    _, items = judge("342")
+    _, items = judge("342", gpus=4)
     it = by_id(items)
     assert {i.outcome for i in items if i.metric in ("software", "memory")} == {P}
     assert {i.subject for i in items if i.metric == "memory"} == {"gpu0", "gpu1", "gpu2", "gpu3"}
@@ -129,7 +129,7 @@ def test_343_slurm_affinity_refusal_is_error_on_all_eight_gpus():
 
 
 def test_344_everything_skipped_is_a_node_error():
-    _, items = judge("344")
+    _, items = judge("344", gpus=1)
     it = by_id(items)
     assert it["dcgmi-software-gpu0"].outcome is P
     assert {i.outcome for i in items if i.metric not in ("software", "run")} == {S}
@@ -139,7 +139,7 @@ def test_344_everything_skipped_is_a_node_error():
 
 
 def test_345_user_guide_4x_table_all_pass():
-    _, items = judge("345")
+    _, items = judge("345", gpus=4)
     assert len(items) == 28 and outcomes(items) == {P}
 
 
@@ -158,14 +158,14 @@ def test_init_error_with_0_gflops_and_ok_is_not_measured_never_pass(n, init):
 
 @pytest.mark.parametrize("n,gpus", [("354", 1), ("355", 8)])
 def test_died_is_could_not_evaluate_not_data_corruption(n, gpus):
-    _, items = judge(n)
+    _, items = judge(n, gpus=gpus)
     assert len(items) == 2 * gpus and outcomes(items) == {E}
     assert all("died (DIED!)" in i.message for i in items)
     assert not any(i.rules for i in items)
 
 
 def test_356_faulty_is_integrity_fail_throughput_judged_apart():
-    _, items = judge("356")
+    _, items = judge("356", gpus=16)
     it = by_id(items)
     assert {i.outcome for i in items if i.metric == "integrity"} == {F}
     assert {i.outcome for i in items if i.metric == "gflops"} == {P}
@@ -230,7 +230,7 @@ def test_372_a_bare_figure_names_what_is_missing():
 
 # ---------------------------------------------------------------- dcgmproftester
 def test_381_no_figure_printed_is_not_measured():
-    _, items = judge("381", tool="dcgmproftester", hint="t1007")
+    _, items = judge("381", tool="dcgmproftester", hint="t1007", gpus=1)
     (it,) = items
     assert it.outcome is E and it.message == (
         "not measured: dcgmproftester printed no figure for test 1007 (32 lines without one; DCGM 4.x prints gflops "
@@ -238,15 +238,15 @@ def test_381_no_figure_printed_is_not_measured():
 
 
 def test_382_first_zero_sample_left_out_median_judged():
-    rep, items = judge("382", tool="dcgmproftester", hint="t1007")
+    rep, items = judge("382", tool="dcgmproftester", hint="t1007", gpus=1)
     (it,) = items
     assert it.value == 12.254 and it.outcome is E and it.message.startswith("no floor: unknown GPU model fp32")
-    _, items = judge("382", tool="dcgmproftester", hint="t1007", sku="h200")
+    _, items = judge("382", tool="dcgmproftester", hint="t1007", sku="h200", gpus=1)
     assert items[0].outcome is F and items[0].threshold == 37.5            # DCGM's H200 sm_stress target
 
 
 def test_383_tensor_figures_read():
-    _, items = judge("383", tool="dcgmproftester", hint="t1004")
+    _, items = judge("383", tool="dcgmproftester", hint="t1004", gpus=1)
     (it,) = items
     assert (it.metric, it.value, it.unit) == ("tensor", 252.889, "TFLOPS")
 
@@ -268,6 +268,6 @@ def test_391_device_run_builtin_h200_new_verdicts():
     assert it["builtin-h2d-ce-gpu0"].message == "54.4 GB/s: floor 48.0"
     assert "no throttling clocks event reason during the test" in it["builtin-h2d-ce-gpu0"].validity
     # the site's own floors judge them
-    rep2 = judge("391", sku="h200", tool="builtin", floors={"gemm_bf16.sm": 600, "local_copy.sm": 3500})[1]
+    rep2 = judge("391", sku="h200", tool="builtin", gpus=1, floors={"gemm_bf16.sm": 600, "local_copy.sm": 3500})[1]
     assert outcomes(rep2) == {P}
     assert body("391").startswith('{"nodegate_perf": 1')

@@ -138,13 +138,13 @@ def test_321_edited_matrix_is_an_inconsistent_measurement():
 
 def test_322_json_single_gpu_unknown_model_no_floor_and_waived_tests_skip():
     # README: "PASS if Gen3 SKU, else UNKNOWN; Waived=SKIP": an unknown model has no floor -> ERROR
-    rep, items = judge("322")
+    rep, items = judge("322", gpus=1)
     h2d = by_id(items)["nvbandwidth-h2d-ce-gpu0"]
     assert (h2d.outcome, h2d.value) == (E, 12.3964)
     assert h2d.message.startswith("no floor: unknown GPU model h2d (set perf.floors.h2d.ce in GB/s to judge it)")
     waived = [i for i in items if i.metric == "waived"]
     assert len(waived) == 17 and outcomes(waived) == {S}
-    _, items = judge("322", floors={"h2d.ce": 11.0, "d2h.ce": 11.0})   # a PCIe Gen3 x16 part
+    _, items = judge("322", gpus=1, floors={"h2d.ce": 11.0, "d2h.ce": 11.0})   # a PCIe Gen3 x16 part
     assert {i.outcome for i in items if i.metric in ("h2d", "d2h") and i.kind[3:5] == ("ce", "uni")} == {P}
 
 

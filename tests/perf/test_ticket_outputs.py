@@ -30,9 +30,9 @@ def wrapped(text: str, width: int = 80) -> str:
     return "\n".join(flat[i:i + width] for i in range(0, len(flat), width)) + "\n"
 
 
-def _items(tool, text, sku=None, **kw):
+def _items(tool, text, sku=None, gpus=8, **kw):
     rep = extract(tool, text, **kw)
-    return rep, {i.id: i for i in judge_node(NodeInput("n", sku, str(sku), {tool: rep}, gpu_count=8,
+    return rep, {i.id: i for i in judge_node(NodeInput("n", sku, str(sku), {tool: rep}, gpu_count=gpus,
                                                       hca_rates={"ib0": 200.0}), {})}
 
 
@@ -131,6 +131,6 @@ def test_a_wrapped_perf_json_is_rejoined_and_a_broken_one_names_why():
 
 def test_a_dcgmi_table_quoted_in_an_email_reply_is_read():
     text = textwrap.indent(body("342"), "> ")
-    rep, items = _items("dcgmi", text)
+    rep, items = _items("dcgmi", text, gpus=4)
     assert {i.outcome for i in items.values() if i.metric == "pcie"} == {E}
     assert {i.outcome for i in items.values() if i.metric == "memory"} == {P}
