@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .actions import ACTION_RANK, OBTAIN_EVIDENCE, highest_severity, strongest
-from .records import Record
+from .records import Record, gpu_slot
 
 NODE_CAP = 200
 _NUM = re.compile(r"(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]|\b\d+(?:\.\d+)*\b", re.I)
@@ -47,7 +47,7 @@ class Finding:
     @property
     def gpus(self) -> list[str]:
         """``gpu<i>`` of the GPUs the finding covers, index order ("node" for node checks)."""
-        idx = sorted({r.gpu_index for r in self.items}, key=lambda s: (s != "", int(s) if s.isdigit() else 0, s))
+        idx = sorted({gpu_slot(r) for r in self.items}, key=lambda s: (s != "", int(s) if s.isdigit() else 0, s))
         return ["node" if i == "" else f"gpu{i}" for i in idx]
 
 

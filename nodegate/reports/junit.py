@@ -50,7 +50,7 @@ from xml.sax.saxutils import escape, quoteattr
 from .. import safeio
 from ..engine.fold import gpu_ranges
 from ..safeio import open_new
-from .records import NodeInfo, Record, spec_off_of
+from .records import NodeInfo, Record, gpu_slot, spec_off_of
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
 
 #: GitLab: 250,000 XML objects per file, 500,000 test cases per report (gitlab.com); 80 % of each.
@@ -94,9 +94,9 @@ def gpu_group_name(nodeid: str, node: str, recs: list[Record]) -> str:
     name = testname(nodeid)
     m = _GPU_ID.search(name)
     if m is None:   # not a per-GPU test id: the node name as the records give it
-        return f"{name.split('[', 1)[0]}[{node}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+        return f"{name.split('[', 1)[0]}[{node}-gpu{gpu_ranges([gpu_slot(r) for r in recs])}]"
     # the item's own id up to "-gpu": pytest's escaping of the node name kept
-    return f"{name[:m.start()]}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+    return f"{name[:m.start()]}-gpu{gpu_ranges([gpu_slot(r) for r in recs])}]"
 
 
 @dataclass
@@ -141,7 +141,8 @@ def _item_case(rec: Record, c: _Counter) -> str:
         f"expected: {rec.expected}" if rec.expected else "", f"observed: {rec.observed}" if rec.observed else "",
         f"action: {rec.action}" if rec.action else "",
         f"remediation: {rec.remediation}" if rec.remediation else "") if x)
-    where = f"gpu{rec.gpu_index}" if rec.gpu_index != "" else "node"
+    slot = gpu_slot(rec)   # a missing GPU's label: the testcase's own -gpu<N> (its gpu_index is empty)
+    where = f"gpu{slot}" if slot != "" else "node"
     c.el(1)   # the testsuite
     props = _props(ITEM_PROPS + (MEASURE_PROPS if rec.value or rec.rule else ()), rec.__dict__, c)
     c.case()
