@@ -83,13 +83,26 @@ def gpu_for(facts, slot) -> GpuFacts:
         for i, g in enumerate(gpus):
             if (g.index if g.index is not None else i) == slot.index:
                 return _checked(g)
-    where = f" (expected at {slot.pci_bus_id})" if slot.pci_bus_id else ""
-    raise EvidenceError("smi.qx", f"GPU slot {slot.index}{where} not present on the node; see NG-INV-001")
+    raise EvidenceError("smi.qx", f"{missing_gpu_name(slot)} not present on the node; see NG-INV-001")
+
+
+def missing_gpu_name(slot) -> str:
+    """A GPU nvidia-smi does not list, as every message names it: ``GPU 0000:5d:00.0 (gpu7, not
+    listed by nvidia-smi)``. Its bus id identifies it (checks.slots: the spec's gpu.bus_ids, else
+    the driver's or PCI's evidence); ``gpu7`` is its item label (the test id's ``-gpu7``), which
+    follows the present GPUs' indices and is no nvidia-smi index (results.jsonl: gpu_index null)."""
+    label = f"gpu{slot.index}"
+    if slot.pci_bus_id:
+        return f"GPU {slot.pci_bus_id} ({label}, not listed by nvidia-smi)"
+    return f"GPU {label} (bus id unknown, not listed by nvidia-smi)"
 
 
 def gpu_label(g: GpuFacts | None, slot=None) -> str:
-    """``GPU 0 (0000:19:00.0, serial 1650000000001)``: index, PCI bus id, serial."""
+    """``GPU 0 (0000:19:00.0, serial 1650000000001)``: index, PCI bus id, serial; a missing GPU's
+    slot without facts: ``missing_gpu_name``."""
     g = raw_gpu(g)
+    if g is None and slot is not None and not getattr(slot, "present", True):
+        return missing_gpu_name(slot)
     idx = g.index if g is not None and g.index is not None else getattr(slot, "index", "?")
     bus = (g.pci_bus_id if g is not None else None) or getattr(slot, "pci_bus_id", None) or "bus id unknown"
     serial = g.serial if g is not None else None

@@ -9,54 +9,10 @@ from ..outcomes import Result
 from ..spec import sku_profile
 from ..spec.products import model_matches, resolve
 from . import check
-from ._util import raw_gpu, gpu_for, gpu_label, lines, optional, same_bus, spec_or_default
+from ._util import raw_gpu, gpu_for, gpu_label, lines, missing_gpu_name, optional, same_bus, spec_or_default
 from .slots import identity_conflicts
-
-
-def _lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
-    """Bus ids the kernel log, the driver or PCI knows but nvidia-smi/NVML does not list -> why.
-    EvidenceErrors of the kernel log / driver GPU list / PCI functions are appended to ``errors``."""
-    lost: dict[str, str] = {}
-    errors = errors if errors is not None else []
-    events, eerr = optional(facts, "kernel_events")
-    if eerr is not None:
-        errors.append(eerr)
-    for e in events or []:
-        if e.bus_id and (e.kind == "fallen_off_bus" or (e.kind == "xid" and e.xid == 79)) and \
-                not any(same_bus(e.bus_id, s) for s in seen):
-            lost.setdefault(e.bus_id, "fell off the bus (kernel log" + (f" Xid {e.xid})" if e.xid else ")"))
-        if e.bus_id and e.kind in ("rm_init_adapter_failed", "gsp_init_failed", "requires_open",
-                                   "open_unsupported_gpu") and \
-                not any(same_bus(e.bus_id, s) for s in seen):
-            lost.setdefault(e.bus_id, f"failed to initialise (kernel log: {e.kind})")
-    bound, berr = optional(facts, "driver_gpus")
-    if berr is not None:
-        errors.append(berr)
-    for d in bound or []:
-        b = d.get("Bus Location")
-        if b and not any(same_bus(b, s, function=True) for s in seen):
-            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module (/proc/driver/nvidia/gpus) but not "
-                                                 "reported by nvidia-smi/NVML")
-    pci, where = _pci_gpus(facts, errors)
-    for b in pci:
-        if not any(same_bus(b, s, function=True) for s in seen):
-            lost.setdefault(normalize_bus_id(b), f"an NVIDIA display-class PCI function ({where}) that nvidia-smi/NVML "
-                                                 "does not report")
-    return lost
-
-
-def _pci_gpus(facts, errors: list) -> tuple[list[str], str]:
-    """(bus ids of the NVIDIA display-class PCI functions, where from): ``pci.sysfs`` (SR-IOV VFs
-    left out by the probe), else the alternative key ``pci.lspci_vvv`` (a converted
-    nvidia-bug-report); ([], "") when neither can be read (the error is appended)."""
-    links, lerr = optional(facts, "pci_links")
-    if links is not None:
-        return [ln.bdf for ln in links if ln.role == "gpu"], "sysfs"
-    alt, _ = optional(facts, "lspci_links")
-    if alt:
-        return [ln.bdf for ln in alt if ln.display], "lspci -vvv"
-    errors.append(lerr)
-    return [], ""
+from .slots import lost_bus_ids as _lost_bus_ids
+from .slots import pci_gpus as _pci_gpus
 
 
 def _disagreements(facts, gpus, seen: list[str], read_errs: list) -> list[str]:
@@ -169,8 +125,7 @@ def gpu_model(facts, spec, gpu) -> Result:
     # the Expected column shows the value (H100 80GB HBM3), not a Python repr; the message quotes it
     expected = " or ".join(models) if models else "any model (gpu.model not set)"
     if gpu is not None and not gpu.present:
-        where = gpu.pci_bus_id or "bus id unknown"
-        return Result.failed(expected, "absent", f"GPU {gpu.index} ({where}) missing: the spec expects "
+        return Result.failed(expected, "absent", f"{missing_gpu_name(gpu)} missing: the spec expects "
                              f"{spec.gpu.count} GPUs", evidence_keys=("smi.qx",))
     g = gpu_for(facts, gpu)
     name = gpu_label(g, gpu)

@@ -1,9 +1,15 @@
 """Per-GPU test items: ``gpu_slots(facts, spec) -> list[GpuSlot]``.
 
 - GPUs as observed, in index order.
-- When ``spec.gpu.count`` exceeds what is seen: extra slots with ``present=False`` (named by
-  the spec's ``gpu.bus_ids`` not observed, else by the next indexes), so the missing GPU shows
-  up as a FAIL of the model check and ERROR of the other per-GPU checks.
+- When ``spec.gpu.count`` exceeds what is seen: extra slots with ``present=False``, so the
+  missing GPU shows up as a FAIL of the model check and ERROR of the other per-GPU checks.
+  The identity rule of a missing GPU, every report alike (docs/reports.md ``gpu_index``): it is
+  identified by its PCI bus id, the spec's ``gpu.bus_ids`` not observed, else the bus ids the
+  driver, PCI or the kernel log know and nvidia-smi does not list (``lost_bus_ids``, NG-INV-001's
+  "missing"), in bus order; its item label ``gpu<N>`` (the test id's ``-gpu<N>``, ``GpuSlot.index``)
+  takes the next numbers after the present GPUs' highest index, so it never equals a present
+  GPU's; it has no ``gpu_index`` (nvidia-smi's numbering does not list it: null in
+  results.jsonl, empty in JUnit properties and RMA rows; engine.evaluate.gpu_identity).
 - When GPUs cannot be read at all (driver/library mismatch, no driver): one slot per spec
   count, or a single slot 0, so every per-GPU check reports ERROR naming the cause; none when
   the spec says the node has no GPUs (``gpu.count: 0``, a login or storage node).
@@ -20,13 +26,14 @@ from dataclasses import dataclass
 
 from ..errors import EvidenceError
 from ..facts import NA, normalize_bus_id
-from ._util import same_bus, spec_or_default
+from ._util import optional, same_bus, spec_or_default
 
 
 @dataclass(frozen=True)
 class GpuSlot:
     """One per-GPU test item: ``index`` and ``pci_bus_id`` as observed (or expected when the
-    GPU is missing: then ``present`` is False)."""
+    GPU is missing: then ``present`` is False and ``index`` is only its item label, after the
+    present GPUs' indices, never nvidia-smi's index of any GPU)."""
 
     index: int
     pci_bus_id: str | None = None
@@ -52,10 +59,62 @@ def gpu_slots(facts, spec=None) -> list[GpuSlot]:
                    key=lambda s: s.index)
     if want and want > len(slots):
         missing_bus = [b for b in bus_ids if not any(same_bus(b, s.pci_bus_id, function=True) for s in slots)]
+        if len(missing_bus) < want - len(slots):
+            # not named by the spec: the bus ids the driver, PCI or the kernel log know but
+            # nvidia-smi does not list (NG-INV-001's "missing"), in bus order
+            seen = [s.pci_bus_id for s in slots if s.pci_bus_id]
+            missing_bus += sorted(b for b in lost_bus_ids(facts, seen)
+                                  if not any(same_bus(b, m, function=True) for m in missing_bus))
         nxt = (max(s.index for s in slots) + 1) if slots else 0
         for k in range(want - len(slots)):
             slots.append(GpuSlot(nxt + k, missing_bus[k] if k < len(missing_bus) else None, present=False))
     return slots
+
+
+def lost_bus_ids(facts, seen: list[str], errors: list | None = None) -> dict[str, str]:
+    """Bus ids the kernel log, the driver or PCI knows but nvidia-smi/NVML does not list -> why.
+    EvidenceErrors of the kernel log / driver GPU list / PCI functions are appended to ``errors``."""
+    lost: dict[str, str] = {}
+    errors = errors if errors is not None else []
+    events, eerr = optional(facts, "kernel_events")
+    if eerr is not None:
+        errors.append(eerr)
+    for e in events or []:
+        if e.bus_id and (e.kind == "fallen_off_bus" or (e.kind == "xid" and e.xid == 79)) and \
+                not any(same_bus(e.bus_id, s) for s in seen):
+            lost.setdefault(e.bus_id, "fell off the bus (kernel log" + (f" Xid {e.xid})" if e.xid else ")"))
+        if e.bus_id and e.kind in ("rm_init_adapter_failed", "gsp_init_failed", "requires_open",
+                                   "open_unsupported_gpu") and \
+                not any(same_bus(e.bus_id, s) for s in seen):
+            lost.setdefault(e.bus_id, f"failed to initialise (kernel log: {e.kind})")
+    bound, berr = optional(facts, "driver_gpus")
+    if berr is not None:
+        errors.append(berr)
+    for d in bound or []:
+        b = d.get("Bus Location")
+        if b and not any(same_bus(b, s, function=True) for s in seen):
+            lost.setdefault(normalize_bus_id(b), "bound by the nvidia module (/proc/driver/nvidia/gpus) but not "
+                                                 "reported by nvidia-smi/NVML")
+    pci, where = pci_gpus(facts, errors)
+    for b in pci:
+        if not any(same_bus(b, s, function=True) for s in seen):
+            lost.setdefault(normalize_bus_id(b), f"an NVIDIA display-class PCI function ({where}) that nvidia-smi/NVML "
+                                                 "does not report")
+    return lost
+
+
+def pci_gpus(facts, errors: list) -> tuple[list[str], str]:
+    """(bus ids of the NVIDIA display-class PCI functions, where from): ``pci.sysfs`` (SR-IOV VFs
+    left out by the probe), else the alternative key ``pci.lspci_vvv`` (a converted
+    nvidia-bug-report); ([], "") when neither can be read (the error is appended)."""
+    links, lerr = optional(facts, "pci_links")
+    if links is not None:
+        return [ln.bdf for ln in links if ln.role == "gpu"], "sysfs"
+    alt, _ = optional(facts, "lspci_links")
+    if alt:
+        return [ln.bdf for ln in alt if ln.display], "lspci -vvv"
+    errors.append(lerr)
+    return [], ""
 
 
 def _ident_value(field: str, v) -> str | None:

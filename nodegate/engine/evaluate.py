@@ -128,13 +128,16 @@ def surplus_gpus(facts, spec, res: Result) -> tuple[Result, int | None]:
 
 def gpu_identity(facts, slot) -> dict:
     """Index, bus id, serial, UUID, part number and VBIOS of the item's GPU ("" where unknown).
-    A GPU nvidia-smi does not show is named by its other evidence (nodegate.engine.identity):
-    the driver's Device Minor as its index, its UUID and VBIOS."""
+    ``gpu_index`` is nvidia-smi's index of the GPU (what NVML numbers it); a GPU nvidia-smi does
+    not show has none ("": null in results.jsonl; its item label ``gpu<N>`` follows the present
+    GPUs' indices, checks.slots) and is named by its bus id and its other evidence
+    (nodegate.engine.identity): its UUID and VBIOS. The driver's Device Minor is not an index of
+    nvidia-smi's numbering (the missing GPU's /dev/nvidia3 while nvidia-smi numbers another GPU 3)."""
     ident = {"gpu_index": "", "pci_bus_id": "", "gpu_serial": "", "gpu_uuid": "",
              "board_part_number": "", "vbios_version": ""}
     if slot is None:
         return ident
-    ident["gpu_index"] = str(slot.index)
+    ident["gpu_index"] = str(slot.index) if getattr(slot, "present", True) else ""
     ident["pci_bus_id"] = slot.pci_bus_id or ""
     found = False
     try:

@@ -38,10 +38,14 @@ class FoldedResult:
     surplus: int | None = None
 
 
-def gpu_name(rec: dict) -> str:
-    """``gpu3 (0000:1b:00.0, serial 1650924060001)``: a GPU as every per-GPU message names it."""
+def gpu_name(rec: dict, slot=None) -> str:
+    """``gpu3 (0000:1b:00.0, serial 1650924060001)``: a GPU as every per-GPU message names it; a
+    GPU nvidia-smi does not list (no ``gpu_index``) by its item label, ``slot``'s (checks.slots)."""
     bits = [b for b in (rec.get("pci_bus_id") or "", f"serial {rec['gpu_serial']}" if rec.get("gpu_serial") else "") if b]
-    return f"gpu{rec.get('gpu_index', '')}" + (f" ({', '.join(bits)})" if bits else "")
+    idx = rec.get("gpu_index", "")
+    if idx == "" and slot is not None:
+        idx = slot.index
+    return f"gpu{idx}" + (f" ({', '.join(bits)})" if bits else "")
 
 
 def gpu_ranges(indices: list[str]) -> str:
@@ -67,7 +71,7 @@ def _named(p: ItemResult, outcome: str) -> str:
     low = msg.lower()
     if (bus and bus.lower() in low) or (idx and (f"gpu {idx}" in low or f"gpu{idx}" in low)):
         return f"{err}{msg}"
-    return f"{gpu_name(rec)}: {err}{msg}"
+    return f"{gpu_name(rec, p.slot)}: {err}{msg}"
 
 
 def fold_message(parts: list[ItemResult], outcome: str) -> str:
@@ -92,7 +96,7 @@ def fold_message(parts: list[ItemResult], outcome: str) -> str:
     if outcome == "skip":
         if len(msgs) == 1:
             return f"{msgs[0]} ({where})"
-        return "; ".join(f"{gpu_name(p.record)}: {p.result.message}" for p in same[:NAMED_GPUS])
+        return "; ".join(f"{gpu_name(p.record, p.slot)}: {p.result.message}" for p in same[:NAMED_GPUS])
     return f"{len(same)} of {n} GPU(s) passed ({where})" + (f": {msgs[0]}" if len(msgs) == 1 and msgs[0] else "")
 
 

@@ -2,11 +2,14 @@
 
 nvidia-smi names the GPUs it sees (index, bus id, serial, UUID, part number, VBIOS:
 ``engine.evaluate.gpu_identity``). A GPU missing from nvidia-smi (fallen off the bus, not initialised)
-has only its slot: its bus id from the spec's ``gpu.bus_ids`` and an item index after the
-present GPUs (the ``gpu7`` of its test id). Its other evidence still names it:
+has only its slot: its bus id from the spec's ``gpu.bus_ids`` (else the driver's or PCI's list)
+and an item label after the present GPUs' indices (the ``gpu7`` of its test id); no ``gpu_index``
+(nvidia-smi's numbering, which does not list it). Its other evidence still names it:
 
 - ``driver.gpus_information`` (/proc/driver/nvidia/gpus/<bus>/information: the driver bound it):
-  ``GPU UUID``, ``Video BIOS``, ``Model`` and ``Device Minor``, its index on the node (/dev/nvidiaN);
+  ``GPU UUID``, ``Video BIOS`` and ``Model``. Its ``Device Minor`` (/dev/nvidiaN) is not taken as
+  its index: nvidia-smi numbers the GPUs it lists in bus order, so with 0000:5d:00.0 (minor 3)
+  missing, nvidia-smi's GPU 3 is the next GPU (0000:9b:00.0), and one index would name two GPUs;
 - ``kernel.log``: the driver's ``NVRM: GPU at PCI:<bus>: GPU-<uuid>`` line names its UUID, and its
   Xid lines its codes.
 
@@ -44,8 +47,7 @@ def xids_for(xids: dict[str, list[int]], bus_id: str | None) -> list[int]:
 
 def missing_gpu_identity(facts, bus_id: str | None) -> dict[str, str]:
     """What the driver and the kernel log say about the GPU at ``bus_id`` (absent from nvidia-smi):
-    ``gpu_index`` (its Device Minor), ``gpu_uuid``, ``vbios_version``, ``gpu_name``; only the keys
-    the evidence gives."""
+    ``gpu_uuid``, ``vbios_version``, ``gpu_name``; only the keys the evidence gives."""
     out: dict[str, str] = {}
     if not bus_id:
         return out
@@ -56,9 +58,6 @@ def missing_gpu_identity(facts, bus_id: str | None) -> dict[str, str]:
                     v = (g.get(field) or "").strip()
                     if v and v.lower() not in ("n/a", "unknown"):
                         out[key] = v
-                minor = (g.get("Device Minor") or "").strip()
-                if minor.isdigit():
-                    out["gpu_index"] = minor
                 break
     except Exception:  # noqa: BLE001 - best effort: the identity stays what the slot gives
         pass

@@ -1,14 +1,17 @@
 """Root causes: the FAILs and ERRORs of a node (and of the fleet) grouped so that each cause is
 one finding, with its remediation printed once.
 
-- A FAIL finding is one check on one node: every GPU it failed on, each with its observed and
-  expected value (``gpu3 0000:19:00.0: Gen1 x16, expected Gen5 x16``).
+- A FAIL finding is one check and one action on one node: every GPU it failed on with that
+  action, each with its observed and expected value (``gpu3 0000:19:00.0: Gen1 x16, expected Gen5
+  x16``). A check whose GPUs call for different actions (NG-MEM-001: a remapping failure is an
+  RMA, rows pending a reset) is one finding per action: a finding's action is each of its items'
+  own, never another GPU's or node's (rma.csv holds the RMA's part only; actions.csv the reset).
 - An ERROR finding is one reason the node could not be evaluated: every item that errored with
   the same message (a driver/library mismatch makes 107 items ERROR with one message: one
   finding naming the checks and GPUs it covers, not 107 rows).
 
-Fleet findings group the node findings by check (FAIL) or by the message with its numbers and
-bus ids blanked (ERROR), counting nodes and items; the node list is kept up to ``NODE_CAP`` names
+Fleet findings group the node findings by check and action (FAIL) or by the message with its
+numbers and bus ids blanked (ERROR), counting nodes and items; the node list is kept up to ``NODE_CAP`` names
 (the matrix lists every node).
 """
 
@@ -19,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .actions import ACTION_RANK, OBTAIN_EVIDENCE, highest_severity, strongest
-from .records import Record
+from .records import Record, gpu_slot
 
 NODE_CAP = 200
 _NUM = re.compile(r"(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]|\b\d+(?:\.\d+)*\b", re.I)
@@ -28,7 +31,7 @@ _NUM = re.compile(r"(?:[0-9a-f]{4,8}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]|\b\d+(?
 @dataclass
 class Finding:
     """One root cause on one node. ``items``: the records it covers (FAIL: one check's failing
-    GPUs; ERROR: every item with the message)."""
+    GPUs that call for one action; ERROR: every item with the message)."""
 
     node: str
     outcome: str                  # fail | error
@@ -47,7 +50,7 @@ class Finding:
     @property
     def gpus(self) -> list[str]:
         """``gpu<i>`` of the GPUs the finding covers, index order ("node" for node checks)."""
-        idx = sorted({r.gpu_index for r in self.items}, key=lambda s: (s != "", int(s) if s.isdigit() else 0, s))
+        idx = sorted({gpu_slot(r) for r in self.items}, key=lambda s: (s != "", int(s) if s.isdigit() else 0, s))
         return ["node" if i == "" else f"gpu{i}" for i in idx]
 
 
@@ -66,9 +69,10 @@ def node_findings(node: str, recs: list[Record]) -> list[Finding]:
         if r.outcome not in ("fail", "error"):
             continue
         key = r.check_id or r.nodeid if r.outcome == "fail" else r.message
-        f = groups.get((r.outcome, key))
+        act = action_of(r)
+        f = groups.get((r.outcome, key, act))
         if f is None:
-            f = groups[(r.outcome, key)] = Finding(
+            f = groups[(r.outcome, key, act)] = Finding(
                 node=node, outcome=r.outcome, key=key, title=r.title if r.outcome == "fail" else "could not be evaluated",
                 severity=r.severity, action=action_of(r), remediation=r.remediation, message=r.message)
         f.items.append(r)
@@ -92,11 +96,12 @@ def _sev(s: str) -> int:
     return SEVERITY_RANK.get((s or "").lower(), 0)
 
 
-def fleet_key(f: Finding) -> tuple[str, str]:
-    """FAIL: the check id; ERROR: the message with numbers and bus ids blanked (``#``)."""
+def fleet_key(f: Finding) -> tuple[str, str, str]:
+    """FAIL: the check id and the action (one row per (check, action): a row's action is every
+    node's it names); ERROR: the message with numbers and bus ids blanked (``#``)."""
     if f.outcome == "fail":
-        return ("fail", f.key)
-    return ("error", _NUM.sub("#", f.key)[:200])
+        return ("fail", f.key, f.action)
+    return ("error", _NUM.sub("#", f.key)[:200], f.action)
 
 
 @dataclass

@@ -25,6 +25,16 @@ Layout of one node (compact, ``node_fragment``)::
                                                                                           on every GPU
     </testsuite>
 
+Counts (``tests``, ``failures``, ``errors``, ``skipped``) say what the testcase elements hold, so
+the tools that count ``<testcase>`` elements (Jenkins' JUnit plugin, GitLab) and those that read the
+attributes agree: each ``<testsuite>`` counts the testcases it holds, those of the suites nested in
+it included (junitparser's ``TestSuite.update_statistics`` counts so), one a testcase whatever the
+records it stands for (the passed GPUs of a check are one testcase, ``-gpu0..7``: its name keeps
+which GPUs; each GPU's record is in results.jsonl); ``failures``, ``errors``, ``skipped`` the
+testcases with that child. The root ``<testsuites>`` of a file counts every testcase of the file
+(``tests``, ``failures``, ``errors``: junit-10.xsd allows no ``skipped`` there). A healthy 8-GPU
+node with 44 checks is ``tests="44"``, not the 199 records it had counted before.
+
 junit-10.xsd has no ``<properties>`` inside ``<testcase>`` (pytest's own xunit2 output put them
 there, which its own schema check warns about): a FAIL or ERROR item's properties go on a
 ``<testsuite>`` of its own around its testcase (GitLab and Jenkins read nested suites). An ERROR
@@ -50,7 +60,7 @@ from xml.sax.saxutils import escape, quoteattr
 from .. import safeio
 from ..engine.fold import gpu_ranges
 from ..safeio import open_new
-from .records import NodeInfo, Record, spec_off_of
+from .records import NodeInfo, Record, gpu_slot, spec_off_of
 from .status import ACCEPTED, NEED_ACTION, NOT_EVALUATED
 
 #: GitLab: 250,000 XML objects per file, 500,000 test cases per report (gitlab.com); 80 % of each.
@@ -68,6 +78,9 @@ MESSAGE_CAP = 1000
 #: a measured item's figure (--perf): added to ITEM_PROPS when the record has one
 MEASURE_PROPS = ("value", "unit", "threshold", "rule")
 _GPU_ID = re.compile(r"-gpu\d+\]$")
+#: room kept in a part's ``<testsuites ...>`` tag for its counts, written when the part is closed
+#: (`` tests="N" failures="N" errors="N"``, 10 digits each, then spaces: whitespace inside a tag)
+_ROOT_COUNTS = 64
 
 
 def _a(v) -> str:
@@ -94,9 +107,9 @@ def gpu_group_name(nodeid: str, node: str, recs: list[Record]) -> str:
     name = testname(nodeid)
     m = _GPU_ID.search(name)
     if m is None:   # not a per-GPU test id: the node name as the records give it
-        return f"{name.split('[', 1)[0]}[{node}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+        return f"{name.split('[', 1)[0]}[{node}-gpu{gpu_ranges([gpu_slot(r) for r in recs])}]"
     # the item's own id up to "-gpu": pytest's escaping of the node name kept
-    return f"{name[:m.start()]}-gpu{gpu_ranges([r.gpu_index for r in recs])}]"
+    return f"{name[:m.start()]}-gpu{gpu_ranges([gpu_slot(r) for r in recs])}]"
 
 
 @dataclass
@@ -114,15 +127,27 @@ class Fragment:
 
 @dataclass
 class _Counter:
+    """XML objects (GitLab's count) and the testcases written, by outcome (the suites' counts)."""
+
     objects: int = 0
     testcases: int = 0
+    failures: int = 0
+    errors: int = 0
+    skipped: int = 0
 
     def el(self, n: int = 1) -> None:
         self.objects += n
 
-    def case(self) -> None:
+    def case(self, kind: str = "") -> None:
+        """One testcase; ``kind`` its failure, error or skipped child ("" when it passed)."""
         self.objects += 1
         self.testcases += 1
+        if kind == "failure":
+            self.failures += 1
+        elif kind == "error":
+            self.errors += 1
+        elif kind == "skipped":
+            self.skipped += 1
 
 
 def _props(names, values: dict, c: _Counter) -> str:
@@ -141,10 +166,11 @@ def _item_case(rec: Record, c: _Counter) -> str:
         f"expected: {rec.expected}" if rec.expected else "", f"observed: {rec.observed}" if rec.observed else "",
         f"action: {rec.action}" if rec.action else "",
         f"remediation: {rec.remediation}" if rec.remediation else "") if x)
-    where = f"gpu{rec.gpu_index}" if rec.gpu_index != "" else "node"
+    slot = gpu_slot(rec)   # a missing GPU's label: the testcase's own -gpu<N> (its gpu_index is empty)
+    where = f"gpu{slot}" if slot != "" else "node"
     c.el(1)   # the testsuite
     props = _props(ITEM_PROPS + (MEASURE_PROPS if rec.value or rec.rule else ()), rec.__dict__, c)
-    c.case()
+    c.case(kind)
     c.el(1)   # failure / error
     return (f"<testsuite name={_a(f'{rec.node} {where} {rec.check_id or testname(rec.nodeid)}')} tests=\"1\" "
             f"failures=\"{int(kind == 'failure')}\" errors=\"{int(kind == 'error')}\" skipped=\"0\">{props}"
@@ -154,7 +180,7 @@ def _item_case(rec: Record, c: _Counter) -> str:
 
 
 def _plain_case(rec: Record, c: _Counter) -> str:
-    c.case()
+    c.case("skipped" if rec.outcome == "skip" else "")
     head = f"<testcase classname={_a(classname(rec.nodeid))} name={_a(testname(rec.nodeid))}"
     if rec.outcome == "skip":
         c.el(1)
@@ -171,7 +197,7 @@ def _gpu_pass_case(node: str, recs: list[Record], c: _Counter) -> str:
 def _gpu_skip_case(node: str, recs: list[Record], c: _Counter) -> str:
     """Every GPU of the check skipped (the spec: e.g. ``memory.repair=auto``); the first GPU's
     message stands for all (each GPU's own is in results.jsonl)."""
-    c.case()
+    c.case("skipped")
     c.el(1)
     r = recs[0]
     msg = f"[{r.check_id}] {r.message}"
@@ -208,7 +234,6 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
         for r in group:
             if r.outcome != "pass":
                 parts.append(_item_case(r, c) if r.outcome in ("fail", "error") else _plain_case(r, c))
-    n = {o: sum(1 for r in recs if r.outcome == o) for o in ("pass", "fail", "error", "skip")}
     c.el(1)
     # an accepted node's suite needs no properties (no failures, no errors, every item there): 9
     # elements a node, ~37,000 at 4,096 nodes, of GitLab's 250,000
@@ -224,10 +249,11 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
         "system_model": info.system_model, "system_serial": info.system_serial,
         "driver_version": info.driver_version, "spec_source": info.spec_source,
         "not_evaluated": info.not_evaluated, "spec_set_in": spec_off}, c)
-    xml = (f"<testsuite name={_a(info.node or '(no node)')} hostname={_a(info.node)} tests=\"{len(recs)}\" "
-           f"failures=\"{n['fail']}\" errors=\"{n['error']}\" skipped=\"{n['skip']}\">{props}{''.join(parts)}"
+    # the counts of the testcases written (module docstring "Counts"), not of the records
+    xml = (f"<testsuite name={_a(info.node or '(no node)')} hostname={_a(info.node)} tests=\"{c.testcases}\" "
+           f"failures=\"{c.failures}\" errors=\"{c.errors}\" skipped=\"{c.skipped}\">{props}{''.join(parts)}"
            "</testsuite>\n")
-    return Fragment(xml, c.objects, c.testcases, len(recs), n["fail"], n["error"], n["skip"])
+    return Fragment(xml, c.objects, c.testcases, c.testcases, c.failures, c.errors, c.skipped)
 
 
 def _append(fh, text: str) -> None:
@@ -256,6 +282,7 @@ class _Part:
     failures: int = 0
     errors: int = 0
     nodes: list[str] = field(default_factory=list)
+    counts_at: int = 0        # byte offset of the room for the root's counts (_ROOT_COUNTS)
 
 
 class JUnitWriter:
@@ -279,10 +306,11 @@ class JUnitWriter:
             p = self._tmp / f"part-{len(self.parts) + 1:03d}.xml"
             # unbuffered: one write a node, cut back exactly on a full disk (nothing left to flush)
             fh = open_new(p, "wb", buffering=0)  # closed in finish()/abort(); a planted link is not followed
-            # totals stay on the node suites (they are optional on <testsuites> in junit-10.xsd):
-            # the file is written once, in place, and renamed when complete (no second copy)
-            cur = _Part(p, fh)
-            _append(fh, f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name={_a(self.suite_name)}>\n')
+            # the file is written once, in place, and renamed when complete (no second copy): the
+            # root's counts, known at the end, go into room kept in its tag (_close)
+            head = f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name={_a(self.suite_name)}'
+            cur = _Part(p, fh, counts_at=len(head.encode("utf-8")))
+            _append(fh, head + " " * _ROOT_COUNTS + ">\n")
             self.parts.append(cur)
         return cur
 
@@ -299,10 +327,22 @@ class JUnitWriter:
         bad = sorted({r.check_id or testname(r.nodeid) for r in recs if r.outcome in ("fail", "error")})
         self.summary.append((info, bad))
 
+    @staticmethod
+    def _close(part: _Part) -> None:
+        """End the part's file: its root counts (every testcase of the file) into the room kept
+        for them, then ``</testsuites>``."""
+        if part.fh.closed:
+            return
+        counts = f' tests="{part.tests}" failures="{part.failures}" errors="{part.errors}"'
+        pos = part.fh.tell()
+        part.fh.seek(part.counts_at)
+        part.fh.write(counts.ljust(_ROOT_COUNTS)[:_ROOT_COUNTS].encode("ascii"))
+        part.fh.seek(pos)
+        _append(part.fh, "</testsuites>\n")
+        part.fh.close()
+
     def _close_into(self, part: _Part, dst: Path) -> None:
-        if not part.fh.closed:
-            _append(part.fh, "</testsuites>\n")
-            part.fh.close()
+        self._close(part)
         os.replace(part.path, dst)
 
     def finish(self) -> list[tuple[str, str, int, int]]:
@@ -331,9 +371,7 @@ class JUnitWriter:
             for i, p in enumerate(self.parts, 1):
                 dst = d / f"part-{i:03d}.xml"
                 if p.path != dst:
-                    if not p.fh.closed:
-                        _append(p.fh, "</testsuites>\n")
-                        p.fh.close()
+                    self._close(p)
                     os.replace(p.path, dst.name, dst_dir_fd=dfd)
                     p.path = dst
                 out.append((f"JUnit part {i}", str(dst), p.objects, p.testcases))

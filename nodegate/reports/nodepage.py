@@ -11,7 +11,7 @@ linked. Every node string is escaped.
 from __future__ import annotations
 
 from .findings import Finding
-from .records import NodeInfo, Record
+from .records import NodeInfo, Record, gpu_slot
 from .status import STATUS_CLASS_NAMES
 from .text import esc
 
@@ -31,7 +31,8 @@ pre{white-space:pre-wrap;max-height:30em;overflow:auto;background:#f6f6f6;paddin
 
 
 def _gpu(r: Record) -> str:
-    return f"gpu{r.gpu_index} {r.pci_bus_id}".strip() if r.gpu_index != "" else ""
+    slot = gpu_slot(r)   # a missing GPU: its test id's label, its bus id (its gpu_index is empty)
+    return f"gpu{slot} {r.pci_bus_id}".strip() if slot != "" else ""
 
 
 def finding_html(f: Finding) -> str:
@@ -75,7 +76,7 @@ def _check_rows(recs: list[Record]) -> str:
         if passed:
             observed = {r.observed for r in passed}
             obs = passed[0].observed if len(observed) == 1 else "; ".join(
-                f"gpu{r.gpu_index}: {r.observed}" for r in passed)
+                f"gpu{gpu_slot(r)}: {r.observed}" for r in passed)
             rep = Record(nodeid=passed[0].nodeid, outcome="pass", check_id=x, title=passed[0].title,
                          severity=passed[0].severity, expected=passed[0].expected, observed=obs)
             out.append(_row(rep, f"{len(passed)} of {len(g)} GPUs"))

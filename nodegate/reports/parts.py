@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from .records import Record
+from .records import Record, gpu_slot
 
 GPU, BASEBOARD, RISER, HCA, CABLE = "GPU", "baseboard/NVSwitch tray", "riser", "HCA", "cable"
 PARTS = (GPU, BASEBOARD, RISER, HCA, CABLE)
@@ -63,8 +63,12 @@ def part_of(rec: Record) -> tuple[str, str]:
     if rec.check_id in ("NG-XN-003", "NG-XN-004"):
         return _crossnode_part(rec)
     msg = f"{rec.message} {rec.observed}" if rec.check_id != "NG-PCIERR-001" else rec.message
-    gpu = f"GPU {rec.gpu_index} ({rec.pci_bus_id})" if rec.pci_bus_id else (
-        f"GPU {rec.gpu_index}" if rec.gpu_index != "" else "")
+    slot = gpu_slot(rec)
+    if rec.gpu_index == "" and slot != "":   # a GPU nvidia-smi does not list: its bus id, its item label
+        gpu = f"GPU {rec.pci_bus_id} (gpu{slot})" if rec.pci_bus_id else f"GPU gpu{slot}"
+    else:
+        gpu = f"GPU {rec.gpu_index} ({rec.pci_bus_id})" if rec.pci_bus_id else (
+            f"GPU {rec.gpu_index}" if rec.gpu_index != "" else "")
     if part in (GPU, RISER):
         up = _UPSTREAM.search(msg)
         if up:

@@ -47,6 +47,13 @@ def param_node_gpu(nodeid: str) -> tuple[str, str] | None:
     return inner, ""
 
 
+def gpu_slot(rec) -> str:
+    """N of the ``gpu<N>`` a report shows for ``rec`` ("" for a node item): its ``gpu_index``, or for
+    a GPU check's GPU nvidia-smi does not list (no index) its test id's label (checks.slots)."""
+    m = param_node_gpu(rec.nodeid) if rec.gpu_index == "" and rec.scope == "gpu" else None
+    return m[1] if m else rec.gpu_index
+
+
 @dataclass
 class Record:
     """One test's verdict. ``outcome`` is pass|fail|skip|error (the nodegate verdict when the

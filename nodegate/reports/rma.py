@@ -41,7 +41,7 @@ from ..safeio import open_new
 from .actions import OBTAIN_EVIDENCE, RESEAT, UPDATE_FIRMWARE, VENDOR_ACTIONS, highest_severity
 from .findings import strongest_action
 from .parts import GPU, part_of, part_serial
-from .records import NodeInfo, Record
+from .records import NodeInfo, Record, gpu_slot
 from .text import one_line
 
 CSV_COLUMNS = ("system_vendor", "system_model", "system_serial", "node", "part", "part_location", "part_serial",
@@ -88,19 +88,20 @@ def node_rows(info: NodeInfo, recs: list[Record], *, archive: str = "", started:
         for r in recs:
             if r.outcome != outcome:
                 continue
-            gpu_key = r.pci_bus_id or (f"#{r.gpu_index}" if r.gpu_index != "" else "")
+            slot = gpu_slot(r)   # a GPU item's label (a missing GPU has no gpu_index, records.gpu_slot)
+            gpu_key = r.pci_bus_id or (f"#{slot}" if slot != "" else "")
             part, where = part_of(r) if outcome == "fail" else ("", "")
             vendor = outcome == "fail" and strongest_action([_action(r, outcome)]) in VENDOR_ACTIONS
-            if not part and r.gpu_index != "" and (vendor or strongest_action([_action(r, outcome)]) == RESEAT):
+            if not part and slot != "" and (vendor or strongest_action([_action(r, outcome)]) == RESEAT):
                 # a GPU check no part is mapped for, whose action is hardware work: that GPU
-                part, where = GPU, r.pci_bus_id or f"GPU {r.gpu_index}"
+                part, where = GPU, r.pci_bus_id or f"GPU {r.gpu_index or 'gpu' + slot}"
             # a part's checks stay together (the RMA row carries the kernel log's Xid check of the GPU
             # it sends back); software and configuration checks apart from the vendor's
             groups.setdefault((part, where, False) if part else ("", gpu_key, vendor), []).append(r)
 
         def order(k):
             g = groups[k]
-            gpu_idx = next((x.gpu_index for x in g if x.gpu_index != ""), "")
+            gpu_idx = next((gpu_slot(x) for x in g if gpu_slot(x) != ""), "")
             vendor = strongest_action(_action(x, outcome) for x in g) in VENDOR_ACTIONS
             return (gpu_idx != "", _gpu_sort(gpu_idx), not vendor, k[0], k[1])
         for k in sorted(groups, key=order):
@@ -120,7 +121,7 @@ def _row(info: NodeInfo, part: str, where: str, recs: list[Record], outcome: str
            "system_serial": info.system_serial or "", "node": info.node,
            "part": part, "part_location": where if part else "", "part_serial": part_serial(part, recs),
            "gpu_index": int(gpu) if gpu.isdigit() else None}
-    gpu_recs = [r for r in recs if r.gpu_index != ""]
+    gpu_recs = [r for r in recs if gpu_slot(r) != ""]   # a missing GPU's too: its UUID, VBIOS
     for f in _GPU_FIELDS:
         row[f] = _first(gpu_recs, f)
         if part and part != GPU and f in _GPU_IDENTITY:

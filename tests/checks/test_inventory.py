@@ -109,7 +109,27 @@ def test_missing_slot_fails_as_missing_gpu():
     r = run("NG-INV-002", healthy(), sp, gpu=slots[1])
     assert r.outcome is Outcome.FAIL
     assert r.observed == "absent"
-    assert "GPU 1 (0000:00:07.0) missing" in r.message
+    assert "GPU 0000:00:07.0 (gpu1, not listed by nvidia-smi) missing" in r.message
+
+
+@covers("NG-INV-002")
+def test_missing_gpu_without_bus_ids_is_named_by_the_driver_and_labelled_after_the_present_gpus():
+    # nvidia-smi numbers the seven GPUs it lists 0..6 (the one at 0000:9b:00.0 is its GPU 3); the
+    # driver bound the eighth, 0000:5d:00.0 (/proc/driver/nvidia/gpus, Device Minor 3): it is
+    # named by that bus id, and its label gpu7 is no present GPU's index (checks.slots)
+    present = [replace(g, index=i) for i, g in enumerate(EIGHT[:3] + EIGHT[4:])]
+    f = healthy(gpus=present, driver_gpus=[{"Bus Location": "0000:5d:00.0", "Device Minor": "3"}],
+                pci_links=pci_gpus(present))
+    sp = spec(gpu={"count": 8})
+    slots = gpu_slots(f, sp)
+    assert slots[:7] == [GpuSlot(i, g.pci_bus_id) for i, g in enumerate(present)]
+    assert slots[7] == GpuSlot(7, "0000:5d:00.0", present=False)
+    r = run("NG-INV-002", f, sp, gpu=slots[7])
+    assert r.outcome is Outcome.FAIL
+    assert r.message.startswith("GPU 0000:5d:00.0 (gpu7, not listed by nvidia-smi) missing")
+    r = run("NG-PCIE-001", f, sp, gpu=slots[7])
+    assert r.outcome is Outcome.ERROR
+    assert "GPU 0000:5d:00.0 (gpu7, not listed by nvidia-smi) not present on the node" in r.message
 
 
 @covers("NG-PCIE-001")
@@ -117,7 +137,7 @@ def test_other_gpu_checks_on_missing_slot_are_error():
     sp = spec(gpu={"count": 2})
     r = run("NG-PCIE-001", healthy(), sp, gpu=gpu_slots(healthy(), sp)[1])
     assert r.outcome is Outcome.ERROR
-    assert "GPU slot 1 not present" in r.message
+    assert "GPU gpu1 (bus id unknown, not listed by nvidia-smi) not present" in r.message
 
 
 def test_gpu_slots_unreadable_gpus_uses_spec_count():

@@ -92,6 +92,30 @@ def test_fleet_findings_group_nodes_and_link_them():
     assert '<a href="nodes/evil.html">evil&lt;img' in out
 
 
+def test_a_findings_row_never_gives_one_node_the_action_of_another():
+    # the demo's NG-MEM-001: a remapping failure on one node (RMA, rma.csv) and rows pending on
+    # another (reset, actions.csv): one row per (check, action), each naming its own nodes
+    def remap(node, gpu, action):
+        return finalize(rec(node=node, gpu=gpu, check_id="NG-MEM-001", outcome="fail", scope="gpu",
+                            severity="critical", action=action, remediation="Reset the GPU; RMA on a failure."))
+    ff = findings.FleetFindings()
+    ff.add(findings.node_findings("row-remap-failure", [remap("row-remap-failure", "5", "RMA")]))
+    ff.add(findings.node_findings("row-remap-pending", [remap("row-remap-pending", "2", "reset")]))
+    # one node, two GPUs, two actions: a row each, never the node's strongest for both
+    ff.add(findings.node_findings("both", [remap("both", "0", "RMA"), remap("both", "1", "reset")]))
+    got = [(g.key, g.action, g.nodes, g.n_items) for g in ff.sorted()]
+    assert got == [("NG-MEM-001", "RMA", ["row-remap-failure", "both"], 2),
+                   ("NG-MEM-001", "reset", ["row-remap-pending", "both"], 2)]
+    out = html.findings_html(ff.sorted(), {})
+    rows = re.findall(r"<tr class=\"fail\">.*?</tr>", out)
+    assert len(rows) == 2
+    assert "<td>RMA</td>" in rows[0] and "row-remap-pending" not in rows[0]
+    assert "<td>reset</td>" in rows[1] and "row-remap-failure" not in rows[1]
+    per_node = findings.node_findings("both", [remap("both", "0", "RMA"), remap("both", "1", "reset")])
+    assert [(f.key, f.action, f.gpus) for f in per_node] == [("NG-MEM-001", "RMA", ["gpu0"]),
+                                                              ("NG-MEM-001", "reset", ["gpu1"])]
+
+
 def test_drift_table_escapes_and_marks_outliers():
     a = NodeInfo(node="a", driver_version="580.159.04", gpu_model="NVIDIA H200", counts=Counter(pass_=1))
     b = NodeInfo(node=HOSTILE_NODE, driver_version="580.159.04", gpu_model=SCRIPT_NAME)
