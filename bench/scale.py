@@ -147,10 +147,16 @@ def _dir_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) if d.is_dir() else 0
 
 
+#: hypothesis is a test-only dependency of this checkout (pyproject's ``test`` extra) and registers
+#: a pytest plugin (a makereport wrapper around every report, a terminal summary): an operator's
+#: ``pip install nodegate`` has none, so neither the replay nor pytest alone is measured with it
+NO_TEST_ONLY_PLUGINS = ["-p", "no:hypothesispytest"]
+
+
 def replay_argv(fleet: Path, reports: Path, extra: list[str] = (), plugin: str = "timing_plugin") -> list[str]:
     """The measured command: nodegate's suites replaying ``fleet`` into ``reports``, with one of
     bench/'s plugins (``timing_plugin``: phases; ``shardlog_plugin``: shards, bench/paired.py)."""
-    return [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-p", plugin,
+    return [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", *NO_TEST_ONLY_PLUGINS, "-q", "-p", plugin,
             "--replay", str(fleet), "--reports-dir", str(reports), *extra]
 
 
@@ -201,7 +207,8 @@ def pytest_alone(base: Path, timing: Path) -> dict | None:
         pytest_floor_suite(d, items - skipped, skipped)
         if conftest:
             (d / "conftest.py").write_text(conftest)
-        m = run_measured([sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", "-q"], cwd=d,
+        m = run_measured([sys.executable, "-m", "pytest", "test_floor.py", "-p", "no:cacheprovider", *NO_TEST_ONLY_PLUGINS,
+                          "-q"], cwd=d,
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"), timeout_s=3600)
         shutil.rmtree(d, ignore_errors=True)
         if m.rc != 0:
@@ -220,6 +227,10 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
     gen_s = round(time.monotonic() - t0, 1)
     print(f"[scale {n:>5}] {n} bundles ready in {gen_s}s; nodegate --replay ...", flush=True)
     from bench.common import _env, _phases
+    from bench.engine_floor import engine_floor
+    # the engine's floor just before the replay and again just after (below): this machine's speed
+    # drifts by 20-40 % within minutes, so the ratio divides by the mean of the two
+    floor_before = engine_floor(fleet, ENGINE_SAMPLE)
     argv = replay_argv(fleet, reports, extra)
     started = time.time()
     load = os.getloadavg()[0]
@@ -241,8 +252,12 @@ def run_size(n: int, base: Path, extra: list[str] = (), *, keep: bool = False) -
            "loadavg_at_start": round(load, 2)}
     row.update(html_open(reports / "report.html"))
     # issue 40 item 5: the replay's cost a node against the engine alone on the same bundles
-    from bench.engine_floor import engine_floor
-    floor = engine_floor(fleet, ENGINE_SAMPLE)
+    floor_after = engine_floor(fleet, ENGINE_SAMPLE)
+    floor = {k: floor_after[k] for k in ("nodes", "results")}
+    for k in ("wall_s", "cpu_s"):
+        floor[k] = round((floor_before[k] + floor_after[k]) / 2, 3)
+    floor["ms_per_node"] = round(1000 * floor["wall_s"] / max(1, floor["nodes"]), 2)
+    row["engine_ms_per_node_before_after"] = [floor_before["ms_per_node"], floor_after["ms_per_node"]]
     row["ms_per_node"] = round(1000 * m.wall_s / n, 1)
     row["engine_ms_per_node"] = floor["ms_per_node"]
     row["ratio_to_engine"] = round(row["ms_per_node"] / floor["ms_per_node"], 2) if floor["ms_per_node"] else None

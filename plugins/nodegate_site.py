@@ -23,6 +23,7 @@ import pytest
 
 from nodegate.run import RUN_KEY
 from nodegate.session.exitcodes import usage_error
+from nodegate.session.scheduling import suites_only
 from nodegate.session.state import ACTIVE_KEY, JOBS_KEY
 from nodegate.site import items as site_items
 from nodegate.site.state import SITE_KEY, SiteRun
@@ -60,8 +61,10 @@ def pytest_configure(config):
         config.pluginmanager.register(fixtures, _FIXTURES_NAME)
     from nodegate.site import nodeids
     nodeids.install_terminal(config)
-    if not getattr(config.option, "replay", None) and config.stash.get(JOBS_KEY, None) is not None:
-        # molecule's test files read MOLECULE_INVENTORY_FILE at import (preselect's collection too)
+    if not getattr(config.option, "replay", None) and config.stash.get(JOBS_KEY, None) is not None \
+            and not suites_only(config):
+        # molecule's test files read MOLECULE_INVENTORY_FILE at import (preselect's collection too);
+        # a run of nodegate's suites alone has none (the inventory file of 4,096 hosts is not written)
         from nodegate.site.hosts import molecule_env
         molecule_env(config, None)
 
@@ -89,7 +92,7 @@ def pytest_sessionstart(session):
         return
     from nodegate.site.session import make_pool
     config.stash[SITE_KEY] = SiteRun(run, make_pool(config, run, config.stash.get(JOBS_KEY, None)))
-    if getattr(config.option, "replay", None):
+    if getattr(config.option, "replay", None) and not suites_only(config):
         from nodegate.site.hosts import molecule_env
         molecule_env(config, run)
 
