@@ -44,8 +44,10 @@ def _dump():
 def _run(tmp_path: Path, budget: int) -> dict:
     (tmp_path / "gcprobe.py").write_text(PROBE_PLUGIN)
     out = tmp_path / f"gc-{budget}.json"
+    # the pytest process parses every node itself (no prefetching child, nodegate.fleetrun.prefetch):
+    # the allocations whose young collections this measures are those of the parsing and the items
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), GC_BUDGET=str(budget),
-               GC_OUT=str(out))
+               GC_OUT=str(out), NODEGATE_PREFETCH="0")
     env.pop("PYTEST_ADDOPTS", None)
     p = subprocess.run([sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-p", "gcprobe", "-q",
                         "--tb=no", "--replay", str(ROOT / "inventories" / "samples"), "--limit", LIMIT,
