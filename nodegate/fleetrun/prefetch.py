@@ -4,13 +4,15 @@ Parsing a node's evidence (nvidia-smi XML above all) is ~70 % of what judging it
 pytest (bench/engine_floor.py: ~25 ms a node, of which ~7.5 ms are the checks on parsed facts);
 pytest's items, the records and the reports are the rest of a replay and run in pytest's
 process. ``Prefetch`` keeps one forked child that loads the node the run will judge next
-(``order``: the run's node order, which the items follow) and parses every fact of it
-(``NodeFacts.parsed_cache``) while the items of the node before it run; the pytest process then
-reads the bundle itself (``FleetRun.wait``: what is judged is the evidence on disk) and takes
-the parsed facts over instead of parsing them again, as a live run takes the GPU facts its
-gathering process parsed (``fleetrun.background._add_from_disk``). Facts are pure functions of
-the bundle's bytes, so the verdicts are the same (tests/engine/test_prefetch.py compares
-results.jsonl of the sample fleet with and without it).
+(``order``: the run's node order, which the items follow), parses every fact of it
+(``NodeFacts.parsed_cache``) and evaluates every check on it (``engine.check_results``) while
+the items of the node before it run; the pytest process then reads the bundle itself
+(``FleetRun.wait``: what is judged is the evidence on disk), takes the parsed facts over instead
+of parsing them again, as a live run takes the GPU facts its gathering process parsed
+(``fleetrun.background._add_from_disk``), and ``engine.evaluate_item`` takes each check's result
+once. Facts and rules are pure functions of the bundle's bytes and the spec, so the verdicts are
+the same (tests/engine/test_prefetch.py compares every report of the sample fleet with and
+without it).
 
 It never makes a run wait for what it would not have waited for: one request in flight at a
 time, for the node after the one being loaded; a node asked for out of that order (a released
@@ -54,15 +56,16 @@ def _parsed(b, spec) -> bytes | None:
     cache = f.parsed_cache()
     if not cache:
         return None
-    out = {"facts": cache, "checked": {}}
+    checked: dict = {}
     if spec is not None:
         try:
             checked = check_results(f, spec)
-            pickle.dumps(checked, protocol=pickle.HIGHEST_PROTOCOL)
-            out["checked"] = checked
         except Exception:  # noqa: BLE001 - the facts alone then
-            pass
-    return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+            checked = {}
+    try:
+        return pickle.dumps({"facts": cache, "checked": checked}, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a result that does not pickle: the facts alone
+        return pickle.dumps({"facts": cache, "checked": {}}, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _child(conn, parent_end, load: Callable[[str], object], spec_of: Callable[[str], object]) -> None:
