@@ -19,6 +19,7 @@ from ..collect import NodeFacts
 from ..gather import GatherOptions, NodeJob, _gather_child, _with_gpus_parsed, gather_fleet
 from ..transport import stop_reason
 from .identity import address_twins
+from .prefetch import Prefetch, enabled, flush_before_fork
 
 
 class Gathering:
@@ -91,13 +92,8 @@ class Gathering:
         self._thread.start()
 
     def _start_process(self, ctx, jobs: list[NodeJob], opts: GatherOptions) -> None:
-        import sys
         recv, send = ctx.Pipe(duplex=False)
-        for stream in (sys.stdout, sys.stderr):  # nothing buffered here may be written twice
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
+        flush_before_fork()
         import os
 
         from ..interrupt import ReasonBox
@@ -197,7 +193,6 @@ class Gathering:
     def enable_prefetch(self) -> None:
         """A serial replay: the node after the one being loaded is parsed in a second process
         (nodegate.fleetrun.prefetch) while this one's items run."""
-        from .prefetch import Prefetch, enabled
         if enabled() and self.order:
             self._prefetch = Prefetch(self.order, lambda n: self._load(n, self._paths[n]), self.spec.get)
 

@@ -37,6 +37,16 @@ _KEEP = 2
 _WAIT_S = 120.0
 
 
+def flush_before_fork() -> None:
+    """Flush stdout and stderr before forking: nothing buffered here may be written twice (by
+    the child too). Used by every fork of the pytest process (the gathering process as well)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def enabled() -> bool:
     """Whether a replay may prefetch: ``NODEGATE_PREFETCH`` is not ``0`` and fork exists."""
     if os.environ.get("NODEGATE_PREFETCH", "1") == "0":
@@ -123,11 +133,7 @@ class Prefetch:
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         parent_end, child_end = ctx.Pipe(duplex=True)
-        for stream in (sys.stdout, sys.stderr):   # nothing buffered here may be written twice
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
+        flush_before_fork()
         proc = ctx.Process(target=_child, args=(child_end, parent_end, self._load, self._spec_of), name="nodegate-prefetch",
                            daemon=True)
         proc.start()

@@ -35,16 +35,19 @@ def is_nodegate_run(config) -> bool:
     o = config.option
     if getattr(o, "inventory", None) or getattr(o, "replay", None) or getattr(o, "target", None):
         return True
-    args = [a.split("::")[0] for a in (config.args or [])]
-    for a in args:
-        p = Path(a)
-        p = p if p.is_absolute() else Path(config.invocation_params.dir) / p
-        try:
-            p.resolve().relative_to(SUITES)
-            return True
-        except ValueError:
-            continue
-    return False
+    return any(under_suites(config, a) for a in (config.args or []))
+
+
+def under_suites(config, arg: str) -> bool:
+    """A test path argument (``path[::name]``, relative to the invocation directory) names
+    something under nodegate's suites."""
+    p = Path(arg.split("::")[0])
+    p = p if p.is_absolute() else Path(config.invocation_params.dir) / p
+    try:
+        p.resolve().relative_to(SUITES)
+        return True
+    except ValueError:
+        return False
 
 
 def load_spec(raw: dict, source: str):
@@ -201,5 +204,5 @@ class SpecCache:
         return spec
 
 
-__all__ = ["SUITES", "SpecCache", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name",
+__all__ = ["SUITES", "SpecCache", "SpecError", "build_jobs", "duplicate_addresses", "is_nodegate_run", "load_spec", "local_name", "under_suites",
            "selected_hosts"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -89,18 +90,11 @@ def usable_cores() -> int:
 
 def suites_only(config) -> bool:
     """The run's items are nodegate's own suites only (no test path outside them: no site checks)."""
-    from .jobs import SUITES
-    for a in (config.args or []):
-        p = Path(a.split("::")[0])
-        p = p if p.is_absolute() else Path(config.invocation_params.dir) / p
-        try:
-            p.resolve().relative_to(SUITES)
-        except ValueError:
-            return False
-    return True
+    from .jobs import under_suites
+    return all(under_suites(config, a) for a in (config.args or []))
 
 
-def cap_workers(config, n_nodes=None) -> None:
+def cap_workers(config, n_nodes: Callable[[], int | None] = lambda: None) -> None:
     """pytest_configure of the controller (before pytest-xdist's): what ``-n N`` becomes, the
     terminal saying why (``CAPPED_KEY``). ``NODEGATE_XDIST_UNCAPPED=1`` keeps N (benchmarks:
     bench/run.py --xdist; the project's own tests of xdist).
@@ -115,7 +109,8 @@ def cap_workers(config, n_nodes=None) -> None:
 
     With test paths of the site's own (site checks: remote commands, 13-21 ms each, that workers
     can overlap): ``min(N, usable cores - 1, nodes // MIN_NODES_PER_WORKER)`` workers
-    (``n_nodes``: ``fleet_size``), serially below 2."""
+    (``n_nodes()``: ``fleet_size``, asked only here: it walks the --replay paths), serially
+    below 2."""
     o = config.option
     n = getattr(o, "numprocesses", None)
     if not isinstance(n, int) or n < 1 or os.environ.get("NODEGATE_XDIST_UNCAPPED") == "1":
@@ -126,6 +121,7 @@ def cap_workers(config, n_nodes=None) -> None:
                                     "spends more CPU on the items' reports than a serial run takes): running "
                                     "serially (docs/performance.md \"xdist\")")
         return
+    n_nodes = n_nodes()
     cores = usable_cores()
     fit = min(n, cores - 1, (n_nodes // MIN_NODES_PER_WORKER) if n_nodes is not None else n)
     if fit >= n:

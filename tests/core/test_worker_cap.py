@@ -33,7 +33,7 @@ def capped(monkeypatch):
 def test_nodegate_suites_run_serially_and_say_why(monkeypatch, n, args):
     monkeypatch.setattr(scheduling, "usable_cores", lambda: 64)
     c = _Config(n, args)
-    scheduling.cap_workers(c, 4096)
+    scheduling.cap_workers(c, lambda: 4096)
     assert c.option.numprocesses == 0 and c.option.dist == "no" and c.option.tx == []
     said = c.stash[scheduling.CAPPED_KEY]
     assert f"-n {n} would be slower than serial" in said and "running serially" in said
@@ -49,7 +49,7 @@ def test_nodegate_suites_run_serially_and_say_why(monkeypatch, n, args):
 def test_site_checks_capped_to_cores_and_nodes(monkeypatch, tmp_path, cores, nodes, n, want):
     monkeypatch.setattr(scheduling, "usable_cores", lambda: cores)
     c = _Config(n, [str(SUITES), str(tmp_path / "site")])
-    scheduling.cap_workers(c, nodes)
+    scheduling.cap_workers(c, lambda: nodes)
     if want == n:
         assert c.option.numprocesses == n and scheduling.CAPPED_KEY not in c.stash
         return
@@ -63,12 +63,12 @@ def test_site_checks_capped_to_cores_and_nodes(monkeypatch, tmp_path, cores, nod
 def test_no_n_is_left_alone():
     c = _Config(0)
     c.option.numprocesses = None
-    scheduling.cap_workers(c, 64)
+    scheduling.cap_workers(c, lambda: 64)
     assert c.option.numprocesses is None and scheduling.CAPPED_KEY not in c.stash
 
 
 def test_uncapped_for_benchmarks(monkeypatch):
     monkeypatch.setenv("NODEGATE_XDIST_UNCAPPED", "1")
     c = _Config(2)
-    scheduling.cap_workers(c, 64)
+    scheduling.cap_workers(c, lambda: 64)
     assert c.option.numprocesses == 2 and scheduling.CAPPED_KEY not in c.stash
