@@ -27,7 +27,7 @@ Arguments pytest would read otherwise than the operator means:
 - ``suites`` (and ``suites/...``) as a test path names the installed suites when the current
   directory has no ``suites`` of its own: ``nodegate suites site/`` runs nodegate's checks and a
   site's own. Only the test paths pytest parsed are rewritten (by the plugin, after pytest's
-  parser: nodegate.session.cliopts.installed_suites), never an option's value: ``--reports-dir
+  parser: nodegate.cmdline.installed_suites), never an option's value: ``--reports-dir
   suites/out`` is ./suites/out, and ``--deselect suites/...`` is a test id as pytest prints it
   (relative to the rootdir, the installed suites' parent), in both its forms.
 
@@ -92,7 +92,7 @@ def rewrite(argv: list[str]) -> list[str]:
     Everything after ``--`` is left alone. ``suites`` test paths are not rewritten here: only
     pytest's parser knows which arguments are paths and which are an option's value
     (``--reports-dir suites/out``); the plugin rewrites the paths it parsed
-    (nodegate.session.cliopts.installed_suites)."""
+    (nodegate.cmdline.installed_suites)."""
     out: list[str] = []
     i = 0
     while i < len(argv):

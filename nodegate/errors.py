@@ -50,6 +50,13 @@ class InventoryError(SpecError):
     value nodegate cannot use); exit code 2, before any node is contacted."""
 
 
+class UsageError(NodegateError):
+    """The command line asks for what cannot be done (a --replay path that holds no bundle, two
+    bundles of one node, a --limit matching none): exit code 2, no report written. Raised below
+    the session (nodegate.fleetrun.replay); the session says the message once
+    (nodegate.session.exitcodes.usage_error)."""
+
+
 def error_label(e: Exception) -> str:
     """How an exit-2 message names the error: "inventory error" or "spec error"."""
     return "inventory error" if isinstance(e, InventoryError) else "spec error"

@@ -55,7 +55,7 @@ class FleetRun(NodeRegistry, IdentityIndex, Gathering):
     spec: dict = field(default_factory=dict)
     spec_errors: dict[str, str] = field(default_factory=dict)
     #: node -> where its spec came from ("inventory <file>", "--spec <file>", "bundle meta.json",
-    #: "built-in defaults (...)"), shown in every report (nodegate.session.specfile)
+    #: "built-in defaults (...)"), shown in every report (nodegate.specsource)
     spec_source: dict[str, str] = field(default_factory=dict)
     #: node -> the raw spec mapping behind ``spec`` (handed to xdist workers)
     spec_raw: dict[str, dict] = field(default_factory=dict)

@@ -30,7 +30,8 @@ from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
 from nodegate.session.exitcodes import usage_error
-from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
+from nodegate.cmdline import gather_options
+from nodegate.session.phase import (group_by_node, identity_clash, record_verdict, replay_has,
                                     presenter, run_interruptibly)
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -106,7 +107,7 @@ def pytest_sessionstart(session):
 
     if tw is not None:
         tw.line(f"nodegate: burn-in of {len(jobs)} node(s) for {dur}s (Ctrl-C stops every load)")
-    run_interruptibly(config, "burn-in", lambda: burnin_fleet(jobs, gather_options(config), dur, run.bundles,
+    run_interruptibly(config, "burn-in", lambda: burnin_fleet(jobs, gather_options(config.option), dur, run.bundles,
                                                               run.bundles_dir, stop, progress))
     if tw is not None and line.tty:
         tw.line("")

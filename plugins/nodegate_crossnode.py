@@ -35,7 +35,8 @@ import pytest
 from nodegate.engine import item_record
 from nodegate.outcomes import Outcome
 from nodegate.run import RUN_KEY
-from nodegate.session.phase import gather_options, identity_clash, presenter, record_verdict, run_interruptibly
+from nodegate.cmdline import gather_options
+from nodegate.session.phase import identity_clash, presenter, record_verdict, run_interruptibly
 from nodegate.session.exitcodes import usage_error
 from nodegate.session.state import ACTIVE_KEY, JOBS_KEY, NO_RUN_KEY
 
@@ -192,7 +193,7 @@ def phase_nodes(config, run, spec) -> list:
 
 def _launchers(config, spec, nodes):
     from nodegate.crossnode.launchers import MpirunLauncher, SrunLauncher, SshPairLauncher
-    opts = gather_options(config)
+    opts = gather_options(config.option)
     if spec.launcher == "srun":
         return SrunLauncher(srun="srun", mpi=spec.mpi, partition=spec.partition), None
     usable = [n for n in nodes if n.target and not n.excluded] or [n for n in nodes if n.target]

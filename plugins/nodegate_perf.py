@@ -31,7 +31,8 @@ from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
 from nodegate.session.exitcodes import usage_error
-from nodegate.session.phase import (gather_options, group_by_node, identity_clash, record_verdict, replay_has,
+from nodegate.cmdline import gather_options
+from nodegate.session.phase import (group_by_node, identity_clash, record_verdict, replay_has,
                                     presenter, run_interruptibly)
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
@@ -84,7 +85,7 @@ def _run_phase(config, label: str) -> None:
         tw.line(f"nodegate: performance tests{' (' + label + ' the burn-in)' if label else ''} on {len(jobs)} "
                 "node(s) (Ctrl-C stops every tool)")
     run_interruptibly(config, f"perf{' ' + label if label else ''}",
-                      lambda: perf_fleet(jobs, gather_options(config), run.bundles, run.bundles_dir, threading.Event(),
+                      lambda: perf_fleet(jobs, gather_options(config.option), run.bundles, run.bundles_dir, threading.Event(),
                                          progress))
     if tw is not None:
         tw.line("")

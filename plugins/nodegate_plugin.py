@@ -14,14 +14,14 @@ import os
 
 import pytest
 
-from nodegate.errors import SpecError, error_label
+from nodegate import cmdline
+from nodegate.errors import SpecError, UsageError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
 from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish, gcsched, markers, outputs, release, scheduling, selection,
-                              shardplan, shards, signals, specfile, start, terminal)
+                              shardplan, shards, signals, start, terminal)
 from nodegate.session import items as ng_items
-from nodegate.session.jobs import build_jobs, is_nodegate_run
-from nodegate.session.start import ReplayAction
+from nodegate.session.jobs import is_nodegate_run, run_jobs
 from nodegate.session.state import (ACTIVE_KEY, CONFIG, ITEM_NODE_KEY, JOBS_KEY, PRESENT_KEY,
                                     REPORT_PATHS_KEY, RESULT_KEY)
 
@@ -54,7 +54,7 @@ def pytest_addoption(parser):
     cli = bool(os.environ.get("NODEGATE_CLI"))
     g.addoption("--target", default="local://" if cli else None,
                 help="single target URL when no inventory (default local://)")
-    g.addoption("--replay", action=ReplayAction, metavar="PATH",
+    g.addoption("--replay", action=cmdline.ReplayAction, metavar="PATH",
                 help="evaluate saved evidence, no network: bundle directories under PATH, or nvidia-bug-report "
                      "logs (FILE.log, FILE.log.gz, or a folder of them); repeat for several")
     g.addoption("--save-bundles", metavar="DIR",
@@ -127,11 +127,11 @@ def pytest_configure(config):
     cliopts.collect_the_suites(config)
     # a check item's PYTEST_CURRENT_TEST names its test function (glibc keeps every value set)
     currenttest.install(config, lambda item: ng_items.verdict_param(item) is not None)
-    config.stash[REPORT_PATHS_KEY] = start.take_over_outputs(config)
+    config.stash[REPORT_PATHS_KEY] = cmdline.report_paths(o)   # nodegate writes the JUnit and HTML
     if hasattr(config, "workerinput"):
         return
     try:
-        config.stash[JOBS_KEY] = specfile.apply(config, build_jobs(config))
+        config.stash[JOBS_KEY] = run_jobs(config)
     except SpecError as e:
         exitcodes.usage_error(config, f"nodegate: {error_label(e)}: {e}")
     if getattr(o, "numprocesses", None):   # -n N: what can pay (before xdist's configure)
@@ -144,8 +144,11 @@ def pytest_configure(config):
     # output location to check (and none created: `nodegate --markers` leaves the working
     # directory as it was)
     if not (config.option.collectonly or o.list_hosts or cliopts.shows_only(config)):
-        outputs.check_live_options(config)   # exit 2 before any node is contacted
-        outputs.check_outputs(config)
+        try:   # exit 2 before any node is contacted
+            cmdline.check_live_options(o)
+            cmdline.check_outputs(o, config.stash[REPORT_PATHS_KEY])
+        except UsageError as e:
+            exitcodes.usage_error(config, f"nodegate: {e}")
     outputs.install(config)
 
 

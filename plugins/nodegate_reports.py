@@ -12,7 +12,7 @@ Hook wiring only; the work is in nodegate.reports (docs/reports.md):
 - terminal: the verdict line, a per-node summary and the paths written.
 
 nodegate writes the JUnit and HTML reports itself (``--junitxml`` and ``--html`` keep their
-meaning: nodegate.session.start.take_over_outputs). Passive unless the run has a FleetRun
+meaning: nodegate.cmdline.report_paths). Passive unless the run has a FleetRun
 (``nodegate.run.RUN_KEY``) or reports carrying ``report.nodegate``.
 """
 

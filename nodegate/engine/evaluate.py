@@ -30,7 +30,7 @@ from .identity import missing_gpu_identity, xids_by_bus, xids_for
 from .remedy import error_remediation
 
 #: JUnit <properties> of every nodegate item, in this order (docs/contributing.md); spec_source:
-#: where the node's spec came from (nodegate.session.specfile)
+#: where the node's spec came from (nodegate.specsource)
 PROP_KEYS = ("node", "check_id", "severity", "gpu_index", "pci_bus_id", "gpu_serial", "gpu_uuid",
              "expected", "observed", "remediation", "spec_source")
 

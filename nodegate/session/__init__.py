@@ -5,9 +5,10 @@ Layering: this package imports pytest, ``nodegate.run`` (gathering), ``nodegate.
 keeps the options and the hook functions, each a few lines calling into here:
 
 - ``state``: stash keys and the session's config (shared by the modules below);
-- ``jobs``: inventory (or ``--target``) -> one ``NodeJob`` per node, every spec validated;
-- ``start``: pytest_sessionstart's work: gather in the background, or load bundles (``replay``:
-  ``--replay``, xdist workers);
+- ``jobs``: the run's NodeJobs and their spec (``nodegate.jobs``, ``nodegate.specsource``: pytest-free)
+  and which pytest runs are nodegate runs;
+- ``start``: pytest_sessionstart's work: gather in the background, or load bundles
+  (``nodegate.replay``: ``--replay``, xdist workers);
 - ``items``: per-node / per-GPU parametrization from the specs alone (no gathered fact),
   ``VerdictParam``, collection order;
 - ``verdicts``: evaluating an item's check in setup and recording what the reports need;
@@ -23,7 +24,7 @@ keeps the options and the hook functions, each a few lines calling into here:
 - ``terminal``: one progress line per node, the "gathered N/M" lines.
 
 Imports go one way (issue 30: no circle among start, selection, shards, gcsched):
-``state`` <- ``shardplan`` <- ``selection`` <- ``preselect`` <- ``start``; ``jobs`` <- ``replay`` <-
+``state`` <- ``shardplan`` <- ``selection`` <- ``preselect`` <- ``start``; ``jobs`` <-
 ``start``; ``shards`` ->
 ``selection``, ``shardplan``; ``gcsched`` -> ``shardplan``. ``start`` gathers the selected nodes
 (``start.gather_pending``, wired by the plugin after ``selection.after_collection``): the

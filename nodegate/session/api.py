@@ -9,7 +9,6 @@ pyproject.toml keeps it so). Each name is documented where it is defined.
 - ``PRESENT_KEY``: an item's presenter of its phase reports (nodegate.session.state);
 - ``SUITES``: the suite modules every node's items come from;
 - ``build_jobs(config)``: the run's node jobs (inventory or ``--target``), every spec validated;
-- ``gather_options(config)``: the transport's options of this run (deadlines, known_hosts, ...);
 - ``preselecting(config)``: whether this process only learns the selection before gathering.
 """
 
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 from .jobs import SUITES, build_jobs
 from .selection import preselecting
-from .start import gather_options
 from .state import COLLECTED_KEY, JOBS_KEY, PRESENT_KEY
 
-__all__ = ["COLLECTED_KEY", "JOBS_KEY", "PRESENT_KEY", "SUITES", "build_jobs", "gather_options", "preselecting"]
+__all__ = ["COLLECTED_KEY", "JOBS_KEY", "PRESENT_KEY", "SUITES", "build_jobs", "preselecting"]

@@ -1,15 +1,16 @@
 """Command-line behaviour of a nodegate run that is not gathering: ``--list-hosts`` and which
-paths a run collects when none is named."""
+paths a run collects when none is named (the option values' own checks and listings:
+nodegate.cmdline)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
+from ..cmdline import installed_suites, render_hosts
 from ..errors import SpecError, error_label
 from .exitcodes import usage_error
 
@@ -49,44 +50,11 @@ def list_hosts(config, only: list[str] | None = None) -> None:
     pytest.exit("nodegate: --list-hosts: no node contacted", returncode=0)
 
 
-def render_hosts(hosts: list[dict]) -> str:
-    """A table, one host a line: name, connection (nodegate's transport; ``paramiko (password;
-    Ansible: ssh)`` for a password login Ansible does with ssh + sshpass), address, port, user,
-    key file, password set, become."""
-    from ..reports.text import one_line
-    cols = ("name", "connection", "address", "port", "user", "key_file", "password_set", "become")
-    heads = ("host", "connection", "address", "port", "user", "key file", "password", "become")
-    rows = [[one_line(_cell(h, c), 200) for c in cols] for h in hosts]
-    w = [max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(len(cols))]
-    lines = ["  ".join(heads[i].ljust(w[i]) for i in range(len(cols))).rstrip()]
-    lines += ["  ".join(r[i].ljust(w[i]) for i in range(len(cols))).rstrip() for r in rows]
-    return f"  hosts ({len(hosts)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
-
-
-def _cell(h: dict, c: str) -> str:
-    v = h.get(c)
-    if c == "connection" and h.get("ansible_connection") == "ssh" and v == "paramiko":
-        # Ansible would run ssh through sshpass: nodegate logs in with its paramiko transport
-        return "paramiko (password; Ansible: ssh)"
-    return "-" if v is None else ("yes" if v is True else "no" if v is False else str(v))
-
-
 def shows_only(config) -> bool:
     """``--help``, ``--version`` or ``--markers``: pytest prints and exits after pytest_configure,
     no session runs, so nothing is gathered or written."""
     o = config.option
     return bool(getattr(o, "help", False) or getattr(o, "version", False) or getattr(o, "markers", False))
-
-
-def installed_suites(args, here) -> list[str]:
-    """The ``nodegate`` command's positional test paths (``args``: what pytest parsed as paths,
-    never an option's value) with ``suites`` and ``suites/...`` naming the installed suites when
-    the working directory ``here`` has no ``suites`` of its own (nodegate/cli.py)."""
-    from .jobs import SUITES
-    args = [str(a) for a in (args or ())]
-    if (Path(here) / "suites").exists():
-        return args
-    return [str(SUITES.parent / a) if a == "suites" or a.startswith(("suites/", "suites::")) else a for a in args]
 
 
 def installed_suites_early(early_config) -> None:
@@ -97,7 +65,8 @@ def installed_suites_early(early_config) -> None:
         return
     ns = early_config.known_args_namespace
     if getattr(ns, "file_or_dir", None):
-        ns.file_or_dir = installed_suites(ns.file_or_dir, early_config.invocation_params.dir)
+        from .jobs import SUITES
+        ns.file_or_dir = installed_suites(ns.file_or_dir, early_config.invocation_params.dir, SUITES)
 
 
 def installed_suites_args(config) -> None:
@@ -108,10 +77,11 @@ def installed_suites_args(config) -> None:
     touched: pytest's own parser tells the two apart."""
     if not os.environ.get("NODEGATE_CLI"):
         return
+    from .jobs import SUITES
     here = config.invocation_params.dir
-    config.args = installed_suites(config.args, here)
+    config.args = installed_suites(config.args, here, SUITES)
     if getattr(config.option, "file_or_dir", None):
-        config.option.file_or_dir = installed_suites(config.option.file_or_dir, here)
+        config.option.file_or_dir = installed_suites(config.option.file_or_dir, here, SUITES)
 
 
 def anchor_conftests(early_config) -> None:
@@ -145,4 +115,4 @@ def collect_the_suites(config) -> None:
             f"collecting the installed suites {SUITES}. Use `nodegate`, or --inventory=PATH"), stacklevel=2)
 
 
-__all__ = ["collect_the_suites", "list_hosts", "render_hosts", "shows_only", "Path"]
+__all__ = ["collect_the_suites", "list_hosts", "render_hosts", "shows_only"]

@@ -1,12 +1,5 @@
-"""Where a run writes, checked before anything is contacted; and the reports written as far as
-the disk allows.
-
-``check_outputs(config)`` (pytest_configure): the reports directory, a live run's bundles
-directory, ``--save-bundles`` and the JUnit and HTML files' directories must be directories
-this process can create files in (tried for real: root ignores permission bits but not a
-read-only mount).
-Otherwise the run stops with exit 2 naming the path and the reason, before any node is
-contacted (the evidence of a run that cannot be kept is worth no SSH session).
+"""The reports written as far as the disk allows (where a run writes is checked before anything
+is contacted: nodegate.cmdline.check_outputs).
 
 ``ReportGuard`` (a pytest plugin): pytest's JUnit writer and pytest-html write their files in
 ``pytest_sessionfinish``; on a full disk (ENOSPC, EDQUOT) or a file system gone read-only one
@@ -23,100 +16,13 @@ least. tests/hostile/test_outputs.py fails the day pytest or pluggy change that 
 from __future__ import annotations
 
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from .exitcodes import usage_error
-from .state import REPORT_PATHS_KEY
 
 _PLUGIN_NAME = "nodegate-report-guard"
-
-
-# ------------------------------------------------------------------ before anything is contacted
-def unusable_dir(path: Path, anchor: Path | None = None) -> str | None:
-    """Why files cannot be created in directory ``path`` (created if absent), or None.
-    ``anchor``: the operator's directory ``path`` lies in (the reports directory of the default
-    ``reports/bundles``): every directory below it is opened without following a link
-    (nodegate.safeio.open_dir), and a link there is the reason."""
-    p = Path(path)
-    if anchor is not None:
-        from ..safeio import LinkRefused, makedirs
-        try:
-            makedirs(p, anchor)
-        except LinkRefused as e:
-            return str(e)
-        except (OSError, ValueError):
-            pass   # said below, in the words of the ordinary checks
-    if p.exists() and not p.is_dir():
-        return f"{p} exists and is not a directory"
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                return f"{parent} is not a directory"
-            break
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        return f"cannot create {p}: {e.strerror or e}"
-    try:
-        fd, name = tempfile.mkstemp(dir=p, prefix=".nodegate-write-test-")
-        os.close(fd)
-        os.unlink(name)
-    except OSError as e:
-        return f"cannot create files in {p}: {e.strerror or e}"
-    return None
-
-
-def _output_dirs(config) -> list[tuple[str, Path]]:
-    o = config.option
-    reports = Path(o.reports_dir)
-    out = [("--reports-dir", reports)]
-    if not getattr(o, "replay", None):
-        out.append(("--bundles-dir", Path(o.bundles_dir) if getattr(o, "bundles_dir", None) else reports / "bundles"))
-    # every node directory below the bundles directory is opened without following a link
-    # (Bundle.write); the default one below --reports-dir likewise (nodegate.safeio)
-    if getattr(o, "save_bundles", None):
-        out.append(("--save-bundles", Path(o.save_bundles)))
-    taken = config.stash.get(REPORT_PATHS_KEY, None) or {}   # nodegate writes them (start.take_over_outputs)
-    for opt, attr, key in (("--junitxml", "xmlpath", "junit"), ("--html", "htmlpath", "html")):
-        f = taken.get(key) or getattr(o, attr, None)
-        if f:
-            p = Path(os.path.expandvars(str(f))).expanduser()
-            if p.is_dir():
-                out.append((opt, p / "is a directory, not a file"))
-            out.append((opt, p.parent))
-    return out
-
-
-def check_outputs(config) -> None:
-    """Exit 2 (``usage_error``) when an output location is unusable (see the module docstring)."""
-    for opt, d in _output_dirs(config):
-        if d.name == "is a directory, not a file":
-            usage_error(config, f"nodegate: {opt} {d.parent}: is a directory, not a file (nothing was contacted)")
-        anchor = Path(config.option.reports_dir) if (
-            opt == "--bundles-dir" and not getattr(config.option, "bundles_dir", None)) else None
-        why = unusable_dir(d, anchor)
-        if why:
-            usage_error(config, f"nodegate: {opt}: {why} (nothing was contacted)")
-
-
-def check_live_options(config) -> None:
-    """Exit 2 before any node is contacted when a live run's option cannot work: a
-    ``--known-hosts FILE`` that does not exist (every host key would be "unknown", with no word
-    of the file), ``--forks`` below 1."""
-    o = config.option
-    if getattr(o, "replay", None):
-        return
-    for f in getattr(o, "known_hosts", None) or []:
-        p = Path(f).expanduser()
-        if not p.is_file():
-            usage_error(config, f"nodegate: --known-hosts {f}: {'not a file' if p.exists() else 'no such file'} "
-                                "(nothing was contacted)")
-    if getattr(o, "forks", 1) < 1:
-        usage_error(config, f"nodegate: --forks {o.forks}: at least 1 (nothing was contacted)")
 
 
 # ------------------------------------------------------------------ the reports, as far as the disk allows

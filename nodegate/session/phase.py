@@ -13,9 +13,7 @@ import pytest
 
 from ..outcomes import Outcome, Result
 from ..reports.records import attach_nodegate
-from ..run import GatherOptions
 from ..textsafe import shown  # node text pytest prints: control characters escaped
-from ..transport import HostKeyPolicy
 from .state import PRESENT_KEY
 
 
@@ -64,17 +62,6 @@ def identity_clash(run, node: str) -> str | None:
         return clash_message(run.identity_groups(node))
     except Exception:  # noqa: BLE001 - untrusted ids: the probe's NG-INV-003 item reports them
         return None
-
-
-def gather_options(config) -> GatherOptions:
-    """Deadlines, pool size, sudo and host-key policy from the command line (defaults when an
-    option is absent: the phase plugins load without the lead's options too)."""
-    o = config.option
-    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
-    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", 10.0),
-                         command_timeout=getattr(o, "command_timeout", 30.0),
-                         forks=max(1, getattr(o, "forks", 32) or 32), sudo=bool(getattr(o, "sudo", False)),
-                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))))
 
 
 def replay_has(config, *patterns: str) -> bool:

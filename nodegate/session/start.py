@@ -13,48 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from ..run import RUN_KEY, FleetRun, GatherOptions
-from ..transport import HostKeyPolicy
+from ..errors import SpecError, UsageError, error_label
+from .. import replay as loader
 from ..inventory import sources_label
-from . import gcsched, granularity, shardplan, signals, specfile
+from ..jobs import SpecCache
+from ..cmdline import gather_options
+from ..run import RUN_KEY, FleetRun
+from ..textsafe import shown
+from . import gcsched, granularity, shardplan, signals
 from .exitcodes import usage_error
-from .jobs import SpecCache
+from .jobs import live_source, spec_file
 from .preselect import COLLECTION_ERRORS, preselect
-from .replay import ReplayAction, replay  # noqa: F401 - ReplayAction: the plugin's --replay
 from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
 from .state import GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
-from .terminal import progress_line, terminal_writer
-
-
-def take_over_outputs(config) -> dict:
-    """pytest_configure of a nodegate run: nodegate writes the JUnit and HTML reports itself, from
-    results.jsonl at the end (pytest's junitxml and pytest-html keep every test's data in memory
-    and outgrow a 4,096-node run: docs/performance.md). ``--junitxml PATH`` and ``--html PATH``
-    keep their meaning (that file is written, by nodegate); without them the defaults are
-    ``<reports-dir>/junit.xml`` and ``<reports-dir>/report.html``. Both options are cleared so
-    pytest's junitxml and pytest-html stay inactive (this runs before their pytest_configure)."""
-    o = config.option
-    reports = Path(o.reports_dir)
-    paths = {"junit": Path(os.path.expandvars(o.xmlpath)).expanduser() if getattr(o, "xmlpath", None)
-             else reports / "junit.xml",
-             "html": Path(os.path.expandvars(o.htmlpath)).expanduser() if getattr(o, "htmlpath", None)
-             else reports / "report.html"}
-    if hasattr(o, "xmlpath"):
-        o.xmlpath = None
-    if hasattr(o, "htmlpath"):
-        o.htmlpath = None
-    return paths
-
-
-def gather_options(config) -> GatherOptions:
-    """Deadlines, pool size, sudo, host-key policy and GPU source from the command line."""
-    o = config.option
-    files = [Path(f) for f in (o.known_hosts or [])] or [Path("~/.ssh/known_hosts").expanduser()]
-    return GatherOptions(connect_timeout=o.connect_timeout, command_timeout=o.command_timeout,
-                         probe_timeout=o.probe_timeout, forks=max(1, o.forks),
-                         sudo=bool(getattr(o, "sudo", False)),  # testinfra's --sudo
-                         hostkeys=HostKeyPolicy(files=files, accept_new=o.accept_new_host_keys),
-                         gpu_source=o.gpu_source)
+from .terminal import limit_warnings, progress_line, terminal_writer
 
 
 def start_session(session) -> None:
@@ -87,6 +59,39 @@ def start_session(session) -> None:
         _prepare_live(session, run, jobs)
     config.stash[RUN_KEY] = run
     gcsched.freeze_long_lived(config)
+
+
+def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
+    """``--replay`` (and an xdist worker: the controller's bundles, ``only`` its nodes): every
+    PATH's bundles loaded into ``run`` (nodegate.fleetrun.replay), ``--spec FILE`` or the
+    inventory's spec (``jobs``) or the bundle's own; a command line that cannot be honoured: exit
+    2 (``usage_error``). Then the terminal says what the operator must know before trusting the
+    verdicts: directories not followed, nodes judged by their own bundle's spec."""
+    o = config.option
+    wi = getattr(config, "workerinput", None)
+    try:
+        forced = spec_file(config)
+    except SpecError as e:
+        usage_error(config, f"nodegate: {error_label(e)}: {e}")
+    try:
+        loaded = loader.replay(
+            run, [Path(r) for r in (getattr(o, "replay_all", None) or [root])], jobs=jobs, only=only, limit=o.limit,
+            forced=forced, inventory_label=f"inventory {sources_label(o.inventory)}" if jobs else None,
+            given=(wi["nodegate_specs"], wi.get("nodegate_spec_source") or {}) if wi and wi.get("nodegate_specs") is not None else None,
+            # the controller saves the converted logs; xdist workers convert them again but write nothing
+            save=Path(o.save_bundles) if getattr(o, "save_bundles", None) and wi is None else None,
+            keep_absent=not getattr(o, "baseline", None), warn=lambda lines: limit_warnings(config, lines))
+    except UsageError as e:
+        usage_error(config, f"nodegate: {e}")
+    tw = terminal_writer(config) if wi is None else None
+    if tw is not None and loaded.links:
+        tw.line("nodegate: --replay: not followed (symbolic links, never read): "
+                + ", ".join(shown(p, newlines=False) for p in loaded.links[:10])
+                + (" ..." if len(loaded.links) > 10 else ""), yellow=True)
+    if tw is not None and loaded.own_spec:
+        tw.line(f"nodegate: {len(loaded.own_spec)} node(s) judged by the spec stored in their own bundle (meta.json): a "
+                "bundle's spec is only as trusted as the bundle; give --spec FILE or --inventory to judge by yours",
+                yellow=True)
 
 
 def _prepare_live(session, run: FleetRun, jobs) -> None:
@@ -188,8 +193,8 @@ def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None
     from ..safeio import makedirs
     # the default reports/bundles: below --reports-dir, never through a link planted there
     makedirs(run.bundles_dir, anchor=None if o.bundles_dir else Path(o.reports_dir))
-    opts = gather_options(config)
-    source = specfile.live_source(config)
+    opts = gather_options(config.option)
+    source = live_source(config)
     specs = SpecCache()
     for j in jobs:
         if j.name not in run.spec:

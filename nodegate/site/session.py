@@ -14,13 +14,13 @@ def make_pool(config, run, jobs) -> SitePool:
     --accept-new-host-keys, --connect-timeout, --command-timeout per command, --sudo) unless
     the run replays bundles (``--replay``; an xdist worker of a live run opens its own
     connections to the nodes it is given, each node's items on one worker)."""
-    from ..session.api import gather_options
+    from ..cmdline import gather_options
     o = config.option
     live = not getattr(o, "replay", None)
     if live and jobs is None:
         from ..session.api import build_jobs   # an xdist worker: the controller built them
         jobs = build_jobs(config)
-    g = gather_options(config)
+    g = gather_options(config.option)
     site_timeout = getattr(o, "site_timeout", None)
     if site_timeout is None:   # the probe's own bound for one node (docs/security.md, Deadlines)
         site_timeout = g.connect_timeout + float(getattr(o, "probe_timeout", 180.0) or 180.0)

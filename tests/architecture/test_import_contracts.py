@@ -134,7 +134,7 @@ BOXES = {"cli": ["nodegate.cli"], "plugins": ["plugins"], "session": ["nodegate.
          "engine": ["nodegate.engine"], "checks": ["nodegate.checks"], "spec": ["nodegate.spec"],
          "parsers": ["nodegate.parsers"], "facts": ["nodegate.facts"], "perfmodel": ["nodegate.perfmodel"],
          "bundle": ["nodegate.bundle"], "perf": ["nodegate.perf", "nodegate.burnin"],
-         "crossnode": ["nodegate.crossnode"]}
+         "crossnode": ["nodegate.crossnode"], "inputs": ["nodegate.cmdline", "nodegate.jobs", "nodegate.replay"]}
 
 
 def _members(graph, box: str) -> set[str]:

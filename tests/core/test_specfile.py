@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodegate.errors import SpecError
-from nodegate.session import specfile
+from nodegate import specsource as specfile
 
 
 @pytest.mark.parametrize("text,want", [

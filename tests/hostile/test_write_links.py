@@ -16,7 +16,7 @@ import pytest
 from nodegate import safeio
 from nodegate.bundle import Bundle, Evidence
 from nodegate.collect_cli import EXIT_WRITE, main as collect_main
-from nodegate.session.outputs import unusable_dir
+from nodegate.cmdline import unusable_dir
 from nodegate.site.recording import CommandRecord, Recorder
 
 from tests.reports.runner import run_pytest, synth_suite

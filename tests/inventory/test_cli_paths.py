@@ -1,5 +1,5 @@
 """The ``nodegate`` command's ``suites`` paths, from a directory without a ``suites/`` of its own
-(nodegate/cli.py, nodegate.session.cliopts.installed_suites): only pytest's positional test
+(nodegate/cli.py, nodegate.cmdline.installed_suites): only pytest's positional test
 paths name the installed suites; an option's value is never rewritten, whatever it starts with.
 
 - ``--deselect suites/...`` and ``--deselect=suites/...`` deselect the same items (a deselect is

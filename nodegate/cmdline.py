@@ -1,0 +1,188 @@
+"""The run's command line, checked and resolved before any node is contacted (pytest-free).
+
+What the operator asked for, from the option values alone (``options``: pytest's parsed
+``config.option``, an ``argparse.Namespace``): the transport's deadlines and host-key policy
+(``gather_options``), where the reports go (``report_paths``), whether the output directories
+can hold them (``check_outputs``) and a live run's options can work (``check_live_options``),
+``--replay``'s repeatable option, ``--list-hosts``' table and the installed suites the
+``nodegate`` command's ``suites/...`` paths name. A request that cannot be honoured raises
+``UsageError`` (exit 2, no report, nothing contacted: nodegate.session.exitcodes says it once).
+The pytest side (nodegate.session.cliopts, nodegate.session.outputs) calls these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import UsageError
+from .gather import GatherOptions
+from .transport import HostKeyPolicy
+
+
+class ReplayAction(argparse.Action):
+    """``--replay PATH`` (repeatable): ``replay`` keeps the first PATH (a string, as before),
+    ``replay_all`` every one in order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is None:
+            setattr(namespace, self.dest, values)
+        setattr(namespace, "replay_all", [*(getattr(namespace, "replay_all", None) or []), values])
+
+
+def gather_options(options) -> GatherOptions:
+    """Deadlines, pool size, sudo (testinfra's ``--sudo``), host-key policy and GPU source from the
+    command line; GatherOptions' defaults for an option absent (the phase plugins load without
+    the lead plugin's options too)."""
+    o, d = options, GatherOptions()
+    files = [Path(f) for f in (getattr(o, "known_hosts", None) or [])] or [Path("~/.ssh/known_hosts").expanduser()]
+    return GatherOptions(connect_timeout=getattr(o, "connect_timeout", d.connect_timeout),
+                         command_timeout=getattr(o, "command_timeout", d.command_timeout),
+                         probe_timeout=getattr(o, "probe_timeout", d.probe_timeout),
+                         forks=max(1, getattr(o, "forks", d.forks) or d.forks), sudo=bool(getattr(o, "sudo", False)),
+                         hostkeys=HostKeyPolicy(files=files, accept_new=bool(getattr(o, "accept_new_host_keys", False))),
+                         gpu_source=getattr(o, "gpu_source", d.gpu_source) or d.gpu_source)
+
+
+def report_paths(options) -> dict:
+    """Where nodegate writes the JUnit and HTML reports itself, from results.jsonl at the end
+    (pytest's junitxml and pytest-html keep every test's data in memory and outgrow a
+    4,096-node run: docs/performance.md): ``{"junit": path, "html": path}``. ``--junitxml PATH``
+    and ``--html PATH`` keep their meaning (that file is written, by nodegate); without them
+    ``<reports-dir>/junit.xml`` and ``<reports-dir>/report.html``. Both options are cleared here
+    so pytest's junitxml and pytest-html stay inactive (called before their pytest_configure)."""
+    o = options
+    reports = Path(o.reports_dir)
+    paths = {"junit": Path(os.path.expandvars(o.xmlpath)).expanduser() if getattr(o, "xmlpath", None)
+             else reports / "junit.xml",
+             "html": Path(os.path.expandvars(o.htmlpath)).expanduser() if getattr(o, "htmlpath", None)
+             else reports / "report.html"}
+    if hasattr(o, "xmlpath"):
+        o.xmlpath = None
+    if hasattr(o, "htmlpath"):
+        o.htmlpath = None
+    return paths
+
+
+# ------------------------------------------------------------------ where the run writes
+def unusable_dir(path: Path, anchor: Path | None = None) -> str | None:
+    """Why files cannot be created in directory ``path`` (created if absent), or None.
+    ``anchor``: the operator's directory ``path`` lies in (the reports directory of the default
+    ``reports/bundles``): every directory below it is opened without following a link
+    (nodegate.safeio.open_dir), and a link there is the reason."""
+    p = Path(path)
+    if anchor is not None:
+        from .safeio import LinkRefused, makedirs
+        try:
+            makedirs(p, anchor)
+        except LinkRefused as e:
+            return str(e)
+        except (OSError, ValueError):
+            pass   # said below, in the words of the ordinary checks
+    if p.exists() and not p.is_dir():
+        return f"{p} exists and is not a directory"
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is not a directory"
+            break
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"cannot create {p}: {e.strerror or e}"
+    try:
+        fd, name = tempfile.mkstemp(dir=p, prefix=".nodegate-write-test-")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        return f"cannot create files in {p}: {e.strerror or e}"
+    return None
+
+
+def output_dirs(options, taken: dict) -> list[tuple[str, Path]]:
+    """(option, directory) of every place the run writes: the reports directory, a live run's
+    bundles directory, ``--save-bundles``, the JUnit and HTML files' directories (``taken``:
+    ``report_paths``); a file option naming a directory: ``(option, <dir>/"is a directory, not a
+    file")``."""
+    o = options
+    reports = Path(o.reports_dir)
+    out = [("--reports-dir", reports)]
+    if not getattr(o, "replay", None):
+        out.append(("--bundles-dir", Path(o.bundles_dir) if getattr(o, "bundles_dir", None) else reports / "bundles"))
+    # every node directory below the bundles directory is opened without following a link
+    # (Bundle.write); the default one below --reports-dir likewise (nodegate.safeio)
+    if getattr(o, "save_bundles", None):
+        out.append(("--save-bundles", Path(o.save_bundles)))
+    for opt, attr, key in (("--junitxml", "xmlpath", "junit"), ("--html", "htmlpath", "html")):
+        f = (taken or {}).get(key) or getattr(o, attr, None)
+        if f:
+            p = Path(os.path.expandvars(str(f))).expanduser()
+            if p.is_dir():
+                out.append((opt, p / "is a directory, not a file"))
+            out.append((opt, p.parent))
+    return out
+
+
+def check_outputs(options, taken: dict) -> None:
+    """UsageError when a place the run writes (``output_dirs``) is not a directory this process
+    can create files in (tried for real: root ignores permission bits but not a read-only
+    mount): the evidence of a run that cannot be kept is worth no SSH session."""
+    for opt, d in output_dirs(options, taken):
+        if d.name == "is a directory, not a file":
+            raise UsageError(f"{opt} {d.parent}: is a directory, not a file (nothing was contacted)")
+        anchor = Path(options.reports_dir) if (
+            opt == "--bundles-dir" and not getattr(options, "bundles_dir", None)) else None
+        why = unusable_dir(d, anchor)
+        if why:
+            raise UsageError(f"{opt}: {why} (nothing was contacted)")
+
+
+def check_live_options(options) -> None:
+    """UsageError when a live run's option cannot work: a ``--known-hosts FILE`` that does not
+    exist (every host key would be "unknown", with no word of the file), ``--forks`` below 1."""
+    o = options
+    if getattr(o, "replay", None):
+        return
+    for f in getattr(o, "known_hosts", None) or []:
+        p = Path(f).expanduser()
+        if not p.is_file():
+            raise UsageError(f"--known-hosts {f}: {'not a file' if p.exists() else 'no such file'} "
+                             "(nothing was contacted)")
+    if getattr(o, "forks", 1) < 1:
+        raise UsageError(f"--forks {o.forks}: at least 1 (nothing was contacted)")
+
+
+# ------------------------------------------------------------------ --list-hosts, the installed suites
+def render_hosts(hosts: list[dict]) -> str:
+    """A table, one host a line: name, connection (nodegate's transport; ``paramiko (password;
+    Ansible: ssh)`` for a password login Ansible does with ssh + sshpass), address, port, user,
+    key file, password set, become."""
+    from .reports.text import one_line
+    cols = ("name", "connection", "address", "port", "user", "key_file", "password_set", "become")
+    heads = ("host", "connection", "address", "port", "user", "key file", "password", "become")
+    rows = [[one_line(_cell(h, c), 200) for c in cols] for h in hosts]
+    w = [max([len(heads[i])] + [len(r[i]) for r in rows]) for i in range(len(cols))]
+    lines = ["  ".join(heads[i].ljust(w[i]) for i in range(len(cols))).rstrip()]
+    lines += ["  ".join(r[i].ljust(w[i]) for i in range(len(cols))).rstrip() for r in rows]
+    return f"  hosts ({len(hosts)}):\n" + "\n".join("    " + ln for ln in lines) + "\n"
+
+
+def _cell(h: dict, c: str) -> str:
+    v = h.get(c)
+    if c == "connection" and h.get("ansible_connection") == "ssh" and v == "paramiko":
+        # Ansible would run ssh through sshpass: nodegate logs in with its paramiko transport
+        return "paramiko (password; Ansible: ssh)"
+    return "-" if v is None else ("yes" if v is True else "no" if v is False else str(v))
+
+
+def installed_suites(args, here, suites: Path) -> list[str]:
+    """The ``nodegate`` command's positional test paths (``args``: what pytest parsed as paths,
+    never an option's value) with ``suites`` and ``suites/...`` naming the installed suites (the
+    ``suites`` directory) when the working directory ``here`` has no ``suites`` of its own
+    (nodegate/cli.py)."""
+    args = [str(a) for a in (args or ())]
+    if (Path(here) / "suites").exists():
+        return args
+    return [str(suites.parent / a) if a == "suites" or a.startswith(("suites/", "suites::")) else a for a in args]
