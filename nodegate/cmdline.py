@@ -186,3 +186,74 @@ def installed_suites(args, here, suites: Path) -> list[str]:
     if (Path(here) / "suites").exists():
         return args
     return [str(suites.parent / a) if a == "suites" or a.startswith(("suites/", "suites::")) else a for a in args]
+
+
+# ------------------------------------------------------------------ what the run must do first, and its selection
+def replay_holds(options, *patterns: str) -> bool:
+    """Whether the first --replay PATH is a directory with a file matching one of ``patterns``
+    (glob, relative to it): a replay of --burn-in or --perf bundles."""
+    d = getattr(options, "replay", None)
+    if not d:
+        return False
+    root = Path(d)
+    return root.is_dir() and any(any(root.glob(p)) for p in patterns)
+
+
+def streaming(options) -> bool:
+    """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
+    after; with pytest-xdist too (the controller keeps each node's ids, a worker loads the nodes
+    it runs: docs/performance.md "xdist"). Not with --burn-in (it
+    loads every node first), --perf or a replay of --perf bundles. --baseline streams: each current node is compared with its baseline
+    node while both are loaded (nodegate.baseline.run.BaselineRun)."""
+    o = options
+    return not (getattr(o, "burn_in", None) or getattr(o, "perf", False)
+                # --crossnode: the phase takes every node's evidence at once (its prerequisites, Stage A)
+                or getattr(o, "crossnode", None)
+                # a replay of --perf bundles: the fleet rule and the perf items of every node are
+                # made from every node's figures at collection (plugins/nodegate_perf.py)
+                or replay_holds(o, "perf*.run.out", "*/perf*.run.out"))
+
+
+def why_gather_first(options) -> str | None:
+    """None when the tests may run while the nodes are gathered, else why every selected node is
+    gathered before the first item: the phases' items (baseline, burn-in, perf, cross-node)
+    follow what the nodes report and xdist's workers load the gathered bundles, so those gather
+    before collection (the selection learned by ``preselect``); ``--gather-first`` gathers after
+    collection (the suite's items need only the specs) and before the first item."""
+    o = options
+    if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
+        return "pytest-xdist (workers load the gathered bundles)"
+    if getattr(o, "baseline", None):
+        return "--baseline (regression items follow the gathered GPUs)"
+    if getattr(o, "burn_in", None):
+        return "--burn-in (runs on the gathered nodes)"
+    if getattr(o, "perf", False):
+        return "--perf (runs on the gathered nodes; the fleet rule needs every node)"
+    if getattr(o, "crossnode", None):
+        return "--crossnode (runs across the gathered nodes; their prerequisites decide the partners)"
+    if getattr(o, "gather_first", False):
+        return "--gather-first"
+    return None
+
+
+def narrows_nodes(options) -> bool:
+    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
+    ``--lf``/``--sw``: pytest's own selection)."""
+    o = options
+    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
+                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
+
+
+def why_nothing(options, n_deselected: int | None) -> str:
+    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child:
+    deselected when an option narrows the run, else nothing was collected)."""
+    o = options
+    sel = " ".join(f"{k} {v!r}" for k, v in (("-k", getattr(o, "keyword", "")), ("-m", getattr(o, "markexpr", ""))) if v)
+    if n_deselected is None and not narrows_nodes(o):
+        n_deselected = 0
+    if n_deselected is None or n_deselected:
+        what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
+        return (f"nodegate: no nodegate check selected: {what} deselected"
+                f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
+    return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
+            "(run `nodegate` with no path for the installed suites); no node was contacted")

@@ -30,8 +30,8 @@ from nodegate.outcomes import Result, asserted
 from nodegate.session.terminal import progress_line
 from nodegate.run import RUN_KEY
 from nodegate.session.exitcodes import usage_error
-from nodegate.cmdline import gather_options
-from nodegate.session.phase import (group_by_node, identity_clash, record_verdict, replay_has,
+from nodegate.cmdline import gather_options, replay_holds
+from nodegate.session.phase import (group_by_node, identity_clash, record_verdict,
                                     presenter, run_interruptibly)
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_burnin.py"
@@ -58,7 +58,7 @@ def pytest_configure(config):
 
 
 def _replay_has_burnin(config) -> bool:
-    return replay_has(config, "burnin.run.out", "*/burnin.run.out")
+    return replay_holds(config.option, "burnin.run.out", "*/burnin.run.out")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -273,7 +273,7 @@ def _run_phase(config) -> None:
                 pass
         except KeyboardInterrupt:
             stop.set()   # the library ends every launched process (process groups, scancel, pid files)
-            while not done.wait(0.5):   # later signals are deferred (nodegate.session.signals)
+            while not done.wait(0.5):   # later signals are deferred (nodegate.interrupt.RunSignals)
                 pass
             raise
 

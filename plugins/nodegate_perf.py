@@ -31,8 +31,8 @@ from nodegate.perf.runner import PerfJob, perf_fleet
 from nodegate.perf.spec import perf_spec
 from nodegate.run import RUN_KEY
 from nodegate.session.exitcodes import usage_error
-from nodegate.cmdline import gather_options
-from nodegate.session.phase import (group_by_node, identity_clash, record_verdict, replay_has,
+from nodegate.cmdline import gather_options, replay_holds
+from nodegate.session.phase import (group_by_node, identity_clash, record_verdict,
                                     presenter, run_interruptibly)
 
 SUITE = Path(__file__).resolve().parent.parent / "suites" / "test_perf.py"
@@ -49,7 +49,7 @@ def pytest_addoption(parser):
 
 
 def _replay_has_perf(config) -> bool:
-    return replay_has(config, "perf*.run.out", "*/perf*.run.out")
+    return replay_holds(config.option, "perf*.run.out", "*/perf*.run.out")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -136,7 +136,7 @@ def pytest_configure(config):
         exitcodes.usage_error(config, f"nodegate: {error_label(e)}: {e}")
     if getattr(o, "numprocesses", None):   # -n N: what can pay (before xdist's configure)
         scheduling.cap_workers(config, lambda: scheduling.fleet_size(config, config.stash[JOBS_KEY]))
-    if o.list_hosts and (o.replay or not selection.narrows_nodes(config)):
+    if o.list_hosts and (o.replay or not cmdline.narrows_nodes(o)):
         # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
         # contacted; else start.start_session lists the nodes the selection keeps
         cliopts.list_hosts(config)   # exits

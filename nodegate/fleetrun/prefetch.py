@@ -85,7 +85,7 @@ def _child(conn, parent_end, load: Callable[[str], object], spec_of: Callable[[s
 
     parent_end.close()   # EOF reaches us when the pytest process's end closes
     # Ctrl-C is the pytest process's to handle; SIGTERM and SIGHUP end this process (nodegate's
-    # handlers, inherited through fork, are the pytest process's: nodegate.session.signals)
+    # handlers, inherited through fork, are the pytest process's: nodegate.interrupt.RunSignals)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)

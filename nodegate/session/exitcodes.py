@@ -15,7 +15,7 @@ return only:
       ``--baseline`` unusable: no report, no archive, no evidence written
 3     regressions only (nodegate.baseline.exitcodes)
 4     internal error (a nodegate or pytest crash, the background gathering stopped)
-130   Ctrl-C; 129 SIGHUP, 143 SIGTERM (nodegate.session.signals): reports of what was judged
+130   Ctrl-C; 129 SIGHUP, 143 SIGTERM (nodegate.interrupt): reports of what was judged
 ====  ==========================================================================================
 """
 
@@ -30,7 +30,7 @@ from ..textsafe import shown
 from .state import ACTIVE_KEY, NO_RUN_KEY
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_REGRESSIONS_ONLY, EXIT_INTERNAL = 0, 1, 2, 3, 4
-#: 128 + SIGINT, the shell's convention (SIGTERM and SIGHUP: nodegate.session.signals)
+#: 128 + SIGINT, the shell's convention (SIGTERM and SIGHUP: nodegate.interrupt)
 EXIT_CTRL_C = 130
 
 #: set by the baseline plugin when it made the status 3 (regressions only), so that 3 is not

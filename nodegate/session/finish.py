@@ -19,7 +19,7 @@ from .state import ACTIVE_KEY, GATHER_FAILED_KEY
 
 def finish_session(session, exitstatus) -> None:
     config = session.config
-    signals.finishing(config)
+    signals.of(config).finishing()
     run = config.stash.get(RUN_KEY, None)
     if run is None or not config.stash.get(ACTIVE_KEY, False):
         return

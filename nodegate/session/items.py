@@ -10,6 +10,8 @@ item evaluates every GPU of the node and carries one record per GPU: nodegate.en
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .. import checks as ng_checks
@@ -154,6 +156,28 @@ def item_node(item) -> str | None:
             return p.node
         if isinstance(p, tuple) and len(p) > 1 and isinstance(p[1], str):
             return p[1]
+    return None
+
+
+_TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
+
+
+def node_of_test_id(nodeid: str, nodes) -> str | None:
+    """The inventory node a test id belongs to (``...[<node>]``, ``...[<node>-gpu<i>]`` or a site
+    test's ``...[<node>-<params>]``, possibly with xdist's ``@group`` suffix), or None: the
+    longest prefix of the id's parameter, cut at a ``-``, that is one of ``nodes`` (a set: one
+    lookup per ``-``, not one scan of the fleet per id), so ``a-1`` wins over ``a``. For the
+    processes that did not collect the item (xdist's controller and scheduler)."""
+    m = _TEST_ID.search(nodeid)
+    if not m:
+        return None
+    pid = m.group("id")
+    if pid in nodes:
+        return pid
+    k = len(pid)
+    while (k := pid.rfind("-", 0, k)) > 0:
+        if pid[:k] in nodes:
+            return pid[:k]
     return None
 
 

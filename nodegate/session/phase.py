@@ -1,12 +1,11 @@
 """The pytest side both second-exec phase plugins share (plugins/nodegate_burnin.py,
-plugins/nodegate_perf.py): connection options, the --replay test, recording a verdict item,
+plugins/nodegate_perf.py): recording a verdict item,
 grouping items by node and the first item's pytest-html extra.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -31,7 +30,7 @@ def run_interruptibly(config, name: str, fn: Callable[[], None]) -> None:
     interrupt ends the PHASE, not the session (issue 37.4).
 
     run_fleet stops every node's exec on KeyboardInterrupt (Ctrl-C; SIGTERM/SIGHUP raise
-    nodegate.session.signals.Terminated, a KeyboardInterrupt) and records what came back (the
+    nodegate.interrupt.Terminated, a KeyboardInterrupt) and records what came back (the
     nodes' ``<phase>.run`` status ``interrupted``), then re-raises. Raised out of
     pytest_sessionstart, it would end the session before collection: no results.jsonl, JUnit,
     HTML or verdict line although every node's probe evidence was gathered. Caught here, the
@@ -62,16 +61,6 @@ def identity_clash(run, node: str) -> str | None:
         return clash_message(run.identity_groups(node))
     except Exception:  # noqa: BLE001 - untrusted ids: the probe's NG-INV-003 item reports them
         return None
-
-
-def replay_has(config, *patterns: str) -> bool:
-    """Whether the first --replay PATH (nodegate.session.start.ReplayAction) is a directory with
-    a file matching one of ``patterns`` (glob, relative to it)."""
-    d = config.getoption("replay", None)
-    if not d:
-        return False
-    root = Path(d)
-    return root.is_dir() and any(any(root.glob(p)) for p in patterns)
 
 
 def record_verdict(request, info_key, info: dict[str, Any], props: tuple[str, ...], check_id: str,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -11,30 +10,11 @@ import pytest
 
 from ..ansible_core import plain   # a spec as execnet can send it: ansible-core's tagged values as built-ins
 from ..run import RUN_KEY
+from .items import node_of_test_id  # noqa: F401  (re-exported: the plugin module, bench)
 from .state import ACTIVE_KEY
 
 #: set by ``cap_workers``: what the terminal says at session start
 CAPPED_KEY = pytest.StashKey[str]()
-
-_TEST_ID = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
-
-
-def node_of_test_id(nodeid: str, nodes: list[str]) -> str | None:
-    """The inventory node a test id belongs to (``...[<node>]``, ``...[<node>-gpu<i>]`` or a site
-    test's ``...[<node>-<params>]``, possibly with xdist's ``@group`` suffix), or None. ``nodes``
-    longest first, so ``a-1`` wins over ``a``."""
-    m = _TEST_ID.search(nodeid)
-    if not m:
-        return None
-    pid = m.group("id")
-    for n in nodes:
-        if pid == n or (pid.startswith(n + "-gpu") and pid[len(n) + 4:].isdigit()):
-            return n
-    for n in nodes:   # a site test's own parameters after the node: [<node>-<params>] (nodegate.site.items)
-        if pid.startswith(n + "-"):
-            return n
-    return None
-
 
 def make_scheduler(config, log):
     """``--dist loadgroup``: one work unit per inventory node, taken from the test id, so all of a
@@ -48,7 +28,7 @@ def make_scheduler(config, log):
         return None
     from xdist.scheduler import LoadGroupScheduling
 
-    nodes = sorted(run.all_nodes, key=len, reverse=True)
+    nodes = frozenset(run.all_nodes)
 
     class NodeGroupScheduling(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:

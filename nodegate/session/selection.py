@@ -19,15 +19,14 @@ a selected item, or with selected items that did not run (-x, --maxfail, an inte
 from __future__ import annotations
 
 import sys
-
-import re
 from collections import Counter
 
 import pytest
 
+from ..cmdline import why_nothing
 from ..run import RUN_KEY
 from .exitcodes import usage_error
-from .items import item_node
+from .items import item_node, node_of_test_id
 from .shardplan import active as sharded
 from .shardplan import collection_errors
 from .state import (ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
@@ -64,29 +63,6 @@ def selected_counts(config, items) -> Counter:
         if n is not None:
             c[n] += 1
     return c
-
-
-def narrows_nodes(config) -> bool:
-    """An option that may deselect every item of some nodes (``-k``, ``-m``, ``--deselect``,
-    ``--lf``/``--sw``: pytest's own selection)."""
-    o = config.option
-    return bool(getattr(o, "keyword", "") or getattr(o, "markexpr", "") or getattr(o, "deselect", None)
-                or getattr(o, "lf", False) or getattr(o, "stepwise", False))
-
-
-def why_nothing(config, n_deselected: int | None) -> str:
-    """The exit-2 message; ``n_deselected`` None: not counted (learned in preselect's child:
-    deselected when an option narrows the run, else nothing was collected)."""
-    o = config.option
-    sel = " ".join(f"{k} {v!r}" for k, v in (("-k", o.keyword), ("-m", o.markexpr)) if v)
-    if n_deselected is None and not narrows_nodes(config):
-        n_deselected = 0
-    if n_deselected is None or n_deselected:
-        what = "every collected item was" if n_deselected is None else f"{n_deselected} collected item(s) were all"
-        return (f"nodegate: no nodegate check selected: {what} deselected"
-                f"{' by ' + sel if sel else ' (-k/-m/--lf/--deselect)'}; no node was contacted")
-    return ("nodegate: no nodegate check collected: the paths given hold no nodegate suite "
-            "(run `nodegate` with no path for the installed suites); no node was contacted")
 
 
 def exit_nothing(config, why: str) -> None:
@@ -127,7 +103,7 @@ def after_collection(session) -> None:
         config.stash[ANY_SELECTED_KEY] = True   # shards.runtestloop: exit 2 when no shard had one
     elif not sharded(config):
         run.abort()
-        exit_nothing(config, why_nothing(config, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
+        exit_nothing(config, why_nothing(config.option, len(config.stash.get(ITEM_NODE_KEY, {})) or _deselected(config)))
 
 
 def pending_jobs(session) -> list | None:
@@ -166,7 +142,7 @@ def record(report) -> None:
         return
     node = config.stash.get(ITEM_NODE_KEY, {}).get(report.nodeid)
     if node is None and not hasattr(config, "workerinput"):
-        node = _node_from_id(report.nodeid, run, config)   # xdist's controller collected nothing itself
+        node = node_of_test_id(report.nodeid, _known_nodes(run, config))   # xdist's controller collected nothing
         if node is not None:
             _keep_gpu_ids(run, node, getattr(report, "nodegate", None))
         if run.selected is None:
@@ -189,8 +165,6 @@ def _keep_gpu_ids(run, node: str, info) -> None:
 #: the run's node names as a set, made again only when the list they come from changes
 #: (``run.targets or run.all_nodes``): one set a run, not one per report
 _KNOWN_KEY = pytest.StashKey[tuple]()
-_PARAM = re.compile(r"\[(?P<id>[^\[\]]*)\](?:@[^\[\]]*)?$")
-_GPU_ID = re.compile(r"^(?P<node>.+?)-gpu\d+(?:-.*)?$")
 
 
 def _known_nodes(run, config) -> frozenset:
@@ -203,17 +177,3 @@ def _known_nodes(run, config) -> frozenset:
     known = frozenset(src)
     config.stash[_KNOWN_KEY] = (src, len(src), known)
     return known
-
-
-def _node_from_id(nodeid: str, run, config) -> str | None:
-    """The node of a test id (``[<node>]``, ``[<node>-gpu<i>]``, ``[<node>-gpu<i>-<test>]``) by
-    lookup among the run's nodes."""
-    m = _PARAM.search(nodeid)
-    if not m:
-        return None
-    pid = m.group("id")
-    known = _known_nodes(run, config)
-    if pid in known:
-        return pid
-    g = _GPU_ID.match(pid)
-    return g.group("node") if g and g.group("node") in known else None

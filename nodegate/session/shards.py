@@ -22,7 +22,8 @@ from __future__ import annotations
 import gc
 
 from ..run import RUN_KEY
-from .selection import ANY_SELECTED_KEY, exit_nothing, why_nothing
+from ..cmdline import why_nothing
+from .selection import ANY_SELECTED_KEY, exit_nothing
 from .shardplan import DEFAULT_SHARD_NODES, FAILED_BEFORE_KEY, SHARDS_KEY, active, plan, start  # noqa: F401
 from .state import ITEM_NODE_KEY
 
@@ -79,7 +80,7 @@ def runtestloop(session) -> bool | None:
         run.shard = None
     if not config.stash.get(ANY_SELECTED_KEY, False):
         # no shard selected a nodegate check (a live run learned it before gathering: preselect)
-        exit_nothing(config, why_nothing(config, None))
+        exit_nothing(config, why_nothing(config.option, None))
     return True
 
 

@@ -7,24 +7,23 @@ and xdist workers load bundles from disk instead.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from ..errors import SpecError, UsageError, error_label
 from .. import replay as loader
+from ..cmdline import gather_options, narrows_nodes, streaming, why_gather_first, why_nothing
+from ..errors import SpecError, UsageError, error_label
 from ..inventory import sources_label
 from ..jobs import SpecCache
-from ..cmdline import gather_options
 from ..run import RUN_KEY, FleetRun
 from ..textsafe import shown
 from . import gcsched, granularity, shardplan, signals
 from .exitcodes import usage_error
 from .jobs import live_source, spec_file
 from .preselect import COLLECTION_ERRORS, preselect
-from .selection import exit_nothing, narrows_nodes, pending_jobs, why_nothing
+from .selection import exit_nothing, pending_jobs
 from .state import GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
 from .terminal import limit_warnings, progress_line, terminal_writer
 
@@ -35,7 +34,7 @@ def start_session(session) -> None:
     o = config.option
     reports = Path(o.reports_dir)
     run = FleetRun(reports_dir=reports, inventory_path=sources_label(o.inventory) or None)
-    run.streaming = streaming(config)
+    run.streaming = streaming(o)
     wi = getattr(config, "workerinput", None)
     if wi is not None:
         run.mode = "replay"
@@ -112,7 +111,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
         _list_selected_hosts(session)   # exits: contacts nobody
     if o.collectonly:
         return   # --collect-only contacts nobody: the items need only the specs (items.parametrize)
-    why_not = why_gather_first(config)
+    why_not = why_gather_first(config.option)
     gran = granularity.of(config)
     # per-GPU items of a node without gpu.count follow what it reports: such a run gathers
     # every node first (documented in README "Large fleets"; gpu.count in the spec avoids it)
@@ -124,7 +123,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     # a sharded run collects one shard at a time: the selection of every shard is known before
     # gathering only from preselect's collection (it collects the shards in turn); without -k/-m/
     # --deselect/--lf every node is selected and gathering starts after the first shard's collection
-    sharded_narrowed = shardplan.active(config) and narrows_nodes(config)
+    sharded_narrowed = shardplan.active(config) and narrows_nodes(config.option)
     if why_not in (None, "--gather-first") and not sharded_narrowed:
         # the items need only the specs: collected first, then the selected nodes are gathered
         # (--gather-first: all of them before the first item runs)
@@ -149,7 +148,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     elif not nodes:
         if not (getattr(o, "baseline", None) or getattr(o, "burn_in", None) or getattr(o, "perf", False)
                 or getattr(o, "crossnode", None)):
-            exit_nothing(config, why_nothing(config, None))
+            exit_nothing(config, why_nothing(config.option, None))
         nodes = run.targets   # baseline/burn-in/perf/crossnode items are collected from gathered nodes only
     chosen = set(nodes)
     start_gathering(config, run, [j for j in jobs if j.name in chosen])
@@ -174,7 +173,7 @@ def _list_selected_hosts(session) -> None:
         usage_error(config, "nodegate: --list-hosts: the collection has errors (run without --list-hosts to see "
                             "them); no node was contacted")
     if counts is not None and not counts:
-        exit_nothing(config, why_nothing(config, None))
+        exit_nothing(config, why_nothing(config.option, None))
     if counts is None:
         sys.stderr.write("nodegate: warning: the selection could not be learned: every host is listed\n")
     # stdout holds the listing alone (--list-hosts=json | jq): pytest's terminal reporter would
@@ -206,7 +205,7 @@ def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None
         return
     run.start_gather(jobs, opts)
     tw = terminal_writer(config)
-    why_not = why or why_gather_first(config)
+    why_not = why or why_gather_first(config.option)
     if why_not is None:
         # tests run while the nodes are gathered: per-GPU items come from gpu.count, items are
         # ordered node by node, and each node's first item waits for that node only
@@ -242,41 +241,3 @@ def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None
         progress(final=True)
         if line.tty:
             tw.line("")
-
-
-def streaming(config) -> bool:
-    """Bounded memory (FleetRun.streaming): nodes loaded when their items run and released
-    after; with pytest-xdist too (the controller keeps each node's ids, a worker loads the nodes
-    it runs: docs/performance.md "xdist"). Not with --burn-in (it
-    loads every node first), --perf or a replay of --perf bundles. --baseline streams: each current node is compared with its baseline
-    node while both are loaded (nodegate.baseline.run.BaselineRun)."""
-    from .phase import replay_has
-    o = config.option
-    return not (getattr(o, "burn_in", None) or getattr(o, "perf", False)
-                # --crossnode: the phase takes every node's evidence at once (its prerequisites, Stage A)
-                or getattr(o, "crossnode", None)
-                # a replay of --perf bundles: the fleet rule and the perf items of every node are
-                # made from every node's figures at collection (plugins/nodegate_perf.py)
-                or replay_has(config, "perf*.run.out", "*/perf*.run.out"))
-
-
-def why_gather_first(config) -> str | None:
-    """None when the tests may run while the nodes are gathered, else why every selected node is
-    gathered before the first item: the phases' items (baseline, burn-in, perf, cross-node)
-    follow what the nodes report and xdist's workers load the gathered bundles, so those gather
-    before collection (the selection learned by ``preselect``); ``--gather-first`` gathers after
-    collection (the suite's items need only the specs) and before the first item."""
-    o = config.option
-    if getattr(o, "numprocesses", None) or getattr(o, "dist", "no") not in ("no", None):
-        return "pytest-xdist (workers load the gathered bundles)"
-    if getattr(o, "baseline", None):
-        return "--baseline (regression items follow the gathered GPUs)"
-    if getattr(o, "burn_in", None):
-        return "--burn-in (runs on the gathered nodes)"
-    if getattr(o, "perf", False):
-        return "--perf (runs on the gathered nodes; the fleet rule needs every node)"
-    if getattr(o, "crossnode", None):
-        return "--crossnode (runs across the gathered nodes; their prerequisites decide the partners)"
-    if o.gather_first:
-        return "--gather-first"
-    return None

@@ -39,8 +39,10 @@ def test_pytest_status_to_readme_table(status, stash, want):
 
 
 def test_signals_keep_their_status():
-    c = _Config({X.STOP_KEY: "signal", signals._STATE_KEY: {"signum": signal.SIGTERM, "finishing": True,
-                                                           "previous": {}}})
+    rs = signals.RunSignals()
+    rs.signum = signal.SIGTERM
+    rs.finishing()
+    c = _Config({X.STOP_KEY: "signal", signals._KEY: rs})
     assert X.nodegate_status(c, int(pytest.ExitCode.INTERRUPTED)) == 143
 
 
