@@ -172,8 +172,8 @@ class Gathering:
         ``tick()`` is called every ``every`` seconds while waiting (progress display)."""
         ev = self._events.get(node)
         if node not in self.bundles and node in self._paths and (ev is None or ev.is_set()):
-            b = self._load(node, self._paths[node])   # --replay (lazy) or released
-            self.add(b, self._prefetched(node, b))
+            # --replay (lazy) or released: the prefetching child's bundle and facts, else read here
+            self.add(*(self._prefetched(node) or (self._load(node, self._paths[node]),)))
             self._released.discard(node)
             return self.bundles.get(node)
         if ev is not None and node not in self.bundles:
@@ -201,19 +201,21 @@ class Gathering:
         if p is not None:
             p.stop()
 
-    def _prefetched(self, node: str, b: Bundle) -> NodeFacts | None:
-        """NodeFacts of ``b`` with the facts the prefetching process parsed from the same bundle,
-        or None (parsed here on first use). A released node read again is parsed here."""
+    def _prefetched(self, node: str) -> tuple[Bundle, NodeFacts] | None:
+        """``node``'s Bundle and its NodeFacts as the prefetching process read and parsed them
+        (with the checks' results), or None (read and parsed here). A released node read again
+        is read here."""
         p = getattr(self, "_prefetch", None)
-        if p is None or b.gather_error or node in self._released:
+        if p is None or node in self._released:
             return None
         got = p.take(node)
-        if not got:
+        b = got.get("bundle") if got else None
+        if not isinstance(b, Bundle) or b.node != node or b.gather_error:
             return None
         f = NodeFacts(b)
         f.__dict__.update(got["facts"])
         f.checked = got.get("checked") or None   # engine.evaluate_item takes each result once
-        return f
+        return b, f
 
     def _add_from_disk(self, node: str, path: Path, parsed: bytes | None) -> None:
         import pickle

@@ -6,11 +6,12 @@ pytest's items, the records and the reports are the rest of a replay and run in 
 process. ``Prefetch`` keeps one forked child that loads the node the run will judge next
 (``order``: the run's node order, which the items follow), parses every fact of it
 (``NodeFacts.parsed_cache``) and evaluates every check on it (``engine.check_results``) while
-the items of the node before it run; the pytest process then reads the bundle itself
-(``FleetRun.wait``: what is judged is the evidence on disk), takes the parsed facts over instead
-of parsing them again, as a live run takes the GPU facts its gathering process parsed
-(``fleetrun.background._add_from_disk``), and ``engine.evaluate_item`` takes each check's result
-once. Facts and rules are pure functions of the bundle's bytes and the spec, so the verdicts are
+the items of the node before it run; the pytest process then takes the bundle the child read
+(``Bundle.load``, the same untrusted-input rules: one ``_load`` for both) and its parsed facts
+over instead of reading and parsing them again (``FleetRun.wait``), as a live run takes the GPU
+facts its gathering process parsed (``fleetrun.background._add_from_disk``), and
+``engine.evaluate_item`` takes each check's result once. A node whose bundle could not be read,
+or was not gathered, is read here. Facts and rules are pure functions of the bundle's bytes and the spec, so the verdicts are
 the same (tests/engine/test_prefetch.py compares every report of the sample fleet with and
 without it).
 
@@ -56,8 +57,10 @@ def enabled() -> bool:
 
 
 def _parsed(b, spec) -> bytes | None:
-    """The pickled ``{"facts": NodeFacts.parsed_cache(), "checked": engine.check_results()}``
-    of bundle ``b`` (the check results only when they pickle), or None."""
+    """The pickled ``{"bundle": b, "facts": NodeFacts.parsed_cache(), "checked":
+    engine.check_results()}`` of bundle ``b`` (the check results only when they pickle), or None.
+    The bundle itself too: the pytest process takes it instead of reading the node's ~50 files
+    again (a bundle pickles in ~0.1 ms, one read is ~1.5 ms: docs/performance.md)."""
     from ..collect import NodeFacts
     from ..engine.evaluate import check_results
     if getattr(b, "gather_error", None):
@@ -73,9 +76,9 @@ def _parsed(b, spec) -> bytes | None:
         except Exception:  # noqa: BLE001 - the facts alone then
             checked = {}
     try:
-        return pickle.dumps({"facts": cache, "checked": checked}, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - a result that does not pickle: the facts alone
-        return pickle.dumps({"facts": cache, "checked": {}}, protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps({"bundle": b, "facts": cache, "checked": checked}, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - a result that does not pickle: the bundle and facts alone
+        return pickle.dumps({"bundle": b, "facts": cache, "checked": {}}, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _child(conn, parent_end, load: Callable[[str], object], spec_of: Callable[[str], object]) -> None:
