@@ -7,7 +7,7 @@ source's own ``nodegate:`` fragment is read again with ansible-core's DataLoader
 the inventory's group variables, as ansible-core's host_group_vars plugin finds them beside each
 inventory source) and validated on its own: the first (highest precedence) whose error is the
 merged spec's names the file and the key (docs/inventory.md). Called by
-nodegate.session.jobs.build_jobs only when the merged spec is invalid.
+nodegate.jobs.build_jobs only when the merged spec is invalid.
 """
 
 from __future__ import annotations

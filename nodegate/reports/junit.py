@@ -240,7 +240,7 @@ def node_fragment(info: NodeInfo, recs: list[Record]) -> Fragment:
     # a node not evaluated says why (deselected, not run: nodegate.session.selection)
     names = NODE_PROPS + (("not_evaluated",) if info.status == NOT_EVALUATED else ())
     # issue 37.5: the spec keys that turned this node's checks off, with the file that set each
-    # (the SKIP messages' "[spec <key> set in <file>]", nodegate.session.verdicts.spec_off_note)
+    # (the SKIP messages' "[spec <key> set in <file>]", nodegate.engine.evaluate.spec_off_note)
     spec_off = info.spec_off or spec_off_of(recs)
     if spec_off:
         names += ("spec_set_in",)

@@ -440,7 +440,7 @@ def _s(v) -> str | None:
     return one_line(v, 300) or None
 
 
-#: "[spec <key> set in <file>]" at the end of a SKIP message (nodegate.session.verdicts.spec_off_note)
+#: "[spec <key> set in <file>]" at the end of a SKIP message (nodegate.engine.evaluate.spec_off_note)
 SPEC_OFF_NOTE = re.compile(r"\[(spec [^\]]{1,400} set in [^\]]{1,400})\]$")
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from ..dotted import spec_get  # noqa: F401  (state.spec_get: its callers)
 
-#: NodeJobs built at configure time (nodegate.session.jobs.build_jobs); the burn-in plugin reads them
+#: NodeJobs built at configure time (nodegate.session.jobs.run_jobs); the burn-in plugin reads them
 JOBS_KEY = pytest.StashKey[list]()
 #: whether this pytest run is a nodegate run (suites/ targeted, or --inventory/--target/--replay)
 ACTIVE_KEY = pytest.StashKey[bool]()

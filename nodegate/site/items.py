@@ -94,7 +94,7 @@ def parametrize(metafunc) -> None:
 
 def _preselect_nodes(config) -> list[str]:
     """The run's nodes while nodegate learns the selection in a forked collection
-    (nodegate.session.selection.preselect, before this plugin's sessionstart made its state):
+    (nodegate.session.preselect, before this plugin's sessionstart made its state):
     site items count there like suite items; [] otherwise."""
     from ..run import RUN_KEY
     from ..session.api import preselecting
