@@ -68,9 +68,22 @@ def pytest_args(argv: list[str], cwd: Path | None = None) -> list[str]:
     cwd = Path.cwd() if cwd is None else cwd
     # --confcutdir: no conftest.py above or beside the package is loaded (pytest loads the
     # working directory's when no test path is named)
-    args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root),
-            "-o", f"cache_dir={cache_dir(argv, cwd)}", "-p", PLUGINS]
+    args = ["-c", str(ini), "--rootdir", str(root), "--confcutdir", str(root), "-p", PLUGINS]
+    if not no_cache(argv):   # with the cache plugin off, pytest warns "Unknown config option: cache_dir"
+        args[6:6] = ["-o", f"cache_dir={cache_dir(argv, cwd)}"]
     return args + rewrite(list(argv))
+
+
+def no_cache(argv: list[str]) -> bool:
+    """``-p no:cacheprovider`` (also ``-pno:cacheprovider``, ``-p=no:cacheprovider``) before ``--``:
+    pytest's cache plugin is off, so it declares no ``cache_dir`` ini option to set."""
+    for i, a in enumerate(argv):
+        if a == "--":
+            break
+        v = argv[i + 1] if a == "-p" and i + 1 < len(argv) else a[2:].removeprefix("=") if a.startswith("-p") else None
+        if v == "no:cacheprovider":
+            return True
+    return False
 
 
 def cache_dir(argv: list[str], cwd: Path) -> Path:

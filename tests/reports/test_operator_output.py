@@ -96,6 +96,20 @@ def test_pytest_cache_lives_in_the_reports_dir(tmp_path):
     assert cache_dir(["--", "--reports-dir", "no"], tmp_path) == tmp_path / "reports" / ".pytest_cache"
 
 
+def test_cache_provider_off_sets_no_cache_dir(tmp_path):
+    """`nodegate -p no:cacheprovider` printed pytest's "Unknown config option: cache_dir": with
+    the cache plugin off, no cache_dir is set (pytest declares the option in that plugin)."""
+    from nodegate.cli import no_cache, pytest_args
+    for argv in (["-p", "no:cacheprovider"], ["-pno:cacheprovider"], ["-p=no:cacheprovider", "-q"]):
+        assert no_cache(argv)
+        assert not any(a.startswith("cache_dir=") for a in pytest_args(argv, tmp_path)), argv
+    assert not no_cache(["-q", "--", "-p", "no:cacheprovider"])
+    assert any(a.startswith("cache_dir=") for a in pytest_args(["-q"], tmp_path))
+    p = _nodegate(tmp_path, "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "cache_dir" not in p.stdout + p.stderr
+
+
 def test_reports_dir_inside_a_directory_inventory_is_refused(tmp_path):
     inv = tmp_path / "site"
     inv.mkdir()
