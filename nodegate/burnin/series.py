@@ -231,6 +231,8 @@ def burnin_data(bundle: Bundle) -> BurninData:
         run = json.loads(bundle.get("burnin.run").text)
     except (ValueError, RecursionError) as e:
         raise EvidenceError("burnin.run", f"unreadable: {e}") from None
+    if not isinstance(run, dict):
+        raise EvidenceError("burnin.run", f"unreadable: a JSON {type(run).__name__}, not an object")
     if run.get("status") not in ("ok", "interrupted", "timeout", "incomplete"):
         raise EvidenceError("burnin.run", f"burn-in did not run: {run.get('error') or run.get('status')}")
     tools = bundle.get("burnin.tools")

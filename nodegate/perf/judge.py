@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ..bundle import Bundle
+from ..errors import EvidenceError
 from ..outcomes import Outcome
 from .extract import extract
 from ..perfmodel.floors import sku_for, sku_name
@@ -59,14 +60,19 @@ def node_context(facts) -> NodeContext:
 
 
 def run_record(b: Bundle, label: str = "") -> dict | None:
+    """The phase's run record (``perf.run`` / ``perf.<label>.run``: the controller's JSON of the
+    exec: status, tests, events), None when the bundle has none. Present but unusable (not JSON,
+    nested past the decoder's depth, not an object, an item in error): ``{"status":
+    "unreadable", "error": why}``, so its tools' figures ERROR naming it instead of the run
+    being taken for one without --perf."""
     key = f"perf.{label}.run" if label else "perf.run"
     if not b.has(key):
         return None
     try:
         v = json.loads(b.text(key))
-        return v if isinstance(v, dict) else None
-    except ValueError:
-        return None
+    except (ValueError, RecursionError, EvidenceError) as e:   # RecursionError: deep nesting (json's decoder)
+        return {"status": "unreadable", "error": f"{key} unreadable: {type(e).__name__}: {str(e)[:200]}"}
+    return v if isinstance(v, dict) else {"status": "unreadable", "error": f"{key} is not a JSON object"}
 
 
 def node_input(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> NodeInput:
@@ -82,6 +88,9 @@ def node_input(b: Bundle, ctx: NodeContext, spec: PerfSpec, label: str = "") -> 
         ni.problems["perf"] = "no performance evidence in the bundle (perf.run missing: run with --perf)"
         return ni
     status = rec.get("status")
+    if status == "unreadable":   # run_record: the phase's own record is unusable: nothing is judged on it
+        ni.problems["perf"] = str(rec.get("error"))
+        return ni
     found = set()
     for key in sorted(b.items):
         m = _TOOL_KEY.match(key)

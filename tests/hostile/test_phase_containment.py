@@ -111,3 +111,29 @@ def test_an_exception_judging_the_fleet_is_isolated_to_the_node_that_raises_it(m
     assert "good" in got and "bad" not in got
     assert errors == {"bad": "internal error judging this node's performance evidence: OverflowError: "
                              "int too large to convert to float"}
+
+
+@pytest.mark.parametrize("text,why", [
+    ("[" * 200_000, "RecursionError"),        # nested past json's decoder depth: was an uncaught RecursionError
+    ("not json", "JSONDecodeError"),
+    ("[1, 2]", "is not a JSON object"),
+])
+def test_an_unusable_perf_run_record_errors_its_node_naming_it(text, why):
+    """perf.run, the phase's own record, present but unusable: the node's performance ERRORs naming
+    the record (never "perf.run missing", never an exception out of the judge)."""
+    from nodegate.perf import judge as J
+    b = Bundle("n1", {"perf.run": _k("perf.run", text), "perf.nccl.out": _k("perf.nccl.out", nccl_body())},
+               {"node": "n1", "status": "ok"})
+    rec = J.run_record(b)
+    assert rec["status"] == "unreadable" and why in rec["error"], rec
+    ni = J.node_input(b, J.node_context(None), J.PerfSpec(), "")
+    assert "perf.run" in ni.problems["perf"] and why in ni.problems["perf"], ni.problems
+    assert not ni.reports   # nothing judged on a run whose record is unreadable
+
+
+def test_a_burnin_run_record_that_is_not_an_object_is_evidence_error():
+    from nodegate.burnin.series import burnin_data
+    from nodegate.errors import EvidenceError
+    b = Bundle("n1", {"burnin.run": _k("burnin.run", "[1, 2]")}, {"node": "n1", "status": "ok"})
+    with pytest.raises(EvidenceError, match="not an object"):
+        burnin_data(b)
