@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 
-from ..transport import HostKeyPolicy, SecureParamikoBackend, Target, TransportError
+from ..transport import HostKeyPolicy, Target, TransportError
 from .shell import ChannelStreams, CommandOutput, PipeStreams, ShellError, SiteShell
 
 
@@ -33,7 +33,7 @@ class SiteConnection:
         self.connect_timeout = connect_timeout
         self.sudo = bool(sudo or self.target.kw.get("sudo"))
         self.kind = self.target.connection          # paramiko | ssh | local | chroot
-        self._backend: SecureParamikoBackend | None = None
+        self._backend = None   # a SecureParamikoBackend once connected (paramiko://)
         self.shell: SiteShell | None = None
         self.shells_started = 0
         self._lock = threading.Lock()
@@ -51,6 +51,7 @@ class SiteConnection:
             self.shell.close()
             self.shell = None
         if self.kind == "paramiko":
+            from ..transport.paramiko_ssh import SecureParamikoBackend   # paramiko only where it is used
             if self._backend is None:
                 t = self.target
                 self._backend = SecureParamikoBackend(t.host, hostkeys=t.hostkeys, connect_timeout=self.connect_timeout,

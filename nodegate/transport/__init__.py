@@ -24,16 +24,28 @@ refused, dns, timeout, ssh, probe-failed, interrupted (and ``stage`` for a deadl
 
 from __future__ import annotations
 
+import importlib
 import threading
-
-from testinfra.backend import get_backend_class, parse_hostspec
 
 from .base import STDERR_CAP, STREAM_CAP, ExecResult, HostKeyPolicy, TransportError
 from .deadline import STAGES, Deadline, interrupt_all, set_stop, stop_reason
-from .channel import COALESCE_S, EXIT_GRACE_S, exec_finished, run_channel
-from .hostkeys import fingerprint, known_hosts_entries
-from .paramiko_ssh import AEAD_CIPHERS, SecureParamikoBackend, _transport
 from .process import openssh_exec, popen_stream
+
+#: names of the paramiko and testinfra side, imported when first asked for (PEP 562): a --replay,
+#: a local:// or ssh:// run never loads paramiko (~0.2-0.6 s of a replay's start-up, py-spy:
+#: docs/performance.md)
+_LAZY = {"COALESCE_S": ".channel", "EXIT_GRACE_S": ".channel", "exec_finished": ".channel",
+         "run_channel": ".channel", "fingerprint": ".hostkeys", "known_hosts_entries": ".hostkeys",
+         "AEAD_CIPHERS": ".paramiko_ssh", "SecureParamikoBackend": ".paramiko_ssh", "_transport": ".paramiko_ssh"}
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(mod, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = ["STDERR_CAP", "STREAM_CAP", "ExecResult", "HostKeyPolicy", "TransportError", "STAGES", "Deadline",
            "interrupt_all", "set_stop", "stop_reason", "AEAD_CIPHERS", "COALESCE_S", "EXIT_GRACE_S",
@@ -66,6 +78,7 @@ class Target:
         self.hostkeys = hostkeys or HostKeyPolicy()
         self.connect_timeout = connect_timeout
         self.sudo = sudo
+        from testinfra.backend import parse_hostspec
         host, kw = parse_hostspec(url)
         self.host = host
         self.kw = kw
@@ -118,6 +131,7 @@ class Target:
         if self.connection == "ssh":
             return openssh_exec(self.openssh_argv("-T"), data, dl, connect_timeout=self.connect_timeout,
                                 exec_s=exec_s, on_data=on_data, stderr_cap=stderr_cap, grace_s=grace_s)
+        from .paramiko_ssh import SecureParamikoBackend
         be = SecureParamikoBackend(self.host, hostkeys=self.hostkeys, connect_timeout=self.connect_timeout,
                                    deadline=dl, ssh_identity_file=self.kw.get("ssh_identity_file"))
         try:
@@ -130,6 +144,7 @@ class Target:
         """The OpenSSH client command line for this target (testinfra's SshBackend parses the
         host spec): batch mode, no agent/X11 forwarding, host keys verified against our
         known_hosts files (``accept-new`` only with --accept-new-host-keys), connect deadline."""
+        from testinfra.backend import get_backend_class
         cls = get_backend_class("ssh")
         be = cls(self.host, ssh_identity_file=self.kw.get("ssh_identity_file"),
                  timeout=int(self.connect_timeout), controlpersist=0)

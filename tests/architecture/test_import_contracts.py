@@ -160,3 +160,16 @@ def test_the_architecture_picture_is_kept(graph):
             if hit:
                 against.append(f"{m} -> {hit[0]} (against the arrow {a} --> {b})")
     assert not against, "imports against docs/architecture.md's arrows: " + "; ".join(against[:10])
+
+
+def test_a_replay_loads_no_paramiko(tmp_path):
+    """paramiko and testinfra's backends load where an SSH connection is made (nodegate.transport's
+    lazy names), not in a --replay: ~0.2-0.6 s of its start-up (docs/performance.md)."""
+    bundle = sorted((ROOT / "inventories" / "samples" / "fleet").iterdir())[0]
+    code = ("import sys, pytest; rc = pytest.main(['suites', '-p', 'no:cacheprovider', '-q', '--replay', sys.argv[1], "
+            "'--reports-dir', sys.argv[2]]); print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == "
+            "'paramiko' or m == 'testinfra.backend.paramiko')); sys.exit(0 if rc in (0, 1) else rc)")
+    r = subprocess.run([sys.executable, "-c", code, str(bundle), str(tmp_path / "r")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "LOADED []" in r.stdout, r.stdout[-500:]
