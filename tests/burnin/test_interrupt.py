@@ -110,7 +110,11 @@ def test_closing_the_ssh_channel_stops_the_load_on_every_node(tmp_path):
         sc = Scenario(gpus=1)
         for node in fleet.nodes:
             root = fleet.root(node)
-            for name, text in (("nvidia-smi", smi_shim(sc)), (burn, gpu_burn_shim(sc))):
+            # each nvidia-smi call logged inside the node's root: the test stops the burn-in only after
+            # every node's sampler ran twice with the load running (under load the first sample could
+            # still be on its way when the channel closed: no burnin.samples at all)
+            smi = smi_shim(sc).replace("#!/bin/sh\n", f"#!/bin/sh\necho . >> /tmp/ng-smi-calls-{token}\n", 1)
+            for name, text in (("nvidia-smi", smi), (burn, gpu_burn_shim(sc))):
                 f = root / "usr" / "bin" / name
                 if f.exists() or f.is_symlink():
                     f.unlink()
@@ -129,8 +133,17 @@ def test_closing_the_ssh_channel_stops_the_load_on_every_node(tmp_path):
         threads = [threading.Thread(target=one, args=(n,)) for n in fleet.nodes]
         for t in threads:
             t.start()
+        def calls(node) -> int:
+            try:
+                return (fleet.root(node) / "tmp" / f"ng-smi-calls-{token}").read_text().count(".")
+            except OSError:
+                return 0
+
         try:
             assert _wait(lambda: len(_pids(burn)) >= 2, 60), "the loads never started"
+            started = {n: calls(n) for n in fleet.nodes}
+            assert _wait(lambda: all(calls(n) >= started[n] + 3 for n in fleet.nodes), 120), \
+                f"the samplers did not sample twice: {started} -> {[calls(n) for n in fleet.nodes]}"
         finally:
             stop.set()
             for t in threads:
