@@ -93,3 +93,16 @@ def test_373_send_latency_row_after_two_warnings():
     assert (_o(typ), typ.value, typ.threshold) == (P, 1.27, 2.5)
     assert (_o(p99), p99.value) == (E, 1.37) and p99.message.startswith("no floor: HCA ib0 ib_send_lat p99")
     assert outcomes(items) == {typ.outcome, p99.outcome}
+
+
+# ---------------------------------------------------------------- dcgmi
+def test_346_json_with_a_warning_preamble_and_null_tests_is_read_and_level_1_proves_no_hardware():
+    rep, items = judge("346")
+    assert rep.info["layout"] == "json3" and rep.invalid == []
+    by = by_id(items)
+    sw = [i for i in items if i.id != "dcgmi-run-node"]
+    assert len(sw) == 80 and {_o(i) for i in sw} == {P}            # 10 tests x 8 GPUs, the nulls skipped
+    assert by["dcgmi-denylist-gpu7"].message == "dcgmi Denylist: pass"
+    run = by["dcgmi-run-node"]
+    assert _o(run) == E and run.message == ("dcgmi diag ran no hardware, integration or stress test: every one was "
+                                            "skipped or not run (nothing about the GPUs was proven)")
