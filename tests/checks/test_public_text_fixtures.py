@@ -80,6 +80,21 @@ EXPECTED = {
     # 8x V100-SXM2-16GB VM, 550.127.05: 'Host Max : Unknown Error' (was ERROR 'output unparsable' on both PCIe
     # checks of every GPU); two VBIOS versions 4:4
     "V100_x8": row("P", *(["P" * 8] * 6), "S" * 8, "P" * 8, "S" * 8, "F" * 8, *(["P" * 8] * 4)),
+    # the other outputs of thamada/gls: no check but ECC (workstation/GeForce Ada boards with ECC Disabled: NG-ECC-001
+    # names it once) and persistence mode disagrees with the catalog
+    "A40x10": row("P", *(["P" * 10] * 2), "S" * 10, *(["P" * 10] * 4), "S" * 10, *(["P" * 10] * 6)),
+    "L40S": row("P", "P", "P", "S", "P", "P", "P", "P", "S", "S", "P", "P", "P", "P", "P"),
+    "RTX2000Ada": row("P", "P", "P", "S", "P", "F", "E", "P", "S", "S", "P", "P", "P", "P", "P"),
+    "RTX3070": row("P", "P", "P", "P", "P", "S", "S", "S", "S", "S", "P", "P", "P", "P", "F"),
+    "RTX3080": row("P", "P", "P", "P", "P", "S", "S", "S", "S", "S", "P", "P", "P", "P", "F"),
+    "RTX3090": row("P", "PP", "PP", "SS", "PP", "SS", "SS", "SS", "SS", "PP", "PP", "PP", "PP", "PP", "PP"),
+    "RTX4000Ada": row("P", "P", "P", "S", "P", "F", "E", "P", "S", "S", "P", "P", "P", "P", "P"),
+    "RTX4090": row("P", "P" * 8, "P" * 8, "S" * 8, "P" * 8, "F" * 8, "E" * 8, "P" * 8, "S" * 8, "S" * 8,
+                   *(["P" * 8] * 5)),
+    "RTX6000Ada_x8": row("P", "P" * 8, "P" * 8, "S" * 8, "P" * 8, "F" * 8, "E" * 8, "P" * 8, "S" * 8, "S" * 8,
+                         *(["P" * 8] * 5)),
+    "RTX_A6000_x9": row("P", *(["P" * 9] * 2), "S" * 9, *(["P" * 9] * 4), "S" * 9, "S" * 9, *(["P" * 9] * 5)),
+    "GTX1050Ti": row("P", "P", "P", "P", "P", "S", "S", "S", "S", "S", "P", "P", "P", "P", "F"),
 }
 
 
