@@ -106,3 +106,18 @@ def test_346_json_with_a_warning_preamble_and_null_tests_is_read_and_level_1_pro
     run = by["dcgmi-run-node"]
     assert _o(run) == E and run.message == ("dcgmi diag ran no hardware, integration or stress test: every one was "
                                             "skipped or not run (nothing about the GPUs was proven)")
+
+
+# ---------------------------------------------------------------- nvbandwidth v0.10.0
+def test_329_v010_d2d_write_with_coefficient_of_variation_line_passes_by_peers():
+    rep, items = judge("329", sku="h100_sxm")
+    assert rep.info["version"] == "v0.10.0" and rep.invalid == []
+    assert len(items) == 56 and {_o(i) for i in items} == {P}
+    it = by_id(items)["nvbandwidth-p2p_write-ce-gpu0-gpu1"]
+    assert it.value == 397.44 and "judged by in-node peers only: 55 peers median 397.5" in it.message
+
+
+def test_330_v010_h2d_clears_the_azure_floor():
+    rep, items = judge("330", sku="h100_sxm", tool="nvbandwidth")
+    assert [(i.subject, _o(i), i.value) for i in items][:2] == [("gpu0", P, 55.37), ("gpu1", P, 55.36)]
+    assert len(items) == 8 and {_o(i) for i in items} == {P} and all("floor 48.0" in i.message for i in items)
