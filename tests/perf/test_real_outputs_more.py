@@ -121,3 +121,12 @@ def test_330_v010_h2d_clears_the_azure_floor():
     rep, items = judge("330", sku="h100_sxm", tool="nvbandwidth")
     assert [(i.subject, _o(i), i.value) for i in items][:2] == [("gpu0", P, 55.37), ("gpu1", P, 55.36)]
     assert len(items) == 8 and {_o(i) for i in items} == {P} and all("floor 48.0" in i.message for i in items)
+
+
+def test_331_single_laptop_gpu_run_with_a_stray_line_reads_every_figure_and_judges_none():
+    rep, items = judge("331", gpus=1, tool="nvbandwidth")
+    assert rep.info["devices"] == {0: "NVIDIA GeForce RTX 3050 Laptop GPU"} and rep.invalid == []
+    vals = {i.id: (_o(i), i.value) for i in items}
+    assert vals["nvbandwidth-h2d-ce-gpu0"] == (E, 12.98) and vals["nvbandwidth-d2h-sm-gpu0"] == (E, 8.76)
+    assert vals["nvbandwidth-waived-test"] == ("skip", None)
+    assert all(i.message.startswith("no floor: unknown GPU model") for i in items if i.value is not None)
