@@ -21,14 +21,34 @@ def reason_active(g, reason: str):
     return None
 
 
+#: the reasons NVML split out of HW Slowdown and added with SW Thermal Slowdown (nvmlClocksThrottleReason
+#: HwThermalSlowdown 0x40, HwPowerBrakeSlowdown 0x80, SwThermalSlowdown 0x20). Drivers before them print the
+#: old block: gpu_idle, applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost, unknown (real
+#: outputs: 352.99 rai-project/nvidia-smi, 375.66 apache/hadoop, 384.66 microsoft/pai), where HW Slowdown
+#: itself stands for "temperature being too high, External Power Brake Assertion ... Power draw is too high"
+#: (that era's nvml.h).
+_LATER_REASONS = ("hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
+def _predates_split(g) -> bool:
+    """The GPU's reasons are the pre-split block: HW Slowdown reported, none of _LATER_REASONS present
+    (an output missing only some of them is not this format)."""
+    reasons = g.clocks_event_reasons
+    return isinstance(reasons.get("hw_slowdown"), bool) and not any(r in reasons for r in _LATER_REASONS) \
+        and not isinstance(g.clocks_event_reasons_mask, int)
+
+
 def _reason_state(g, reason: str):
     """reason_active, but NA where the driver says the reason is unsupported (its own value is NA, or it is
-    absent and the bitmask is NA); None only where the source does not carry it at all."""
+    absent and the bitmask is NA, or it is one of the reasons a pre-split driver has no element for at all);
+    None only where the source does not carry it."""
     v = reason_active(g, reason)
     if v is not None:
         return v
     own = g.clocks_event_reasons.get(reason)
     if own is NA or (own is None and g.clocks_event_reasons_mask is NA):
+        return NA
+    if own is None and reason in _LATER_REASONS and _predates_split(g):
         return NA
     return None
 
@@ -57,7 +77,9 @@ def _samples_for(facts, g) -> tuple[list | None, str]:
             "Brake Slowdown 0x80, SW Thermal Slowdown 0x20) is active, each sub-reason evaluated on its own, and "
             "confirmed by every repeated sample (clocks.samples); a reason that clears in a later sample is "
             "transient (a sample not reporting the reason is no evidence it cleared); a fail reason not "
-            "reported at all -> ERROR, one the driver reports unsupported (N/A) is listed. GpuIdle, SW Power Cap, "
+            "reported at all -> ERROR, one the driver reports unsupported (N/A) is listed, and so are the three "
+            "sub-reasons a pre-split driver's block (HW Slowdown without HW Thermal, HW Power Brake, SW Thermal; "
+            "352-384) has no element for. GpuIdle, SW Power Cap, "
             "Sync Boost, application/display clocks are healthy (an active SW Power Cap is a PASS with a note). "
             "The 535+ 'Clocks Event Reasons Counters' are cumulative since driver load: shown, never judged. Reads "
             "both 'Clocks Throttle Reasons' (pre-535) and 'Clocks Event Reasons'.")

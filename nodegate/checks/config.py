@@ -7,10 +7,16 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..errors import EvidenceError
 from ..facts import NA
 from ..outcomes import Result
 from . import check
-from ._util import fmt, gpu_for, gpu_label, lines, optional, spec_or_default
+from ._util import fmt, gpu_for, gpu_label, lines, loaded_driver_version, optional, spec_or_default
+
+# MIG arrived with the R450 driver (the A100 launch driver 450.36.06; nvsmi_device_v11.dtd, the 450 branch's DTD,
+# adds mig_mode): an -q -x of an older driver has no mig_mode element at all, and no GPU can be in MIG mode under
+# it. Real outputs agree: every public 352-440 output in ../shared/sweep lacks the element, every 450+ one has it.
+MIG_FIRST_DRIVER_BRANCH = 450
 
 
 def _allowed(v) -> list[str] | None:
@@ -114,14 +120,30 @@ def power_limit(facts, spec, gpu) -> Result:
     return Result.passed(expected, obs, **kw)
 
 
+def _predates_mig(facts) -> str | None:
+    """'driver 440.59 predates MIG (first in the 450 branch)' when the loaded driver is older than MIG, else None
+    (unknown driver version included: then nothing is settled)."""
+    try:
+        ver = loaded_driver_version(facts)
+    except EvidenceError:
+        ver, _ = optional(facts, "smi_driver_version")     # nvidia-smi's own header, as NG-GSP-002 reads it
+        if not ver:
+            return None
+    major = ver.split(".")[0]
+    if major.isdigit() and int(major) < MIG_FIRST_DRIVER_BRANCH:
+        return f"driver {ver} predates MIG (first in the {MIG_FIRST_DRIVER_BRANCH} branch)"
+    return None
+
+
 @check(id="NG-CFG-003", name="mig_mode", title="MIG mode as specified",
        scope="gpu", severity="major", evidence=("smi.qx", "nvml.json"),
        remediation="Set the specified MIG mode (nvidia-smi -i <gpu> -mig 0|1) and reset the GPU (a pending change "
                    "waits for the reset).",
        rule="MIG mode current and pending (nvidia-smi mig_mode/current_mig, pending_mig) equal config.mig "
             "(default disabled: acceptance expects MIG off unless the site configures it). A board without MIG "
-            "(N/A) counts as disabled. Pending different from current FAILs (a change waiting for a GPU reset). "
-            "config.mig=any -> SKIP; not reported -> ERROR.")
+            "(N/A) counts as disabled, and so does a GPU under a driver older than the 450 branch that "
+            "introduced MIG (its output has no mig_mode element). Pending different from current FAILs (a change "
+            "waiting for a GPU reset). config.mig=any -> SKIP; not reported on a 450+ (or unknown) driver -> ERROR.")
 def mig_mode(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
     want = spec.config.mig
@@ -135,7 +157,15 @@ def mig_mode(facts, spec, gpu) -> Result:
     expected = f"MIG {want} (config.mig)"
     kw = dict(evidence=obs, evidence_keys=("smi.qx",))
     if cur is None:
-        return Result.errored(f"{name}: MIG mode not reported", expected, obs, **kw)
+        old = _predates_mig(facts)
+        if old is None:
+            return Result.errored(f"{name}: MIG mode not reported", expected, obs, **kw)
+        # the driver cannot run MIG: the GPU is not in MIG mode, whatever the board
+        obs = f"MIG not reported: the {old}"
+        kw["evidence"] = obs
+        if want == "enabled":
+            return Result.failed(expected, obs, f"{name}: MIG cannot be enabled: the {old}, config.mig={want}", **kw)
+        return Result.passed(expected, obs, **kw)
     target = want == "enabled"
     effective = False if cur is NA else cur
     if effective != target:

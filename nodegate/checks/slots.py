@@ -15,7 +15,8 @@
   the spec says the node has no GPUs (``gpu.count: 0``, a login or storage node).
 Never raises EvidenceError.
 
-``identity_conflicts(gpus)``: GPUs of one node that share a PCI bus id, serial, UUID or index;
+``identity_conflicts(gpus)``: GPUs of one node that share a PCI bus id, serial, UUID or index
+(a serial shared by GPUs with their own UUIDs and bus ids is one multi-GPU board, not a conflict);
 their per-GPU items cannot be told apart (``checks.evaluate`` makes them ERROR, NG-INV-001
 FAILs naming them).
 """
@@ -146,10 +147,24 @@ def identity_conflicts(gpus) -> dict[int, str]:
         for v, poss in seen.items():
             if len(poss) < 2:
                 continue
+            if field == "serial" and _one_board(gpus, poss):
+                continue
             for pos in poss:
                 others = ", ".join(f"GPU {_idx(gpus, o)}" for o in poss if o != pos)
                 out.setdefault(pos, []).append(f"shares {label} {v} with {others}")
     return {pos: f"GPU {_idx(gpus, pos)} " + "; ".join(why) for pos, why in out.items()}
+
+
+def _one_board(gpus, poss: list[int]) -> bool:
+    """The GPUs at ``poss`` share a serial but each has its own UUID and PCI bus id: the GPUs of one
+    multi-GPU board (Tesla K80/M60/M10, GRID K520: nvidia-smi prints the board's serial for each of
+    its GPUs, e.g. microsoft/pai's 4x K80 capture in ../shared/sweep, where Hyper-V passthrough even reports
+    multigpu_board No). They are told apart by UUID and bus id; only a serial shared by GPUs that
+    cannot be told apart otherwise is a conflict."""
+    uuids = [_ident_value("uuid", gpus[p].uuid) for p in poss]
+    buses = [_ident_value("pci_bus_id", gpus[p].pci_bus_id) for p in poss]
+    return (None not in uuids and len(set(uuids)) == len(poss)
+            and None not in buses and len(set(buses)) == len(poss))
 
 
 def _idx(gpus, pos: int):

@@ -1,8 +1,8 @@
 """Shared value conversion for every parser (one place, one meaning).
 
 nvidia-smi reports "unsupported" in several spellings: ``N/A``, ``[N/A]``, ``[Not Supported]``,
-``Not Supported``, ``Requested functionality has been deprecated`` (and the bracketed form in
-``--query-gpu`` CSV). They all become ``facts.NA`` (checks.md "Outcomes": unsupported is not
+``Not Supported``, ``Requested functionality has been deprecated``, ``Unknown Error`` (and the bracketed
+form in ``--query-gpu`` CSV). They all become ``facts.NA`` (checks.md "Outcomes": unsupported is not
 zero and not a parse error). Units (``16x``, ``3072 bank(s)``, ``35 C``, ``84.51 W``,
 ``[MiB]``) are stripped here; booleans come from the driver's words (Enabled/Disabled,
 Yes/No, Active/Not Active).
@@ -21,6 +21,10 @@ from ._limits import MAX_DIGITS, number
 #: Lower-cased spellings of "the driver does not support this value".
 _NA_WORDS = frozenset({
     "n/a", "[n/a]", "not supported", "[not supported]", "[unknown error]",
+    # the same NVML_ERROR_UNKNOWN as -q/-q -x print it, unbracketed: a V100 VM on 550.127.05 prints
+    # "Host Max : Unknown Error" under PCIe Generation (thamada/gls gls/V100_x8_smi.py); as NA only the
+    # field is unknown, not the GPU's whole link
+    "unknown error",
     "requested functionality has been deprecated",
     "[requested functionality has been deprecated]",
     "not available", "[not available]", "not found",

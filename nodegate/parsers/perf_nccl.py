@@ -59,7 +59,7 @@ _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
 # "on" is bounded (an unbounded ".*?" rescanned the rest of the line from every "Rank": 140 kB of
 # "Rank 1 " took 40 s, tests/hostile/test_perf_parse_time.py), and only lines a rank line can be
 # (host <= 255, device name <= 200 characters) are searched (``_rank``)
-_RANK = re.compile(r"Rank\s+(\d{1,6})\b.{0,80}?\bon\s+(\S{1,255})\s+device\s+\d{1,6}\s+\[[^\]]{0,40}\]\s+(.{1,200})$")
+_RANK = re.compile(r"Rank\s+(\d{1,6})\b.{0,80}?\bon\s+(\S{1,255})\s+device\s+(\d{1,6})\s+\[([^\]]{0,40})\]\s+(.{1,200})$")
 _RANK_LINE_MAX = 1024
 _NGPUS = re.compile(r"\bnGpus (\d{1,6})\b")
 _VALIDATION = re.compile(r"\bvalidation: (\d{1,6})")
@@ -110,6 +110,8 @@ class NcclRun:
     nranks: int | None = None
     rank_hosts: list[str] = field(default_factory=list)
     device_names: list[str] = field(default_factory=list)
+    # per rank line, the GPU it ran on: "host device 0 [0000:02:00]" (two ranks on one GPU measure no link)
+    rank_gpus: list[str] = field(default_factory=list)
     nranks_info: list[int] = field(default_factory=list)
     validation: int | None = None
     ngpus: int | None = None
@@ -176,6 +178,11 @@ def _cell(tok: str, what: str, row: NcclRow | None, signed: bool = False) -> flo
         if row is not None:
             row.invalid.append(f"{what} {e.token!r}: {e.why}")
         return None
+
+
+def _rank_gpu(m) -> str:
+    """'host device 0 [0000:02:00]': the GPU of one rank line (``_RANK`` match)."""
+    return f"{m.group(2)} device {m.group(3)} [{m.group(4).strip()}]"
 
 
 def _rank(line: str):
@@ -299,7 +306,8 @@ def parse_nccl(text: str | bytes) -> NcclRun:
                 run.nranks = max(run.nranks or 0, int(m.group(1)) + 1)
                 if len(run.rank_hosts) < 4096:
                     run.rank_hosts.append(m.group(2))
-                    run.device_names.append(m.group(3).strip())
+                    run.device_names.append(m.group(5).strip())
+                    run.rank_gpus.append(_rank_gpu(m))
             elif m := re.match(r"Out of bounds values\s*:\s*(\S{1,40})\s*(OK|FAILED)?", body):
                 t = current.get(stream)
                 if t is not None:
@@ -325,7 +333,8 @@ def parse_nccl(text: str | bytes) -> NcclRun:
                 run.nranks = max(run.nranks or 0, int(m.group(1)) + 1)
                 if len(run.rank_hosts) < 4096:
                     run.rank_hosts.append(m.group(2))
-                    run.device_names.append(m.group(3).strip())
+                    run.device_names.append(m.group(5).strip())
+                    run.rank_gpus.append(_rank_gpu(m))
                 continue
         toks = st.split()
         if not _is_row(toks):
@@ -379,6 +388,9 @@ def _parse_json(s: str) -> NcclRun:
         if isinstance(d, dict):
             run.rank_hosts.append(str(d.get("hostname", ""))[:255])
             run.device_names.append(str(d.get("device_info", ""))[:200])
+            if "device" in d:
+                bus = str(d.get("device_hex", d.get("busid", "")))[:40]
+                run.rank_gpus.append(f"{str(d.get('hostname', ''))[:255]} device {str(d['device'])[:12]} [{bus}]")
     run.nranks = len(run.rank_hosts) or None
     t = NcclTable("", None, "json", "#wrong", run.program)
     for rec in obj["results"][:MAX_ROWS]:

@@ -179,6 +179,9 @@ def from_nccl(run: NcclRun, hint: str | None = None) -> ToolReport:
                      "avg_busbw": t.avg_busbw, "wrong_column": t.wrong_column, "runs": len(tables)})
     if runs_why:
         rep.invalid.append(runs_why)
+    shared = _shared_gpus(run)
+    if shared:
+        rep.invalid.append(shared)
     if t.avg_busbw is None and t.layout != "json":
         rep.notes.append("no summary footer: output may be incomplete")
     for mode, attr in (("oop", "oop"), ("ip", "ip")):
@@ -192,6 +195,19 @@ def from_nccl(run: NcclRun, hint: str | None = None) -> ToolReport:
         why = "a collective of a single rank exchanges no data" if nranks == 1 else "the run gave no valid figure"
         rep.integrity[-1] = Integrity("nccl", None, f"not checked: {why} ({rep.integrity[-1].what})")
     return rep
+
+
+def _shared_gpus(run: NcclRun) -> str | None:
+    """Why the ranks do not measure a GPU-to-GPU path: two rank lines on one GPU (same host, device and bus id;
+    e.g. 'mpirun -np 2' with NCCL_TESTS_DEVICE=0 and a fake NCCL_HOSTID per rank, a public 2.18.0 log on one
+    RTX 5090): their collective crosses no link of the node, whatever bandwidth it prints."""
+    first: dict[str, int] = {}
+    for rank, gpu in enumerate(getattr(run, "rank_gpus", []) or []):
+        if gpu in first:
+            return (f"ranks {first[gpu]} and {rank} ran on one GPU ({gpu}): the collective measured no link "
+                    "between GPUs")
+        first[gpu] = rank
+    return None
 
 
 def _plateau_measurement(metric, mode, attr, size, prow, nranks, collective) -> Measurement | None:

@@ -250,6 +250,11 @@ def test_two_gpus_with_one_identity_error_on_both_and_fail_the_count(field, valu
     g0 = gpu(0, "0000:19:00.0")
     g1 = replace(gpu(1, "0000:3b:00.0", ecc_volatile=EccCounters(0, 17, {"dram_uncorrectable": 17})),
                  **{field: value if field != "uuid" else value})
+    if field == "serial":
+        # a serial is the board's (NVML nvmlDeviceGetSerial): shared by GPUs with their own UUIDs and bus ids it
+        # is one multi-GPU board (test_one_board_serial_on_two_gpus_is_no_conflict); without a UUID to tell
+        # them apart it is a conflict
+        g1 = replace(g1, uuid=None)
     g2 = gpu(2, "0000:4c:00.0")
     gs = [g0, g1, g2]
     f = healthy(gpus=gs, driver_gpus=[], pci_links=pci_gpus(gs))
@@ -263,6 +268,18 @@ def test_two_gpus_with_one_identity_error_on_both_and_fail_the_count(field, valu
         outs = [run(check_id, f, sp, gpu=s) for s in slots]
         assert [o.outcome for o in outs] == [Outcome.ERROR, Outcome.ERROR, Outcome.PASS], check_id
         assert outs[1].message.startswith(f"GPU 1 shares {label} with GPU 0: this GPU's evidence cannot be told apart")
+
+
+@covers("NG-INV-001", "NG-MEM-001")
+def test_one_board_serial_on_two_gpus_is_no_conflict():
+    # Tesla K80/M60/M10, GRID K520: nvidia-smi prints the board's serial for each GPU of the board (NVML
+    # nvmlDeviceGetSerial: "the globally unique board serial number associated with this device's board");
+    # each GPU has its own UUID and bus id (tests/checks/test_public_fixtures_more.py: microsoft/pai's 4x K80)
+    gs = [gpu(0, "0000:19:00.0"), gpu(1, "0000:3b:00.0", serial="1650000000001", uuid="GPU-other")]
+    f = healthy(gpus=gs, driver_gpus=[], pci_links=pci_gpus(gs))
+    sp = spec(gpu={"count": 2})
+    assert run("NG-INV-001", f, sp).outcome is Outcome.PASS
+    assert [run("NG-MEM-001", f, sp, gpu=s).outcome for s in gpu_slots(f, sp)] == [Outcome.PASS, Outcome.PASS]
 
 
 @covers("NG-INV-001")
