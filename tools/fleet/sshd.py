@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.fleet.owner import runs
+
 SSHD = "/usr/sbin/sshd"
 MAX_LISTEN = 16
 
@@ -142,6 +144,8 @@ class SshdGroup:
         if self.pid is None:
             return
         for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+            if not runs(self.pid, str(self.conf)):    # gone, or its pid reused by another process
+                break
             try:
                 os.kill(self.pid, sig)
             except ProcessLookupError:

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from tools.fleet.owner import runs
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scontrol", "sinfo", "squeue", "scancel", "munge", "unmunge")
 
@@ -295,11 +297,15 @@ class SlurmCluster:
     def kill_slurmd(self, node: str) -> None:
         """SIGKILL ``node``'s slurmd (a node that crashes): slurmctld still believes it idle until
         SlurmdTimeout (600 s here), so a job submitted now gets it and its task launch fails."""
-        pid = int(self.slurmd_pidfile(node).read_text().split()[0])
+        pf = self.slurmd_pidfile(node)
+        pid = int(pf.read_text().split()[0])
+        if not runs(pid, str(self.conf)):
+            raise RuntimeError(f"{pf} names pid {pid}, which is not this cluster's slurmd")
         os.kill(pid, signal.SIGKILL)
         end = time.monotonic() + 10
         while _alive(pid) and time.monotonic() < end:
             time.sleep(0.05)
+        pf.unlink(missing_ok=True)      # SIGKILLed, slurmd cannot remove it: stop() must not signal its pid
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
@@ -324,11 +330,16 @@ class SlurmCluster:
         self.started = False
         shutil.rmtree(self.workdir, ignore_errors=True)
 
-    @staticmethod
-    def _stop_pidfile(pf: Path) -> None:
+    def _stop_pidfile(self, pf: Path) -> None:
+        """SIGTERM (SIGKILL after 10 s) the daemon ``pf`` names, if that pid is still one of this
+        cluster's daemons (its command line names a file under ``workdir``): a daemon that died
+        leaves its pid file, and its pid may be another process's by now (tools.fleet.owner.runs)."""
         try:
             pid = int(pf.read_text().split()[0])
         except (OSError, ValueError, IndexError):
+            return
+        ours = str(self.workdir)
+        if not runs(pid, ours):
             return
         try:
             os.kill(pid, signal.SIGTERM)
@@ -338,7 +349,8 @@ class SlurmCluster:
         while _alive(pid):
             if time.monotonic() > end:
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    if runs(pid, ours):
+                        os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
                 break
