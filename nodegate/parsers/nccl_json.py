@@ -136,9 +136,10 @@ def parse_nccl_json(text: str | bytes) -> NcclJsonRun:
         if len(run.device_names) < 1024:
             run.device_names.append(str(d.get("device_info", "")))
     run.hosts = hosts
-    if len(doc["results"]) > MAX_ROWS:
+    results = doc.get("results", [])   # absent: no result row (a JSON object of no test; was a KeyError)
+    if len(results) > MAX_ROWS:
         raise ParseError("nccl-tests JSON: too many results")
-    for r in doc.get("results", []):
+    for r in results:
         if not isinstance(r, dict):
             raise ParseError("nccl-tests JSON: a result is not an object")
         oop = r.get("out_of_place") if isinstance(r.get("out_of_place"), dict) else None
