@@ -218,3 +218,29 @@ def run(check_id: str, facts, sp=None, gpu: int | GpuSlot | None = None):
     # a rule bug shows as ERROR "internal error": never let a test take it for an intended ERROR
     assert "internal error in check" not in r.message, r.evidence
     return r
+
+
+#: the checks a public nvidia-smi output is judged by, on a healthy node holding its GPUs (the sweep's rule:
+#: ../shared/sweep/README.md): test_public_fixtures_more.py (-q -x) and test_public_text_fixtures.py (-a)
+PUBLIC_CHECKS = ("NG-INV-001", "NG-INV-002", "NG-PCIE-001", "NG-PCIE-002", "NG-CLK-001", "NG-ECC-001", "NG-ECC-002",
+                 "NG-MEM-001", "NG-MEM-002", "NG-GSP-002", "NG-CFG-001", "NG-CFG-002", "NG-CFG-003", "NG-CFG-004",
+                 "NG-PER-004")
+
+
+def spec_of_report(rep):
+    """The sweep's spec of a parsed report: its first GPU's model and the GPU count, PCIe as the board's
+    maximum, ECC not required where the board reports N/A."""
+    g = rep.gpus[0]
+    raw = {"gpu": {"model": g.name, "count": len(rep.gpus)}}
+    if isinstance(g.link.max_gen, int) and not isinstance(g.link.max_gen, bool):
+        raw["pcie"] = {"gen": g.link.max_gen, "width": g.link.max_width}
+    if not isinstance(g.ecc_mode_current, bool):
+        raw["ecc"] = {"required": False}
+    return spec(**raw)
+
+
+def verdict_letters(facts, sp, checks=PUBLIC_CHECKS) -> dict[str, str]:
+    """check id -> the first letter of its outcome for NG-INV-001 (the GPU count, once a node), one letter
+    per GPU for the others."""
+    return {cid: run(cid, facts, sp).outcome.name[0] if cid == "NG-INV-001" else
+            "".join(run(cid, facts, sp, gpu=i).outcome.name[0] for i in range(len(facts.gpus))) for cid in checks}

@@ -13,13 +13,11 @@ import pytest
 
 from nodegate.outcomes import Outcome
 
-from .fakes import covers, pci_gpus, run, spec
+from .fakes import PUBLIC_CHECKS, covers, pci_gpus, run, spec, spec_of_report, verdict_letters
 from .test_public_fixtures import node as _node
 from .test_public_fixtures import report
 
-CHECKS = ("NG-INV-001", "NG-INV-002", "NG-PCIE-001", "NG-PCIE-002", "NG-CLK-001", "NG-ECC-001", "NG-ECC-002",
-          "NG-MEM-001", "NG-MEM-002", "NG-GSP-002", "NG-CFG-001", "NG-CFG-002", "NG-CFG-003", "NG-CFG-004",
-          "NG-PER-004")
+CHECKS = PUBLIC_CHECKS
 
 
 def node(name: str, gpus=None):
@@ -29,25 +27,11 @@ def node(name: str, gpus=None):
 
 def xml_spec(name: str):
     """The sweep's spec: model and count, PCIe as the board's maximum, ECC not required where N/A."""
-    rep = report(name)
-    g = rep.gpus[0]
-    raw = {"gpu": {"model": g.name, "count": len(rep.gpus)}}
-    if isinstance(g.link.max_gen, int) and not isinstance(g.link.max_gen, bool):
-        raw["pcie"] = {"gen": g.link.max_gen, "width": g.link.max_width}
-    if not isinstance(g.ecc_mode_current, bool):
-        raw["ecc"] = {"required": False}
-    return spec(**raw)
+    return spec_of_report(report(name))
 
 
 def verdicts(name: str) -> dict[str, str]:
-    f, sp = node(name), xml_spec(name)
-    out = {}
-    for cid in CHECKS:
-        if cid == "NG-INV-001":
-            out[cid] = run(cid, f, sp).outcome.name[0]
-        else:
-            out[cid] = "".join(run(cid, f, sp, gpu=i).outcome.name[0] for i in range(len(f.gpus)))
-    return out
+    return verdict_letters(node(name), xml_spec(name), CHECKS)
 
 
 def row(*letters: str) -> dict[str, str]:

@@ -15,12 +15,10 @@ from nodegate.facts import NA, DriverBanner
 from nodegate.outcomes import Outcome
 from nodegate.parsers.smi_text import parse_smi_text
 
-from .fakes import covers, healthy, pci_gpus, run, spec
+from .fakes import PUBLIC_CHECKS, covers, healthy, pci_gpus, run, spec, spec_of_report, verdict_letters
 
 TXT = Path(__file__).resolve().parents[1] / "fixtures" / "smi_text"
-CHECKS = ("NG-INV-001", "NG-INV-002", "NG-PCIE-001", "NG-PCIE-002", "NG-CLK-001", "NG-ECC-001", "NG-ECC-002",
-          "NG-MEM-001", "NG-MEM-002", "NG-GSP-002", "NG-CFG-001", "NG-CFG-002", "NG-CFG-003", "NG-CFG-004",
-          "NG-PER-004")
+CHECKS = PUBLIC_CHECKS
 
 
 def report(name: str):
@@ -37,19 +35,11 @@ def node(name: str):
 
 
 def own_spec(name: str):
-    g = report(name).gpus[0]
-    raw = {"gpu": {"model": g.name, "count": len(report(name).gpus)}}
-    if isinstance(g.link.max_gen, int) and not isinstance(g.link.max_gen, bool):
-        raw["pcie"] = {"gen": g.link.max_gen, "width": g.link.max_width}
-    if not isinstance(g.ecc_mode_current, bool):
-        raw["ecc"] = {"required": False}
-    return spec(**raw)
+    return spec_of_report(report(name))
 
 
 def verdicts(name: str) -> dict[str, str]:
-    f, sp = node(name), own_spec(name)
-    return {cid: run(cid, f, sp).outcome.name[0] if cid == "NG-INV-001" else
-            "".join(run(cid, f, sp, gpu=i).outcome.name[0] for i in range(len(f.gpus))) for cid in CHECKS}
+    return verdict_letters(node(name), own_spec(name), CHECKS)
 
 
 def row(*letters: str) -> dict[str, str]:
