@@ -7,7 +7,7 @@ can hold them (``check_outputs``) and a live run's options can work (``check_liv
 ``--replay``'s repeatable option, ``--list-hosts``' table and the installed suites the
 ``nodegate`` command's ``suites/...`` paths name. A request that cannot be honoured raises
 ``UsageError`` (exit 2, no report, nothing contacted: nodegate.session.exitcodes says it once).
-The pytest side (nodegate.session.cliopts, nodegate.session.outputs) calls these.
+The pytest side (nodegate.session.jobs, nodegate.session.outputs) calls these.
 """
 
 from __future__ import annotations

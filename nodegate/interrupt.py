@@ -1,6 +1,6 @@
 """Stopping a run: SIGINT (Ctrl-C), SIGTERM (a CI cancel) and SIGHUP (the terminal went away).
 
-The pytest process (``RunSignals``, installed by nodegate.session.signals for the session) turns
+The pytest process (``RunSignals``, installed by nodegate.session.exitcodes for the session) turns
 SIGTERM and SIGHUP into an interruption pytest handles like Ctrl-C.
 
 Python's default for SIGTERM is to die on the spot: no report is written and the gathering

@@ -178,7 +178,7 @@ class BaselineSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_nodegate_report_sections(self, config):  # noqa: ARG002
-        """The change tables in nodegate's HTML report (nodegate.session.hookspecs)."""
+        """The change tables in nodegate's HTML report (nodegate.session.api)."""
         br, fleet = self.run(), self.fleet(self.config)
         if br is None or fleet is None:
             return None

@@ -18,10 +18,10 @@ from nodegate import cmdline
 from nodegate.errors import SpecError, UsageError, error_label
 from nodegate.reports.records import attach_nodegate
 from nodegate.run import RUN_KEY
-from nodegate.session import (cliopts, currenttest, exitcodes, fastlane, finish, gcsched, markers, outputs, release, scheduling, selection,
-                              shardplan, shards, signals, start, terminal)
+from nodegate.session import (currenttest, exitcodes, fastlane, markers, memory, outputs, scheduling, selection,
+                              shards, start, terminal)
 from nodegate.session import items as ng_items
-from nodegate.session.jobs import is_nodegate_run, run_jobs
+from nodegate.session import jobs
 from nodegate.session.state import (ACTIVE_KEY, CONFIG, ITEM_NODE_KEY, JOBS_KEY, PRESENT_KEY,
                                     REPORT_PATHS_KEY, RESULT_KEY)
 
@@ -32,8 +32,8 @@ _JOBS_KEY = JOBS_KEY
 
 
 def pytest_addhooks(pluginmanager):
-    from nodegate.session import hookspecs
-    pluginmanager.add_hookspecs(hookspecs)
+    from nodegate.session import api
+    pluginmanager.add_hookspecs(api)
 
 
 def pytest_addoption(parser):
@@ -90,22 +90,22 @@ def pytest_addoption(parser):
                 help="one item per GPU check and GPU, test_x[<node>-gpu<i>], instead of one per check and node "
                      "carrying its GPUs (the reports are the same either way; a -k, --deselect, test path or --lf "
                      "that names a GPU gets per-GPU items without it)")
-    g.addoption("--shard-nodes", type=int, default=shardplan.DEFAULT_SHARD_NODES, metavar="N",
+    g.addoption("--shard-nodes", type=int, default=shards.DEFAULT_SHARD_NODES, metavar="N",
                 help="bounded memory: above N nodes, collect and run the items of N nodes at a time "
-                     f"(default {shardplan.DEFAULT_SHARD_NODES}; 0: never)")
+                     f"(default {shards.DEFAULT_SHARD_NODES}; 0: never)")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):  # noqa: ARG001
-    cliopts.installed_suites_early(early_config)
-    cliopts.anchor_conftests(early_config)
+    jobs.installed_suites_early(early_config)
+    jobs.anchor_conftests(early_config)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
     # the nodegate command: `suites/...` test paths (pytest's, never an option's value) name the
     # installed suites, before anything reads config.args (xdist workers parse and do it alike)
-    cliopts.installed_suites_args(config)
+    jobs.installed_suites_args(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -114,7 +114,7 @@ def pytest_configure(config):
     markers.register(config)
     # pytest-xdist registers it too; declared here so runs without xdist print no warning
     config.addinivalue_line("markers", "xdist_group(name): keep a node's items on one xdist worker")
-    active = is_nodegate_run(config)
+    active = jobs.is_nodegate_run(config)
     config.stash[ACTIVE_KEY] = active
     CONFIG[0] = config if active else None
     if not active:
@@ -123,15 +123,15 @@ def pytest_configure(config):
     exitcodes.install(config)            # README's exit-code table, for pytest and nodegate alike
     exitcodes.check_expressions(config)  # a bad -k/-m: exit 2 before anything is gathered or written
     if o.list_hosts:
-        cliopts.needs_inventory(config)   # --list-hosts: exit 2 without --inventory
-    cliopts.collect_the_suites(config)
+        jobs.needs_inventory(config)   # --list-hosts: exit 2 without --inventory
+    jobs.collect_the_suites(config)
     # a check item's PYTEST_CURRENT_TEST names its test function (glibc keeps every value set)
     currenttest.install(config, lambda item: ng_items.verdict_param(item) is not None)
     config.stash[REPORT_PATHS_KEY] = cmdline.report_paths(o)   # nodegate writes the JUnit and HTML
     if hasattr(config, "workerinput"):
         return
     try:
-        config.stash[JOBS_KEY] = run_jobs(config)
+        config.stash[JOBS_KEY] = jobs.run_jobs(config)
     except SpecError as e:
         exitcodes.usage_error(config, f"nodegate: {error_label(e)}: {e}")
     if getattr(o, "numprocesses", None):   # -n N: what can pay (before xdist's configure)
@@ -139,11 +139,11 @@ def pytest_configure(config):
     if o.list_hosts and (o.replay or not cmdline.narrows_nodes(o)):
         # every spec validated as the run does; without -k/-m/--deselect/--lf every host is
         # contacted; else start.start_session lists the nodes the selection keeps
-        cliopts.list_hosts(config)   # exits
+        jobs.list_hosts(config)   # exits
     # --collect-only and --list-hosts write nothing, --help/--markers/--version run no session: no
     # output location to check (and none created: `nodegate --markers` leaves the working
     # directory as it was)
-    if not (config.option.collectonly or o.list_hosts or cliopts.shows_only(config)):
+    if not (config.option.collectonly or o.list_hosts or jobs.shows_only(config)):
         try:   # exit 2 before any node is contacted
             cmdline.check_live_options(o)
             cmdline.check_outputs(o, config.stash[REPORT_PATHS_KEY])
@@ -196,8 +196,8 @@ def pytest_collection_finish(session):
     selection.after_collection(session)   # the selection of this collection (a shard's, in a sharded run)
     fastlane.after_collection(session)    # its items in the fast lane, or all on pytest's protocol
     start.gather_pending(session)          # only now: gathering of the selected nodes starts
-    gcsched.freeze_long_lived(config, items=True)
-    gcsched.young_gc_only(config)
+    memory.freeze_long_lived(config, items=True)
+    memory.young_gc_only(config)
     if config.stash.get(ACTIVE_KEY, False) and not hasattr(config, "workerinput"):
         terminal.group_by_node(config)
 
@@ -224,18 +224,17 @@ def pytest_runtest_logreport(report):
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logfinish(nodeid, location):  # noqa: ARG001
-    release.after_item()
-    gcsched.after_item()
+    memory.after_item()   # the node released after its last item; a young GC once its budget is spent
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     if CONFIG[0] is config:
         CONFIG[0] = None
-    finish.stop_gathering(config)   # a run that never reached its session finish leaves nothing running
-    signals.uninstall(config)
-    gcsched.freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
-    gcsched.resume(config)
+    exitcodes.stop_gathering(config)   # a run that never reached its session finish leaves nothing running
+    exitcodes.uninstall_signals(config)
+    memory.freeze_long_lived(config)   # the reports and records of every test: skip them at exit too
+    memory.resume(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -274,7 +273,7 @@ def pytest_runtest_makereport(item, call):
 def pytest_sessionfinish(session, exitstatus):
     """Every node gathered and merged (inventory order) before any report is written, even when
     no item needed some node (deselected with -k) or the run was interrupted."""
-    finish.finish_session(session, exitstatus)
+    exitcodes.finish_session(session, exitstatus)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001

@@ -38,7 +38,7 @@ class BaselineRun:
     The current side streams as a plain ``--replay`` does (``FleetRun.streaming``): the items
     are those of the nodes collected now (``fleet.nodes``: a shard of them,
     nodegate.session.shards), a current node is loaded for its comparison if it is not in memory
-    (``FleetRun.bundle_for``) and released with its other items (nodegate.session.release); a
+    (``FleetRun.bundle_for``) and released with its other items (nodegate.session.memory); a
     comparison made after the items ran (changes.json, the HTML tables: a node whose regression
     items were deselected) loads the node and releases it at once (``all_comparisons``)."""
 

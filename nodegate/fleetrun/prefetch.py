@@ -92,7 +92,7 @@ def _child(conn, parent_end, load: Callable[[str], object], spec_of: Callable[[s
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    # the pytest process runs with the cyclic GC paused (nodegate.session.gcsched): here each
+    # the pytest process runs with the cyclic GC paused (nodegate.session.memory): here each
     # node's garbage must go, and what was inherited is never traversed (nor copied on write)
     gc.freeze()
     gc.enable()

@@ -9,7 +9,9 @@ pyproject.toml keeps it so). Each name is documented where it is defined.
 - ``PRESENT_KEY``: an item's presenter of its phase reports (nodegate.session.state);
 - ``SUITES``: the suite modules every node's items come from;
 - ``build_jobs(config)``: the run's node jobs (inventory or ``--target``), every spec validated;
-- ``preselecting(config)``: whether this process only learns the selection before gathering.
+- ``preselecting(config)``: whether this process only learns the selection before gathering;
+- ``pytest_nodegate_report_sections``: nodegate's own pytest hook (registered by
+  plugins/nodegate_plugin.py ``pytest_addhooks``).
 """
 
 from __future__ import annotations
@@ -19,3 +21,9 @@ from .selection import preselecting
 from .state import COLLECTED_KEY, JOBS_KEY, PRESENT_KEY
 
 __all__ = ["COLLECTED_KEY", "JOBS_KEY", "PRESENT_KEY", "SUITES", "build_jobs", "preselecting"]
+
+
+def pytest_nodegate_report_sections(config):
+    """Return extra sections for nodegate's HTML report: a list of ``(title, html)`` pairs, shown
+    after the findings (e.g. the baseline's change tables). ``html`` must be escaped already (it
+    is inserted as markup). Called once, at the end of the session, on the controller."""

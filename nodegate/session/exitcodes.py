@@ -1,5 +1,5 @@
-"""The exit codes of a nodegate run, one table (README "Exit codes"), and whether the run may
-write reports at all.
+"""How a nodegate run ends: its exit codes, one table (README "Exit codes"), whether it may write
+reports at all, the signals that end it, and the session finish that waits for the gather.
 
 pytest's own codes overlap nodegate's: pytest's INTERRUPTED (Ctrl-C, and a collection that
 failed) is 2, nodegate's usage error; pytest's INTERNAL_ERROR is 3, nodegate's "regressions
@@ -17,17 +17,29 @@ return only:
 4     internal error (a nodegate or pytest crash, the background gathering stopped)
 130   Ctrl-C; 129 SIGHUP, 143 SIGTERM (nodegate.interrupt): reports of what was judged
 ====  ==========================================================================================
+
+SIGTERM and SIGHUP end a run the way Ctrl-C does (a CI cancel, a closed terminal); signals while
+the reports are written are deferred (``nodegate.interrupt.RunSignals``, installed for the session
+with the reports this run would write). At the session finish an interrupted run stops the gather
+first (``FleetRun.abort``: the nodes in flight come back with their evidence cut, the others
+``interrupted``), then the reports are written for what was judged; a usage error found after
+collection (nothing selected) stops it the same way, and no report follows.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
 
+from ..interrupt import HANDLED, RunSignals, Terminated  # noqa: F401  (HANDLED: re-exported for tests)
+from ..run import RUN_KEY
 from ..textsafe import shown
-from .state import ACTIVE_KEY, NO_RUN_KEY
+from . import terminal
+from .state import ACTIVE_KEY, GATHER_FAILED_KEY, NO_RUN_KEY, REPORT_PATHS_KEY
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_REGRESSIONS_ONLY, EXIT_INTERNAL = 0, 1, 2, 3, 4
 #: 128 + SIGINT, the shell's convention (SIGTERM and SIGHUP: nodegate.interrupt)
@@ -74,9 +86,15 @@ def usage_error(config, message: str) -> NoReturn:
     raise UsageStop(text)
 
 
+def exit_nothing(config, why: str) -> NoReturn:
+    """Exit 2 before any check ran: nothing selected. No report is written (NO_RUN_KEY): the
+    previous run's reports in the same folder stay as they were."""
+    config.stash[NO_RUN_KEY] = why
+    usage_error(config, why)
+
+
 def classify(excinfo) -> str:
     """What stopped the session (``pytest_keyboard_interrupt``'s ``excinfo``)."""
-    from .signals import Terminated
     e = excinfo.value
     if isinstance(e, pytest.exit.Exception):
         return "usage" if e.returncode == EXIT_USAGE else "exit"
@@ -99,7 +117,6 @@ def writes_no_report(config, exitstatus) -> bool:
 
 def nodegate_status(config, status: int) -> int:
     """pytest's final status -> the README's table."""
-    from .signals import exit_status
     status = int(status)
     stop = config.stash.get(STOP_KEY, "")
     if stop == "usage":   # usage_error (pytest's TESTS_FAILED: UsageStop), pytest.exit(msg, returncode=2)
@@ -143,7 +160,6 @@ class ExitCodes:
         if hasattr(config, "workerinput") or not config.stash.get(ACTIVE_KEY, False):
             return
         if int(session.exitstatus) == int(pytest.ExitCode.NO_TESTS_COLLECTED):
-            import sys
             sys.stderr.write("nodegate: no test collected: no nodegate check and no site test in the paths given; "
                              "no node was contacted (exit 2)\n")
         session.exitstatus = nodegate_status(config, session.exitstatus)
@@ -172,3 +188,91 @@ def check_expressions(config) -> None:
             usage_error(config, f"nodegate: wrong expression passed to '{opt}': {getattr(e, 'text', None) or expr}: "
                                 f"at column {getattr(e, 'offset', '?')}: {getattr(e, 'msg', None) or e} "
                                 "(nothing was contacted)")
+
+
+# ------------------------------------------------------------------ signals (nodegate.interrupt)
+_SIGNALS_KEY = pytest.StashKey[RunSignals]()
+
+
+def install_signals(config) -> None:
+    """Handle SIGTERM, SIGHUP (and SIGINT's repeats) in this process for the session."""
+    rs = config.stash[_SIGNALS_KEY] = RunSignals(lambda since: missing_reports(config, since))
+    rs.install()
+
+
+def signals_of(config) -> RunSignals:
+    """The session's RunSignals; a fresh one (no signal received) when none was installed."""
+    return config.stash.get(_SIGNALS_KEY, None) or RunSignals()
+
+
+def missing_reports(config, since: float | None) -> list:
+    """The reports of this run not written (absent, or older than ``since``, the time the
+    session began finishing): the JUnit and HTML files, results.jsonl, the RMA files."""
+    paths = dict(config.stash.get(REPORT_PATHS_KEY, None) or {})
+    reports = Path(getattr(config.option, "reports_dir", None) or "reports")
+    want = [paths.get("junit"), paths.get("html"), reports / "results.jsonl"]
+    if not getattr(config.option, "collectonly", False):
+        want += [reports / n for n in ("rma.csv", "rma.json", "actions.csv")]
+    out = []
+    for p in want:
+        if p is None:
+            continue
+        try:
+            if since is not None and os.stat(p).st_mtime < since - 1:
+                out.append(p)
+        except OSError:
+            out.append(p)
+    return out
+
+
+def reason(config) -> str:
+    """Why the run was interrupted: "SIGTERM", "SIGHUP" or "Ctrl-C" (``RunSignals.reason``)."""
+    return signals_of(config).reason()
+
+
+def exit_status(config, status):
+    """128 + the signal number after SIGTERM/SIGHUP, else ``status`` (``RunSignals.exit_status``)."""
+    return signals_of(config).exit_status(status)
+
+
+def uninstall_signals(config) -> None:
+    rs = config.stash.get(_SIGNALS_KEY, None)
+    if rs is not None:
+        rs.uninstall()
+
+
+# ------------------------------------------------------------------ the session finish
+def finish_session(session, exitstatus) -> None:
+    config = session.config
+    signals_of(config).finishing()
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not config.stash.get(ACTIVE_KEY, False):
+        return
+    run.stop_prefetch()   # every item ran: the reports parse nothing ahead
+    usage = config.stash.get(STOP_KEY, "") == "usage"   # usage_error (pytest's status: 1)
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or usage
+    if interrupted:
+        run.abort("usage error" if usage else reason(config))
+    why = config.stash.get(GATHER_FAILED_KEY, None)
+    try:
+        run.wait_all()
+    except Exception as e:  # noqa: BLE001 - the affected nodes' items already ERRORed
+        why = why or f"{type(e).__name__}: {e}"
+    if why and not interrupted:   # Ctrl-C stopped it: the exit status stays INTERRUPTED
+        tw = terminal.terminal_writer(config)
+        if tw is not None:
+            tw.line(f"nodegate: gathering stopped: {shown(why)}", red=True)
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    if interrupted:
+        session.exitstatus = exit_status(config, session.exitstatus)
+
+
+def stop_gathering(config, why: str | None = None) -> None:
+    """Stop a gather still running (an interruption outside the items, pytest's exit)."""
+    run = config.stash.get(RUN_KEY, None)
+    if run is None or not hasattr(run, "abort"):
+        return
+    run.stop_prefetch()
+    done, total, _, _ = run.progress()
+    if done < total:
+        run.abort(why or reason(config))

@@ -1,40 +1,30 @@
 """The runtest protocol of a check item: the engine decides, pytest's public hooks present.
 
-A check item (a suite test taking ``verdict``) runs no fixture and no user code besides its
-test body (``assert verdict.ok, verdict.message``): its outcome is decided by the engine in setup
-(nodegate.session.verdicts.evaluate). pytest's default protocol still wraps each of its three
-phases in every plugin's ``pytest_runtest_setup``/``_call``/``_teardown`` hooks (log and output
-capture, warnings, xfail marks, the fixture SetupState): ~0.5 ms an item, ~45 items a node, the
-larger part of a replay's cost above the engine's own (issue 40.5; docs/performance.md
-"Issue 40.5, the fast lane").
+A check item (a suite test taking ``verdict``) runs no fixture and no user code besides its test
+body (``assert verdict.ok, verdict.message``): the engine decides its outcome in setup
+(``verdicts.evaluate``). pytest's default protocol still wraps each of its three phases in every
+plugin's ``pytest_runtest_setup``/``_call``/``_teardown`` (capture, logging, warnings, xfail, the
+fixture SetupState): ~0.5 ms an item, the larger part of a replay's cost above the engine's own
+(docs/performance.md "Issue 40.5, the fast lane").
 
-So ``pytest_runtest_protocol`` (a public hook; the first implementation returning a value runs
-the item) runs a check item as pytest's own protocol does (``_pytest.runner.runtestprotocol``,
-pytest 8 and 9) with the same public hooks around each phase: ``pytest_runtest_logstart``;
-setup: ``verdicts.evaluate`` in ``CallInfo.from_call``, then ``pytest_runtest_makereport`` and
-``pytest_runtest_logreport``; call (when setup passed): ``item.runtest()`` (the test body through
-``pytest_pyfunc_call``); teardown: nodegate's own; ``pytest_runtest_logfinish``. Every report
-is pytest's (``pytest_runtest_makereport``): the terminal, JUnit, pytest-html, xdist, ``-x`` and
-``--maxfail`` see what they saw. ``PYTEST_CURRENT_TEST`` is set per phase as pytest documents it
-(the test function's id and the phase, nodegate.session.currenttest) and removed after.
+So ``pytest_runtest_protocol`` (a public hook) runs a check item as ``_pytest.runner.runtestprotocol``
+does (pytest 8 and 9), with the same public hooks around each phase: logstart; setup
+(``verdicts.evaluate`` in ``CallInfo.from_call``), makereport, logreport; call (when setup passed:
+``item.runtest()``); teardown; logfinish. Every report is pytest's: the terminal, JUnit,
+pytest-html, xdist, ``-x`` and ``--maxfail`` see what they saw. ``PYTEST_CURRENT_TEST`` is set per
+phase (nodegate.session.currenttest).
 
-Only where nothing else can tell the difference (``after_collection``, decided for each
-collection, a shard's too; the plugins and options once per run): every implementation of ``pytest_runtest_setup``/``_call``
-/``_teardown`` is pytest's own or nodegate's, no other plugin runs items itself
-(``pytest_runtest_protocol``), no ``--pdb``/``--trace``/``--setup-*``; and every item of the
-collection (a shard's) is a check item with no fixture but ``verdict`` (an autouse fixture of a
-conftest puts it back on pytest's protocol) and no ``skip``/``skipif``/``xfail``/``usefixtures``
-mark: a run mixing in items of pytest's protocol (baseline, burn-in, perf, cross-node, site)
-keeps pytest's protocol for all (``after_collection``). What differs there: a check item's report has
-no "Captured stdout/stderr/log" sections (the engine prints and logs nothing while it judges;
-pytest's warnings plugin still records warnings: it wraps ``pytest_runtest_protocol``; an
-unraisable or thread exception during a check item is reported by pytest at the next item of its
-protocol or at the session's end, not at that item's phase). Set
-``NODEGATE_PYTEST_PROTOCOL=1`` to run every item with pytest's own protocol.
-
-tests/engine/test_fastlane.py compares every report of a run with pytest's protocol (the
-terminal's outcomes, results.jsonl, JUnit) and fails the day pytest's runner changes the
-phases it reports.
+Only where nothing else can tell the difference (``after_collection``, per collection; the plugins
+and options once per run): every ``pytest_runtest_setup``/``_call``/``_teardown`` implementation
+is pytest's or nodegate's, no other plugin runs items itself, no ``--pdb``/``--trace``/``--setup-*``,
+and every item of the collection is a check item with no other fixture and no
+``skip``/``skipif``/``xfail``/``usefixtures`` mark: a run mixing in items of pytest's protocol
+(baseline, burn-in, perf, cross-node, site) keeps pytest's protocol for all. What differs: no
+"Captured stdout/stderr/log" sections (the engine prints and logs nothing); an unraisable or
+thread exception is reported at the next item of pytest's protocol or at the session's end.
+``NODEGATE_PYTEST_PROTOCOL=1`` runs every item with pytest's own protocol.
+tests/engine/test_fastlane.py compares every report with pytest's protocol and fails the day
+pytest's runner changes the phases it reports.
 """
 
 from __future__ import annotations
@@ -47,7 +37,7 @@ import pytest
 from . import verdicts
 from .currenttest import VAR, function_id
 from .items import verdict_param
-from .release import node_done_after
+from .memory import node_done_after
 
 _ALLOWS_KEY = pytest.StashKey[bool]()
 _ON_KEY = pytest.StashKey[bool]()

@@ -22,11 +22,6 @@ from . import granularity
 from .state import ACTIVE_KEY, COLLECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, spec_get, uses_xdist
 
 
-#: the node_identity check (NG-INV-003, nodegate.engine.evaluate.IDENTITY_CHECK): it compares
-#: every node of the run, so its items run after every node's own items (and, while gathering,
-#: after every node is in)
-
-
 class VerdictParam:
     """The ``verdict`` argument of a suite test: one check on one node (and GPU slot, or all of
     the node's GPU slots).
@@ -245,24 +240,20 @@ def order_items(config, items) -> None:
 
 
 def prefill_verdict_item(item, where: dict[object, tuple]) -> None:
-    """Give a suite test's item (``verdict`` parameter) what pytest would otherwise recompute for
-    each of the fleet's items, once per test function instead (docs/performance.md):
+    """Give a suite test's item what pytest would otherwise recompute for each item, once per test
+    function instead (docs/performance.md, round 5):
 
-    - ``item.funcargs["verdict"]``: the VerdictParam itself. pytest fills only the arguments not
-      already in ``funcargs`` (``TopRequest._fillfixtures``, pytest 8 and 9), so the item runs
-      without the direct parameter's pseudo-fixture: its FixtureDef, SubRequest, the ``request``
-      fixture it asks for (a FixtureDef built, with an ``inspect.signature``, per item), the
-      ``pytest_fixture_setup`` hook and the finalizer at teardown. 7 680 items at 64 nodes: 0.67
-      CPU-s of the pytest process's ~7.3.
-    - ``item.location``: ``(relative path, line, test name)``. pytest computes the file and line
-      from the function's code object for every item (``getfslineno``: a ``Path`` built, made
-      absolute and stat'ed); items of one test function share them. 0.38 CPU-s at 64 nodes.
-      Written where ``functools.cached_property`` keeps it (the instance's ``__dict__``).
+    - ``item.funcargs["verdict"]``: the VerdictParam itself; pytest fills only the arguments not
+      in ``funcargs`` (``TopRequest._fillfixtures``, pytest 8 and 9), so no pseudo-fixture, no
+      ``request`` FixtureDef and no finalizer per item (0.67 of 7.3 CPU-s at 64 nodes); the fast
+      lane sets up nothing else;
+    - ``item.location``: pytest's ``getfslineno`` builds, resolves and stats a ``Path`` per item;
+      items of one test function share it (0.38 CPU-s at 64 nodes), kept where
+      ``functools.cached_property`` keeps it (the instance's ``__dict__``).
 
     tests/core/test_item_setup.py checks that no ``verdict`` fixture is set up and that every
     location equals pytest's own. Visible difference: ``--setup-show``/``--setup-plan`` list no
-    ``SETUP F verdict[...]`` line for these items (nothing is set up). A re-run of an item
-    (``_initrequest``) gets an empty ``funcargs`` and the ordinary pseudo-fixture."""
+    ``SETUP F verdict[...]`` line. A re-run of an item gets pytest's ordinary pseudo-fixture."""
     p = verdict_param(item)
     if p is None:
         return

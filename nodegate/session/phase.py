@@ -43,8 +43,7 @@ def run_interruptibly(config, name: str, fn: Callable[[], None]) -> None:
     try:
         fn()
     except KeyboardInterrupt:
-        from .exitcodes import STOP_KEY
-        from .signals import reason
+        from .exitcodes import STOP_KEY, reason
         why = reason(config)
         config.stash[PHASE_STOPPED_KEY] = f"{name} interrupted ({why})"
         config.stash[STOP_KEY] = "phase"

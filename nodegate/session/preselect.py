@@ -4,8 +4,8 @@ A run whose items come from what the nodes report (``--gather-first``, xdist, ``
 ``--burn-in``, a node without ``gpu.count``, a sharded run narrowed by -k/-m) must gather before
 it collects; ``preselect`` runs the same pytest collection (the same arguments and hooks, its
 output discarded, nothing contacted) in a forked child and tells the parent which nodes have a
-selected item. Used by ``start`` (nodegate.session.start._prepare_live) and ``cliopts``
-(``--list-hosts`` lists exactly those nodes); imports ``selection`` and ``shardplan`` only.
+selected item. Used by ``start`` (nodegate.session.start._prepare_live) and ``jobs``
+(``--list-hosts`` lists exactly those nodes); imports ``selection`` and ``shards`` only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import Counter
 
 from ..run import RUN_KEY
 from .selection import is_nodegate_item, selected_counts
-from .shardplan import SHARDS_KEY
+from .shards import SHARDS_KEY
 from .state import ITEM_NODE_KEY, PRESELECT_KEY
 
 

@@ -25,15 +25,12 @@ import pytest
 
 from ..cmdline import why_nothing
 from ..run import RUN_KEY
-from .exitcodes import usage_error
+from .exitcodes import exit_nothing
 from .items import item_node, node_of_test_id
-from .shardplan import active as sharded
-from .shardplan import collection_errors
-from .state import (ACTIVE_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
+from .shards import active as sharded
+from .shards import collection_errors
+from .state import (ACTIVE_KEY, ANY_SELECTED_KEY, IDENTITY_ITEMS_KEY, ITEM_NODE_KEY, NO_RUN_KEY, PENDING_JOBS_KEY,
                     PRESELECT_KEY)
-
-#: a shard's collection selected a nodegate item (a sharded run says "nothing selected" at the end)
-ANY_SELECTED_KEY = pytest.StashKey[bool]()
 
 #: markers that make an item a nodegate check even without a node parameter
 NODEGATE_MARKERS = ("nodegate", "nodegate_check", "nodegate_regression")
@@ -63,13 +60,6 @@ def selected_counts(config, items) -> Counter:
         if n is not None:
             c[n] += 1
     return c
-
-
-def exit_nothing(config, why: str) -> None:
-    """Exit 2 before any check ran: nothing selected. No report is written (NO_RUN_KEY): the
-    previous run's reports in the same folder stay as they were."""
-    config.stash[NO_RUN_KEY] = why
-    usage_error(config, why)
 
 
 def after_collection(session) -> None:

@@ -19,11 +19,11 @@ from ..inventory import sources_label
 from ..jobs import SpecCache
 from ..run import RUN_KEY, FleetRun
 from ..textsafe import shown
-from . import gcsched, granularity, shardplan, signals
-from .exitcodes import usage_error
+from . import granularity, memory, shards
+from .exitcodes import exit_nothing, install_signals, reason, usage_error
 from .jobs import live_source, spec_file
 from .preselect import COLLECTION_ERRORS, preselect
-from .selection import exit_nothing, pending_jobs
+from .selection import pending_jobs
 from .state import GATHER_FAILED_KEY, JOBS_KEY, PENDING_JOBS_KEY, spec_get, uses_xdist
 from .terminal import limit_warnings, progress_line, terminal_writer
 
@@ -45,19 +45,19 @@ def start_session(session) -> None:
         config.stash[RUN_KEY] = run
         return
     jobs = config.stash.get(JOBS_KEY, [])
-    signals.install(config)
+    install_signals(config)
     if o.replay:
         run.mode = "replay"
         run.bundles_dir = Path(o.replay)
         replay(run, run.bundles_dir, config, jobs=jobs if o.inventory else None)
-        shardplan.start(config, run)
+        shards.start(config, run)
         if run.streaming and not uses_xdist(config) and not o.collectonly:
             run.enable_prefetch()   # the next node parsed in a second process (fleetrun.prefetch)
     else:
         config.stash[RUN_KEY] = run
         _prepare_live(session, run, jobs)
     config.stash[RUN_KEY] = run
-    gcsched.freeze_long_lived(config)
+    memory.freeze_long_lived(config)
 
 
 def replay(run: FleetRun, root: Path, config, jobs, only=None) -> None:
@@ -106,7 +106,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
         run.spec[j.name] = specs.get(j.spec_raw, f"host {j.name}")
     run.targets = [j.name for j in jobs]
     run.order = list(run.targets)
-    shardplan.start(config, run)
+    shards.start(config, run)
     if o.list_hosts:
         _list_selected_hosts(session)   # exits: contacts nobody
     if o.collectonly:
@@ -123,7 +123,7 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     # a sharded run collects one shard at a time: the selection of every shard is known before
     # gathering only from preselect's collection (it collects the shards in turn); without -k/-m/
     # --deselect/--lf every node is selected and gathering starts after the first shard's collection
-    sharded_narrowed = shardplan.active(config) and narrows_nodes(config.option)
+    sharded_narrowed = shards.active(config) and narrows_nodes(config.option)
     if why_not in (None, "--gather-first") and not sharded_narrowed:
         # the items need only the specs: collected first, then the selected nodes are gathered
         # (--gather-first: all of them before the first item runs)
@@ -166,7 +166,7 @@ def _list_selected_hosts(session) -> None:
     """``--list-hosts`` narrowed by -k/-m/--deselect/--lf: the nodes the run would contact are
     those with a selected item (``preselect``, the run's own collection); none: exit 2 as the run
     would ("no nodegate check selected")."""
-    from .cliopts import list_hosts
+    from .jobs import list_hosts
     config = session.config
     counts = preselect(session)
     if counts is COLLECTION_ERRORS:
@@ -225,7 +225,7 @@ def start_gathering(config, run: FleetRun, jobs, why: str | None = None) -> None
     except KeyboardInterrupt:
         # Ctrl-C/SIGTERM before any item: pytest skips its session finish, so the gather is
         # stopped here, and what it gathered is written before pytest exits
-        run.abort(signals.reason(config))
+        run.abort(reason(config))
         try:
             run.wait_all()
         except Exception:  # noqa: BLE001

@@ -40,6 +40,9 @@ COLLECTED_KEY = pytest.StashKey[dict]()
 #: {"junit": path or None, "html": path or None}
 REPORT_PATHS_KEY = pytest.StashKey[dict]()
 
+#: a collection (a shard's) selected a nodegate item (a sharded run says "nothing selected" at the end)
+ANY_SELECTED_KEY = pytest.StashKey[bool]()
+
 #: the run stopped with exit 2 before any check ran (nothing selected): no report is written, so
 #: the previous run's reports stay as they were
 NO_RUN_KEY = pytest.StashKey[str]()

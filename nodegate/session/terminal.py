@@ -148,7 +148,7 @@ def wait_ticker(config, run: FleetRun):
     if tr is None or tr.verbosity > 0 or not hasattr(tr, "currentfspath"):
         return None
     state = {"started": False}
-    tty = bool(getattr(tr._tw, "hasmarkup", False)) or getattr(getattr(tr._tw, "_file", None), "isatty", lambda: False)()
+    tty = is_tty(tr._tw)
 
     def tick() -> None:
         try:

@@ -32,7 +32,7 @@ def node_cache(config) -> dict:
     the node's slots by index, ``("identity", node)``: its clash message, ``("spec_origin", node,
     key)``: the file that set a spec key. Facts are immutable once parsed, so one lookup
     serves the ~200 items of a node instead of one per item.
-    Keyed by node so that releasing a node (nodegate.session.release) drops its entries in
+    Keyed by node so that releasing a node (nodegate.session.memory) drops its entries in
     O(1), not by scanning every node's (which made a 4,096-node run quadratic)."""
     c = config.stash.get(IDENT_KEY, None)
     if c is None:

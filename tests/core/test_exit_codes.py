@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from nodegate.session import exitcodes as X
-from nodegate.session import signals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,10 +38,10 @@ def test_pytest_status_to_readme_table(status, stash, want):
 
 
 def test_signals_keep_their_status():
-    rs = signals.RunSignals()
+    rs = X.RunSignals()
     rs.signum = signal.SIGTERM
     rs.finishing()
-    c = _Config({X.STOP_KEY: "signal", signals._KEY: rs})
+    c = _Config({X.STOP_KEY: "signal", X._SIGNALS_KEY: rs})
     assert X.nodegate_status(c, int(pytest.ExitCode.INTERRUPTED)) == 143
 
 

@@ -1,4 +1,4 @@
-"""The cyclic GC schedule of a nodegate run (nodegate/session/gcsched.py ``young_gc_only``):
+"""The cyclic GC schedule of a nodegate run (nodegate/session/memory.py ``young_gc_only``):
 automatic collection off while the items run, young generations collected every
 ``YOUNG_BUDGET`` new objects, automatic collection back on when the run ends."""
 
@@ -25,7 +25,7 @@ import pytest
 S = {"enabled_in_items": set(), "max_count": 0, "items": 0}
 
 def pytest_configure(config):
-    import nodegate.session.gcsched as G
+    import nodegate.session.memory as G
     G.YOUNG_BUDGET = int(os.environ["GC_BUDGET"])
 
 @pytest.hookimpl(tryfirst=True)

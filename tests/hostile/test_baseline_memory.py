@@ -104,7 +104,7 @@ def test_hard_links_to_one_sparse_file_in_every_baseline_bundle_are_bounded_too(
 
 # ---------------------------------------------------------------------------- the current side
 #: current nodes of each run (two sizes) and the shard size: a streaming --baseline run holds at
-#: most one shard of current nodes, whatever the fleet's size (nodegate.session.release)
+#: most one shard of current nodes, whatever the fleet's size (nodegate.session.memory)
 SIZES, SHARD = (4, 16), 4
 #: RSS growth a node between the two sizes (bench/baseline_memory.py, docs/performance.md, 8 -> 48
 #: nodes): a plain --replay 0.29 MB a node, a --baseline run 0.40 MB; before it streamed (every

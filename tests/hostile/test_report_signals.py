@@ -1,7 +1,7 @@
 """Reports survive any number of signals (issue 31, item 7; docs/security.md "Interruptions").
 
 Once the reports are being written, SIGINT, SIGTERM and SIGHUP are deferred
-(``nodegate.session.signals``): each is said on stderr and the writing goes on; the third one
+(``nodegate.session.exitcodes``): each is said on stderr and the writing goes on; the third one
 deferred ends the run at once, naming the reports not written. The signals are sent by the run
 to itself at a known point of report writing (``tests/hostile/sigplugin.py``: before the second
 node page, or before the RMA files are finished), never after a sleep. What is asserted is the
