@@ -142,3 +142,25 @@ def test_table_header_and_two_word_compute_mode():
     (g,) = rep.gpus
     assert (g.pstate, g.temperature_c, g.power_draw_w, g.power_limit_w, g.compute_mode) == \
         ("P5", 38, 49.0, 450.0, "Exclusive_Process")
+
+
+@covers("NG-NVL-001")
+def test_h200_vm_nvlink_s_18_links_at_26_562_pass():
+    links = parse("nvlink_status", (FIX / "nvlink_status" / "public-utk-h200-590.48.01-18-links.txt").read_text())
+    (g,) = links
+    assert (g.status, len(g.links), {l.speed_gbps for l in g.links}) == ("ok", 18, {26.562})
+    f = node("h200-590.48.01-idle").but(nvlink_status=links)
+    assert run("NG-NVL-001", f, spec_of_report(report("h200-590.48.01-idle"))).outcome is Outcome.PASS
+
+
+@covers("NG-NVL-001")
+def test_geforce_all_links_inactive_is_no_reading_not_a_pass():
+    # a GeForce RTX 2080 SUPER (an NVLink bridge connector, no bridge): 'NVML: Unable to retrieve Nvlink information
+    # as all links are inActive'. The catalog has no NVLink rule: nodegate asks for nvlink.links (no SKU profile)
+    links = parse("nvlink_status", (FIX / "nvlink_status" /
+                                    "public-utk-rtx2080super-610.57.04-all-links-inactive.txt").read_text())
+    (g,) = links
+    assert (g.status, g.links) == ("unsupported", [])
+    f = node("rtx2080super-610.57.04-load").but(nvlink_status=links, nvlink_errors=links)
+    r = run("NG-NVL-001", f, spec_of_report(report("rtx2080super-610.57.04-load")))
+    assert r.outcome is Outcome.ERROR and "set nvlink.links" in r.message
