@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.facts import DriverBanner
+from nodegate.facts import DriverBanner, SmiReport
 from nodegate.outcomes import Outcome
 from nodegate.parsers import parse
 from nodegate.parsers.smi_text import parse_smi_text
@@ -164,3 +164,25 @@ def test_geforce_all_links_inactive_is_no_reading_not_a_pass():
     f = node("rtx2080super-610.57.04-load").but(nvlink_status=links, nvlink_errors=links)
     r = run("NG-NVL-001", f, spec_of_report(report("rtx2080super-610.57.04-load")))
     assert r.outcome is Outcome.ERROR and "set nvlink.links" in r.message
+
+
+def csv_node(name: str):
+    gs = parse("smi_csv", (FIX / "smi_csv" / f"public-utk-{name}.txt").read_text())
+    sp = spec_of_report(SmiReport(gpus=gs))
+    return healthy(gpus=gs, driver_gpus=[], gpu_source="smi_csv", pci_links=pci_gpus(gs)).without("clocks_samples"), sp
+
+
+@covers("NG-CFG-002", "NG-CFG-004", "NG-GSP-002")
+@pytest.mark.parametrize("name,letters", [
+    # INV1 INV2 PCIE1 PCIE2 CLK ECC1 ECC2 MEM1 MEM2 GSP CFG1 CFG2 CFG3 CFG4 PER4. ECC-002 ERROR: the query has no
+    # 580+ repair flags (altkeys: documented); GSP-002 ERROR: no query field gives the GSP firmware version
+    ("h200-590.48.01-load", "PPPPPPEPSEPPPPP"),
+    ("rtx2080super-610.57.04-load", "PPPPPSSSSEPPPPF"),
+])
+def test_query_gpu_csv_of_a_real_capture(name, letters):
+    # compute_mode, enforced.power.limit and power.default_limit were in the row and never read: NG-CFG-002 and
+    # NG-CFG-004 ERRORed 'not reported'
+    f, sp = csv_node(name)
+    (g,) = f.gpus
+    assert (g.compute_mode, g.power_limit_w == g.power_limit_default_w) == ("Default", True)
+    assert "".join(verdict_letters(f, sp, CHECKS).values()) == letters
