@@ -40,7 +40,8 @@ ALTERNATIVE_KEYS: dict[str, AltKey] = {a.key: a for a in (
            "NG-PCIE-001/002 (pcie.link.gen.*/width.*, pstate, clocks_event_reasons.*, utilization.gpu, "
            "clocks.current/max.graphics), NG-CLK-001 (clocks_event_reasons.*), NG-ECC-001/002 (ecc.mode.*, "
            "ecc.errors.*), NG-MEM-001 (remapped_rows.*), NG-MEM-002 (retired_pages.*), NG-MEM-003 "
-           "(gpu_recovery_action), NG-PER-004 (persistence_mode)",
+           "(gpu_recovery_action), NG-PER-004 (persistence_mode), NG-CFG-002 (enforced.power.limit or power.limit, "
+           "power.default_limit), NG-CFG-004 (compute_mode)",
            "fields the query does not name ERROR 'not reported' (e.g. GSP firmware version: NG-GSP-002; the 580+ "
            "repair flags: NG-ECC-002 on 580+); units in the header or values ([MiB], 84.51 W) are stripped"),
     AltKey("pci.lspci_vvv", "lspci -vvv (-nnDvvvxxx(x) as nvidia-bug-report 530+ runs it; -v alone has no Lnk* lines)",

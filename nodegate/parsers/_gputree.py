@@ -241,13 +241,23 @@ _FIELDS = (
 )
 
 
+#: the 610 ``-q`` nests the GPU's limits one level down ("GPU Power Readings" > "GPU Ceiling Power
+#: Limit" > "Current/Requested/Default Power Limit", beside a "GPU Base Power" block of its own:
+#: utkuozdemir/nvidia_gpu_exporter's RTX 2080 SUPER 610.57.04 capture); Min/Max stay at the top
+_CEILING = "gpu_ceiling_power_limit"
+
+
 def _power_limits(g: TNode):
     """(enforced, default) power limit, W: ``enforced_power_limit`` (the limit in force; pre-570
-    XML), else ``current_power_limit`` (525+ ``gpu_power_readings``), else ``power_limit``."""
+    XML), else ``current_power_limit`` (525+ ``gpu_power_readings``; 610+ under its "GPU Ceiling
+    Power Limit" block), else ``power_limit``."""
     for block in ("gpu_power_readings", "power_readings"):
         node = g.at(block)
         if node is None or not node.children:
             continue
+        ceiling = node.only(_CEILING)
+        if ceiling is not None and ceiling.children:
+            node = ceiling
         enforced = next((v for v in (node.get(n) for n in ("enforced_power_limit", "current_power_limit",
                                                             "power_limit")) if v is not None), None)
         dflt = node.get("default_power_limit")

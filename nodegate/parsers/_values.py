@@ -176,6 +176,26 @@ def device_id_from_pci(raw: str | None) -> str | None:
     return s[:4]
 
 
+#: a driver/CUDA version as nvidia-smi prints it, before any note: 610's ``-q`` header reads
+#: ``Driver Version : 610.57.04 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]``
+_VERSION_HEAD = re.compile(r"^(\d{1,4}(?:\.\d{1,6}){0,3})(?:\s+\[[^\]]{0,200}\])?$")
+
+
+def version_label(raw: str | None) -> str | None:
+    """The version of a ``Driver/KMD/CUDA (UMD) Version`` label's value: ``610.57.04`` from
+    ``610.57.04 [Deprecated; ... Use KMD Version instead]``; None for a value that is no version
+    (610's ``--version`` prints ``DRIVER version : Deprecated, see "KMD version" instead``: the
+    version is under the new label) or an empty one. Other text is kept as it is (a check that
+    compares it then says what it read)."""
+    v = clean(raw)
+    if not v:
+        return None
+    m = _VERSION_HEAD.match(v)
+    if m:
+        return m.group(1)
+    return None if v.lower().startswith("deprecated") else v
+
+
 def is_unsupported(v) -> bool:
     return isinstance(v, _Unsupported)
 

@@ -191,6 +191,7 @@ def _attach_preceding_buses(events: list[KernelEvent]) -> None:
     record names (``kfspDumpDebugState_GH100: GPU 0000:01:00``, ``NVRM: GPU at PCI:...``, an Xid):
     issue 39.2. Linear: one pass keeping the last bus id seen within the window; none found:
     the event stays node-wide (NG-LOG-001)."""
+    _attach_following_rminit(events)
     last_bus, last_i = None, -1
     for i, ev in enumerate(events):
         if ev.bus_id:
@@ -199,6 +200,27 @@ def _attach_preceding_buses(events: list[KernelEvent]) -> None:
         if ev.kind in _NEAREST_BUS_KINDS and last_bus and i - last_i <= _NEAREST_BUS_WINDOW:
             ev.bus_id = last_bus
             ev.details["bus_from"] = "preceding line"
+
+
+#: how far ahead the RmInitAdapter failure of the GPU whose GSP boot failed is looked for (records)
+_RMINIT_WINDOW = 8
+
+
+def _attach_following_rminit(events: list[KernelEvent]) -> None:
+    """``RmInitAdapter: Cannot initialize GSP firmware RM`` names no GPU; the driver's caller prints
+    ``GPU 0000:98:00.0: RmInitAdapter failed! (0x62:...)`` for the GPU it was initialising right
+    after it (corpus 023, 024; a Raspberry Pi 5 RTX report: ``kernel_gsp_tu102.c:482`` assertion, the
+    GSP line, then the RmInitAdapter line). That GPU is the one, not whichever GPU an earlier line
+    named (on a node of several GPUs, another GPU's). One backward pass (linear); none within the
+    window: the preceding-record rule decides."""
+    next_bus, next_i = None, -1
+    for i in range(len(events) - 1, -1, -1):
+        ev = events[i]
+        if ev.kind == "rm_init_adapter_failed" and ev.bus_id:
+            next_bus, next_i = ev.bus_id, i
+        elif ev.kind == "gsp_init_failed" and not ev.bus_id and next_bus and next_i - i <= _RMINIT_WINDOW:
+            ev.bus_id = next_bus
+            ev.details["bus_from"] = "following RmInitAdapter failure"
 
 
 def _attach_banner_buses(events: list[KernelEvent]) -> None:

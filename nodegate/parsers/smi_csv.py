@@ -168,7 +168,20 @@ def gpu_from_row(row: dict, position: int = 0) -> GpuFacts:
     gf.max_graphics_clock_mhz = _int(row, "clocks.max.graphics")
     p = row.get("power.draw", row.get("power.draw.instant"))
     gf.power_draw_w = p if isinstance(p, _Unsupported) else V.float_value(p, field="power.draw")
+    # the query names them as often as not (utkuozdemir/nvidia_gpu_exporter's captures, 590-610): a value the
+    # row carries is read, never reported as "not reported" (NG-CFG-002, NG-CFG-004)
+    gf.compute_mode = _plain(_txt(row, "compute_mode"))
+    gf.power_limit_w = _watts(row, "enforced.power.limit" if "enforced.power.limit" in row else "power.limit")
+    gf.power_limit_default_w = _watts(row, "power.default_limit")
     return gf
+
+
+def _watts(row: dict, name: str):
+    """A power limit in W (the unit already stripped); None when the row lacks the field."""
+    if name not in row:
+        return None
+    v = row[name]
+    return v if isinstance(v, _Unsupported) else V.float_value(v, field=name)
 
 
 def _plain(v):

@@ -38,7 +38,11 @@ from . import _values as V
 from ._limits import check_gpu_count, number
 
 MAX_CHARS = 4 * 1024 * 1024
-_HEAD = re.compile(r"Driver Version:\s*(?P<drv>\S+)\s+CUDA Version:\s*(?P<cuda>\S+)")
+#: 610 labels its header ``KMD Version: 610.57.04     CUDA UMD Version: 13.3`` (utkuozdemir/nvidia_gpu_exporter's
+#: RTX 2080 SUPER 610.57.04 capture), earlier branches ``Driver Version: ... CUDA Version: ...``
+_HEAD = re.compile(r"(?:Driver|KMD) Version:\s*(?P<drv>\S+)\s+CUDA (?:UMD )?Version:\s*(?P<cuda>\S+)")
+#: the table's abbreviated compute modes -> the names ``nvidia-smi -q`` prints
+_COMPUTE_MODES = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
 _BUS = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
 _PERF = re.compile(r"P\d{1,2}|N/A|ERR!")
 
@@ -66,10 +70,13 @@ def _row1(ln: str) -> dict | None:
 def _row2(ln: str) -> dict | None:
     """``| N/A   34C    P0   69W / 700W |   4MiB / 81559MiB |   0%   Default |`` -> its fields."""
     c = _cells(ln)
-    if c is None or len(c[0]) < 3 or not _PERF.fullmatch(c[0][2]) or len(c[2]) != 2:
+    if c is None or len(c[0]) < 3 or not _PERF.fullmatch(c[0][2]) or len(c[2]) not in (2, 3):
         return None
+    # the compute mode is one or two words: "Default", "Prohibited", "E. Process" (gpud's 525.125.06
+    # table of a GeForce in exclusive-process mode), "E. Thread"
+    cm = " ".join(c[2][1:])
     return {"fan": c[0][0], "temp": c[0][1], "perf": c[0][2], "pw": " ".join(c[0][3:]), "mem": " ".join(c[1]),
-            "util": c[2][0], "cm": c[2][1]}
+            "util": c[2][0], "cm": _COMPUTE_MODES.get(cm, cm)}
 
 
 _ROW3 = re.compile(r"^\|\s+\|\s+\|\s*(?P<mig>\S+)\s*\|$")
@@ -85,7 +92,7 @@ def _watts(raw: str):
 
 def parse_smi_summary(text: str | bytes) -> SmiReport:
     """GPUs in table order. Empty -> empty SmiReport. ParseError when non-empty text holds no GPU
-    row and no ``Driver Version`` header (not this table)."""
+    row and no ``Driver Version`` (610: ``KMD Version``) header (not this table)."""
     text = V.check_text(text, cap=MAX_CHARS, what="nvidia-smi")
     rep = SmiReport()
     if not text.strip():

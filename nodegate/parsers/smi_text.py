@@ -175,10 +175,19 @@ def _min_indent(body: list[str]) -> int:
     return min((_indent(ln) for ln in body if ln.strip()), default=0)
 
 
+#: header label -> (SmiReport attribute, is the 610 label that replaces a deprecated one). 610 prints
+#: ``Driver Version : 610.57.04 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]``
+#: then ``KMD Version : 610.57.04`` (and CUDA / CUDA UMD alike): the version is read without the
+#: note, and the new label decides (utkuozdemir/nvidia_gpu_exporter's RTX 2080 SUPER 610.57.04 capture)
+_VERSION_LABELS = {"driver version": ("driver_version", False), "kmd version": ("driver_version", True),
+                   "cuda version": ("cuda_version", False), "cuda umd version": ("cuda_version", True)}
+
+
 def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list[str]]]:
     """Header values into ``rep``; returns (bus id, lines) per ``GPU <bus id>`` block."""
     blocks: list[tuple[str | None, list[str]]] = []
     cur: list[str] | None = None
+    decided: set[str] = set()      # versions a 610 label (KMD / CUDA UMD Version) has given
     for ln in lines:
         m = _GPU_LINE.match(ln)
         if m:
@@ -192,10 +201,13 @@ def _split_gpus(lines: list[str], rep: SmiReport) -> list[tuple[str | None, list
         cur = None
         key, val = _split(ln)
         k = key.lower()
-        if k == "driver version":
-            rep.driver_version = val or None
-        elif k == "cuda version":
-            rep.cuda_version = val or None
+        if k in _VERSION_LABELS:
+            attr, new_label = _VERSION_LABELS[k]
+            v = V.version_label(val)
+            if v is not None and (new_label or attr not in decided):
+                setattr(rep, attr, v)
+                if new_label:
+                    decided.add(attr)
         elif k == "attached gpus":
             n = V.int_value(val, field="Attached GPUs")
             rep.attached_gpus = n if isinstance(n, int) else None

@@ -62,3 +62,28 @@ def test_a_failure_far_from_any_gpu_line_stays_node_wide():
                                                           for i in range(60)) + B200_NVLINK
     events = parse_kernel_log(text)
     assert all(e.bus_id is None for e in events if e.kind == "nvlink_training_failed")
+
+
+# corpus 023 (RTX 3090, 550.144.03), verbatim: the GSP failure names no GPU; the driver's RmInitAdapter line right
+# after it names the GPU it was initialising
+GSP_023 = """[  903.609564] NVRM: RmInitAdapter: Cannot initialize GSP firmware RM
+[  903.610907] NVRM: GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)
+[  903.611884] NVRM: GPU 0000:98:00.0: rm_init_adapter failed, device minor number 0
+"""
+
+
+def test_gsp_boot_failure_is_the_gpu_whose_rminitadapter_failed_after_it():
+    # alone: it was node-wide (no GPU line before it); on a node of two GPUs, the healthy GPU that printed the
+    # line before it (here corpus 024's 'NVRM: GPU at PCI:0000:01:00: GPU-...') took the GSP failure
+    for text in (GSP_023, "[  903.600000] NVRM: GPU at PCI:0000:01:00: GPU-00000000-1111-2222-3333-444444444444\n"
+                 + GSP_023):
+        events = parse_kernel_log(text)
+        (gsp,) = [e for e in events if e.kind == "gsp_init_failed"]
+        assert (gsp.bus_id, gsp.details["bus_from"]) == ("0000:98:00.0", "following RmInitAdapter failure")
+        gs = [gpu(index=0, bus="0000:01:00.0"), gpu(index=1, bus="0000:98:00.0")]
+        f = healthy(gpus=gs, kernel_events=events)
+        assert run("NG-LOG-001", f).outcome is Outcome.PASS
+        assert run("NG-LOG-002", f, gpu=0).outcome is Outcome.PASS
+        r = run("NG-LOG-002", f, gpu=1)
+        assert r.outcome is Outcome.FAIL and r.message.startswith(
+            "GPU 1 (0000:98:00.0, serial 1650000000002): GSP firmware failed to boot at 0000:98:00.0; RmInitAdapter")

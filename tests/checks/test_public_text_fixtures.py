@@ -95,8 +95,9 @@ def test_exact_verdicts_of_each_real_text_output(name):
 
 
 def test_every_public_text_fixture_parses_without_a_field_error():
-    bad = {p.stem: g.field_errors for p in sorted(TXT.glob("public-*.txt"))
-           for g in parse_smi_text(p.read_text()).gpus if g.field_errors}
+    # (an `nvidia-smi -q -d <SECTIONS>` output, e.g. public-nhc-*-d-page-retirement, voids the sections it lacks)
+    bad = {p.stem: errs for p in sorted(TXT.glob("public-*.txt")) for g in parse_smi_text(p.read_text()).gpus
+           if (errs := {k: v for k, v in g.field_errors.items() if not v.startswith("section not collected")})}
     assert bad == {}
 
 

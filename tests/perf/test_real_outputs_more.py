@@ -130,3 +130,17 @@ def test_331_single_laptop_gpu_run_with_a_stray_line_reads_every_figure_and_judg
     assert vals["nvbandwidth-h2d-ce-gpu0"] == (E, 12.98) and vals["nvbandwidth-d2h-sm-gpu0"] == (E, 8.76)
     assert vals["nvbandwidth-waived-test"] == ("skip", None)
     assert all(i.message.startswith("no floor: unknown GPU model") for i in items if i.value is not None)
+
+
+def test_332_v010_two_gpus_without_the_header_are_read_and_judged_only_with_a_model():
+    # Azure NHC's own test input: no version/device lines, so no GPU model: every figure is read, none judged
+    rep, items = judge("332", gpus=2, tool="nvbandwidth")
+    assert rep.info["devices"] == {} and rep.invalid == []
+    assert [(i.id, _o(i), i.value) for i in items] == [
+        ("nvbandwidth-h2d-ce-gpu0", E, 26.03), ("nvbandwidth-h2d-ce-gpu1", E, 25.94),
+        ("nvbandwidth-d2h-ce-gpu0", E, 25.97), ("nvbandwidth-d2h-ce-gpu1", E, 26.0),
+        ("nvbandwidth-p2p_read-ce-gpu0-gpu1", E, 276.07), ("nvbandwidth-p2p_read-ce-gpu1-gpu0", E, 276.19)]
+    assert all(i.message.startswith("no floor: unknown GPU model") for i in items)
+    # the same figures on an H100 SXM node: below the Azure NHC floors (48 GB/s host<->device, 335 GB/s read)
+    _, items = judge("332", sku="h100_sxm", gpus=2, tool="nvbandwidth")
+    assert {_o(i) for i in items} == {F} and len(items) == 6
