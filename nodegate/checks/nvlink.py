@@ -7,6 +7,8 @@ it, else ``nvidia-smi nvlink -s`` / ``-e``. A GPU is matched to its NVLink block
 
 from __future__ import annotations
 
+import re
+
 from ..errors import EvidenceError
 from ..facts import NA
 from ..outcomes import Result
@@ -16,6 +18,9 @@ from . import check
 from ._util import gpu_for, gpu_label, lines, optional, same_bus, skip_by_spec, spec_or_default
 
 _GBPS_TOLERANCE = 0.0005   # nvidia-smi prints three decimals (26.562): equal within its rounding
+#: nvidia-smi nvlink -s for a GPU whose links exist and are all down: 'NVML: Unable to retrieve NVLink information
+#: as all links are inactive' (a real A100 SXM4, Azure/azurehpc-health-checks test data; 'inActive' on 610)
+ALL_INACTIVE = re.compile(r"\ball links are inactive\b", re.I)
 
 
 def _match(blocks, g):
@@ -43,7 +48,7 @@ def links_for(facts, g, smi_attr: str):
     return _match(getattr(facts, smi_attr), g), key
 
 
-def _preconditions(spec, g, name, block, key, what: str) -> Result | None:
+def _preconditions(spec, g, name, block, key, what: str, all_down_fails: bool = False) -> Result | None:
     """SKIP for a GPU without NVLink by spec/SKU, SKIP/ERROR for MIG, ERROR when no NVLink is
     reported or no expectation exists; None when the links can be judged."""
     ex = nvlink_expectation(spec, g)
@@ -66,6 +71,12 @@ def _preconditions(spec, g, name, block, key, what: str) -> Result | None:
     if ex.links is None:
         return Result.errored(f"{name}: no expected NVLink count ({ex.source}): set nvlink.links (0 when the GPU "
                               "has no NVLink)", "", **kw)
+    if all_down_fails and block is not None and not block.links and ALL_INACTIVE.search(block.message or ""):
+        # the driver says the GPU's links exist and every one is down: evidence of the violation
+        # (the links the SKU has are not up), not missing evidence
+        return Result.failed(f"{ex.links} links up ({ex.source})", "0 links up: all links inactive",
+                             f"{name}: every NVLink is down (nvidia-smi nvlink -s: {block.message!r}); "
+                             f"{ex.source} expects {ex.links} links up", **kw)
     if block is None or block.status != "ok" or not block.links:
         said = (block.message if block is not None and block.message else
                 "listed no link" if block is not None else "did not list this GPU")
@@ -88,7 +99,7 @@ def _fmt_speed(x: float) -> str:
             "18 x 26.562 GB/s, B200 18 x 50 GB/s, B300 18 x 53.125 GB/s) is up (not <inactive>) at least at the "
             "per-link speed. nvlink.links=0 (PCIe boards, VMs) -> SKIP; MIG mode (driver refuses NVLink queries) "
             "-> SKIP when nvlink.mig=not_verified (default), ERROR when error; no NVLink reported or no expected "
-            "count -> ERROR, never PASS; without a spec/SKU count, the driver's own 'Device does not have or support "
+            "count -> ERROR, never PASS; the driver's 'all links are inactive' with an expected count -> FAIL; without a spec/SKU count, the driver's own 'Device does not have or support "
             "Nvlink' -> SKIP naming nvlink.links. Source: NVML where the node has it, else nvidia-smi nvlink -s.")
 def nvlink_links(facts, spec, gpu) -> Result:
     spec = spec_or_default(spec)
@@ -98,7 +109,7 @@ def nvlink_links(facts, spec, gpu) -> Result:
     if ex.links == 0:
         return skip_by_spec("nvlink.links", 0, f"{name} has no NVLink ({ex.source})")
     block, key = links_for(facts, g, "nvlink_status")
-    pre = _preconditions(spec, g, name, block, key, "NVLinks up")
+    pre = _preconditions(spec, g, name, block, key, "NVLinks up", all_down_fails=True)
     if pre is not None:
         return pre
     want = f"{ex.links} links up" + (f" at >= {_fmt_speed(ex.gbps)} GB/s" if ex.gbps else "") + f" ({ex.source})"

@@ -68,11 +68,14 @@ def test_a100_12_links_at_25_pass():
 
 
 @covers("NG-NVL-001")
-def test_a100_all_links_inactive_is_not_a_pass():
+def test_a100_all_links_inactive_fails():
     # 'NVML: Unable to retrieve NVLink information as all links are inactive' on an A100 SXM4 (12 links by its SKU
-    # profile). checks.md has no NVLink rule: nodegate's own ERROR ('no NVLink reported ... set nvlink.links: 0
-    # if this node's GPUs have no NVLink') is kept, never PASS
+    # profile): the driver reports the links and every one is down, a violation of NG-NVL-001's rule (every
+    # NVLink the SKU has is up), not missing evidence: FAIL naming the driver's words. The error counters of
+    # those links cannot be read: NG-NVL-002 stays ERROR, never PASS
     links = parse("nvlink_status", (FIX / "nvlink_status" / "public-nhc-a100-gpu6-all-links-inactive.txt").read_text())
     assert (links[0].status, links[0].links) == ("unsupported", [])
     r = run("NG-NVL-001", a100(links), spec(gpu={"count": 1}))
-    assert r.outcome is Outcome.ERROR and "all links are inactive" in r.message
+    assert r.outcome is Outcome.FAIL and "all links are inactive" in r.message and "12 links" in r.message
+    r2 = run("NG-NVL-002", a100(links), spec(gpu={"count": 1}))
+    assert r2.outcome is Outcome.ERROR
