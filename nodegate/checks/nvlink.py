@@ -73,7 +73,9 @@ def _preconditions(spec, g, name, block, key, what: str, all_down_fails: bool = 
                               "has no NVLink)", "", **kw)
     if all_down_fails and block is not None and not block.links and ALL_INACTIVE.search(block.message or ""):
         # the driver says the GPU's links exist and every one is down: evidence of the violation
-        # (the links the SKU has are not up), not missing evidence
+        # (the links the SKU has are not up), not missing evidence. NVIDIA's own health validation
+        # flags any inactive NVLink as CRITICAL (docs.nvidia.com/health-validation/reference/checks/
+        # nvlink, nvlink_active: max_inactive_nvlinks 0)
         return Result.failed(f"{ex.links} links up ({ex.source})", "0 links up: all links inactive",
                              f"{name}: every NVLink is down (nvidia-smi nvlink -s: {block.message!r}); "
                              f"{ex.source} expects {ex.links} links up", **kw)
