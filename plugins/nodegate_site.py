@@ -33,7 +33,7 @@ _FIXTURES_NAME = "nodegate-site-fixtures"
 _REFUSED = (("hosts", "--hosts"), ("connection", "--connection"), ("ansible_inventory", "--ansible-inventory"),
             ("ssh_config", "--ssh-config"), ("ssh_identity_file", "--ssh-identity-file"),
             ("ssh_extra_args", "--ssh-extra-args"), ("force_ansible", "--force-ansible"),
-            ("sudo_user", "--sudo-user"))
+            ("sudo_user", "--sudo-user"), ("nagios", "--nagios"))
 _USE = ("site tests run on every node of --inventory FILE (an Ansible YAML inventory; --limit PATTERN "
         "selects hosts or groups), or on --target URL; connection settings are the inventory's ansible_host, "
         "ansible_port, ansible_user, ansible_ssh_private_key_file, ansible_connection; --sudo runs every "
@@ -53,6 +53,12 @@ def pytest_configure(config):
     if not config.stash.get(ACTIVE_KEY, False):
         return
     bad = refused_options(config)
+    if "--nagios" in bad:
+        # testinfra's Nagios mode replaces the summary and maps the exit status to Nagios' (2: CRITICAL
+        # for any FAIL): README's table (2: usage error, no report written) would lie
+        usage_error(config, "nodegate: --nagios is testinfra's Nagios output; a nodegate run's exit codes and summary "
+                            "are its own (README \"Exit codes\": 0 accepted, 1 findings ...); a Nagios check can map them "
+                            "or read <reports-dir>/results.jsonl")
     if bad:
         usage_error(config, f"nodegate: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} testinfra's; in a "
                             f"nodegate run {_USE}")

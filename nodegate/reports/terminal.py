@@ -124,6 +124,12 @@ def stale_line(removed) -> str:
     return f"nodegate: removed {len(names)} file(s) an earlier run left in the reports (not of this run): {shown_}"
 
 
+#: why nodegate refuses testinfra's options (``help_first``): hosts and connections, or its output
+REFUSED_WHY = {"--nagios": "exit codes and output are nodegate's (README \"Exit codes\")"}
+#: testinfra's options a nodegate run uses, and how
+USED_HOW = {"--sudo": "the probe and the site checks run through sudo -n"}
+
+
 def help_first(parser, refused: list[str]) -> None:
     """Reorder pytest's ``--help``: nodegate's option groups (titles starting "nodegate") right
     after the positional arguments, pytest's own and other plugins' after them; each of
@@ -140,8 +146,16 @@ def help_first(parser, refused: list[str]) -> None:
     lead = [g for g in rest if getattr(g, "title", "") in ("positional arguments", "positionals")]
     groups[:] = lead + ours + [g for g in rest if g not in lead]
     for act in getattr(ap, "_actions", []):
-        if set(getattr(act, "option_strings", ())) & set(refused) and act.help and "[refused" not in act.help:
-            act.help = "[refused by nodegate: hosts and connections come from --inventory] " + act.help
+        flags = set(getattr(act, "option_strings", ()))
+        if not act.help or "[refused" in act.help or "[nodegate:" in act.help:
+            continue
+        hit = sorted(flags & set(refused))
+        if hit:
+            why = REFUSED_WHY.get(hit[0], "hosts and connections come from --inventory")
+            act.help = f"[refused by nodegate: {why}] " + act.help
+        used = sorted(flags & set(USED_HOW))
+        if used:
+            act.help = f"[nodegate: {USED_HOW[used[0]]}] " + act.help
 
 
 #: the loaded NVIDIA kernel module writes its version here (the driver's own procfs entry)

@@ -35,6 +35,8 @@ def test_help_lists_nodegate_first_and_marks_refused_testinfra_options(tmp_path)
     text = " ".join(p.stdout.split())
     for flag in ("--hosts=HOSTS", "--connection=CONNECTION", "--ssh-config=SSH_CONFIG", "--force-ansible"):
         assert f"{flag} [refused by nodegate" in text, flag
+    assert "--nagios [refused by nodegate: exit codes and output are nodegate's" in text
+    assert "--sudo [nodegate: the probe and the site checks run through sudo -n]" in text
     assert not (tmp_path / ".pytest_cache").exists()
 
 

@@ -178,6 +178,15 @@ def test_testinfras_host_options_are_refused_in_a_nodegate_run(opt, site_dir, tm
     assert not (tmp_path / "r" / "junit.xml").exists()
 
 
+def test_testinfras_nagios_mode_is_refused_in_a_nodegate_run(site_dir, tmp_path):
+    # testinfra's --nagios replaced nodegate's summary and made a run with a FAIL exit 2 (Nagios'
+    # CRITICAL), which README's table says is a usage error with no report written
+    r = run_pytest([str(site_dir / "test_site.py"), "--target", "local://", "--nagios"], tmp_path / "r")
+    assert r.rc == 2
+    assert "nodegate: --nagios is testinfra's Nagios output" in r.output
+    assert not (tmp_path / "r" / "junit.xml").exists()
+
+
 def test_testinfra_hosts_nodegate_cannot_map_is_a_collection_error_naming_file_and_value(tmp_path):
     (tmp_path / "test_th.py").write_text("testinfra_hosts = ['local://']\n\ndef test_x(host):\n    pass\n")
     r = run_pytest([str(tmp_path / "test_th.py"), "--target", "local://"], tmp_path / "r")
