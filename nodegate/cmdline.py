@@ -139,6 +139,29 @@ def check_outputs(options, taken: dict) -> None:
             raise UsageError(f"{opt}: {why} (nothing was contacted)")
 
 
+#: the deadlines a run takes (seconds): each must be a number above 0
+DEADLINES = (("--connect-timeout", "connect_timeout"), ("--command-timeout", "command_timeout"),
+             ("--probe-timeout", "probe_timeout"), ("--site-timeout", "site_timeout"))
+
+
+def check_values(options) -> None:
+    """UsageError for an option value no run can use, before anything is contacted or written: a
+    deadline that is not a finite number of seconds above 0 (``--connect-timeout -5`` reached
+    ssh as "invalid time value" and the node was reported unreachable), ``--shard-nodes`` below 0,
+    ``--junit-max-objects`` below 1."""
+    import math
+    for opt, dest in DEADLINES:
+        v = getattr(options, dest, None)
+        if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise UsageError(f"{opt} {v}: a deadline in seconds above 0 (nothing was contacted)")
+    n = getattr(options, "shard_nodes", None)
+    if isinstance(n, int) and n < 0:
+        raise UsageError(f"--shard-nodes {n}: 0 (never shard) or a number of nodes (nothing was contacted)")
+    n = getattr(options, "junit_max_objects", None)
+    if isinstance(n, int) and n < 1:
+        raise UsageError(f"--junit-max-objects {n}: at least 1 (nothing was contacted)")
+
+
 def check_live_options(options) -> None:
     """UsageError when a live run's option cannot work: a ``--known-hosts FILE`` that does not
     exist (every host key would be "unknown", with no word of the file), ``--forks`` below 1."""

@@ -122,6 +122,10 @@ def pytest_configure(config):
     o = config.option
     exitcodes.install(config)            # README's exit-code table, for pytest and nodegate alike
     exitcodes.check_expressions(config)  # a bad -k/-m: exit 2 before anything is gathered or written
+    try:
+        cmdline.check_values(o)          # a deadline of 0 or less, --shard-nodes -1 ...: exit 2 likewise
+    except UsageError as e:
+        exitcodes.usage_error(config, f"nodegate: {e}")
     if o.list_hosts:
         jobs.needs_inventory(config)   # --list-hosts: exit 2 without --inventory
     jobs.collect_the_suites(config)
