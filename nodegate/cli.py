@@ -128,6 +128,33 @@ def rewrite(argv: list[str]) -> list[str]:
     return out
 
 
+def raise_internal(e: BaseException) -> None:
+    """Print ``e``'s traceback and README's exit 4 line (the caller returns 4)."""
+    import traceback
+    traceback.print_exception(e)
+    sys.stderr.write("nodegate: internal error (exit 4)\n")
+
+
+def option_clash(e: ValueError) -> str | None:
+    """The usage error to print when ``e`` is pytest's refusal of an option that a conftest.py or
+    plugin of this run declares again (``_pytest.config.argparsing``: "option dest 'x' already
+    used", "option names {...} already added"), naming the file whose ``pytest_addoption`` did it
+    (e.g. a testinfra or molecule project's own ``--inventory``); None for any other ValueError."""
+    text = str(e)
+    if "already used" not in text and "already added" not in text:
+        return None
+    where = ""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "pytest_addoption":
+            where = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    from .textsafe import shown
+    return shown(f"nodegate: {where or 'a conftest.py or plugin of this run'} declares an option nodegate already has "
+                 f"({text.split(';')[0]}): run nodegate from another directory or name no test path under it, or "
+                 "rename that option (nothing was contacted; exit 2)")
+
+
 def main(argv: list[str] | None = None) -> int:
     import pytest
     argv = sys.argv[1:] if argv is None else argv
@@ -139,11 +166,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ[ENV_FLAG] = "1"   # inherited by xdist workers; restored for a caller in this process
     try:
         rc = int(pytest.main(pytest_args(argv)))
-    except Exception:   # noqa: BLE001 - a crash past pytest's own INTERNALERROR handling
+    except ValueError as e:
+        clash = option_clash(e)
+        if clash is None:
+            raise_internal(e)
+            return 4
+        sys.stderr.write(clash + "\n")
+        return 2
+    except Exception as e:   # noqa: BLE001 - a crash past pytest's own INTERNALERROR handling
         # (e.g. in a session-finish hook): README's exit 4, never Python's 1 ("findings")
-        import traceback
-        traceback.print_exc()
-        sys.stderr.write("nodegate: internal error (exit 4)\n")
+        raise_internal(e)
         return 4
     finally:
         if before is None:

@@ -4,7 +4,10 @@ made it "regressions only", Ctrl-C -> 130, SIGTERM/SIGHUP -> 143/129)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import signal
 from pathlib import Path
 
@@ -73,3 +76,31 @@ def test_a_crash_past_pytest_is_exit_4_not_1(monkeypatch, capsys):
     monkeypatch.setattr(_pytest, "main", boom)
     assert cli.main(["--replay", "nowhere"]) == 4
     assert "internal error (exit 4)" in capsys.readouterr().err
+
+
+def test_a_valueerror_past_pytest_that_is_no_option_clash_is_exit_4(monkeypatch, capsys):
+    import pytest as _pytest
+
+    from nodegate import cli
+
+    def boom(args):
+        raise ValueError("something else")
+    monkeypatch.setattr(_pytest, "main", boom)
+    assert cli.main(["--replay", "nowhere"]) == 4
+    assert "internal error (exit 4)" in capsys.readouterr().err
+
+
+def test_a_conftest_declaring_an_option_of_nodegates_is_a_usage_error_naming_it(tmp_path):
+    """A project's own conftest.py declaring ``--inventory`` (a testinfra or molecule project) made
+    pytest raise ValueError out of pytest.main: a traceback and exit 4. It is a usage error: exit 2,
+    one line naming the file and the option."""
+    (tmp_path / "conftest.py").write_text('def pytest_addoption(parser):\n    parser.addoption("--inventory")\n')
+    (tmp_path / "test_trivial.py").write_text("def test_a():\n    pass\n")
+    env = dict(os.environ)
+    env.pop("PYTEST_ADDOPTS", None)
+    p = subprocess.run([sys.executable, "-m", "nodegate.cli", "test_trivial.py", "--collect-only"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert f"nodegate: {tmp_path / 'conftest.py'} declares an option nodegate already has (option dest 'inventory'" \
+        in p.stderr
+    assert "Traceback" not in p.stderr + p.stdout
