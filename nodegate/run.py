@@ -84,6 +84,9 @@ class FleetRun(NodeRegistry, IdentityIndex, Gathering):
     items_selected: dict[str, int] = field(default_factory=dict)
     #: node -> number of its items that ran (their setup was reported)
     items_ran: dict[str, int] = field(default_factory=dict)
+    #: nodes of a sharded run whose shard was not collected (yet): the run stopped first (-x,
+    #: --maxfail, an interrupt); never "deselected" (nodegate.session.shards)
+    not_collected: set[str] = field(default_factory=set)
     _arrived: dict = field(default_factory=dict, repr=False)      # node -> (Bundle, NodeFacts), any thread
     _events: dict = field(default_factory=dict, repr=False)       # node -> threading.Event
     _thread: threading.Thread | None = field(default=None, repr=False)

@@ -30,6 +30,9 @@ STATUSES = (NEED_ACTION, NOT_EVALUATED, ACCEPTED)
 
 #: why a node with no selected item is not evaluated (FleetRun.not_evaluated)
 NO_SELECTED_ITEM = "NOT EVALUATED: no selected item (deselected by -k/-m/--lf/--deselect)"
+#: why a node of a sharded run whose shard was never collected is not evaluated
+NOT_COLLECTED = ("NOT EVALUATED: its items were not collected: the run stopped before this node's shard "
+                 "(-x/--maxfail, interrupted)")
 
 
 def node_status(counts: Counter, expected: int | None) -> str:
@@ -90,14 +93,18 @@ def verdict(counts: Counter, expected: int | None, *, run_reason: str | None = N
     return ACCEPTED, ""
 
 
-def selection_reasons(nodes, items_selected: dict, items_ran: dict) -> dict[str, str]:
+def selection_reasons(nodes, items_selected: dict, items_ran: dict, not_collected=frozenset()) -> dict[str, str]:
     """Node -> why the run's selection leaves it NOT EVALUATED (FleetRun.not_evaluated): no
-    selected item, or selected items that did not run (-x, --maxfail, an interrupt,
-    --collect-only)."""
+    selected item, selected items that did not run (-x, --maxfail, an interrupt,
+    --collect-only), or, in a sharded run, items never collected (``not_collected``: the run
+    stopped before the node's shard; a node the selection was learned for before, ``items_selected``,
+    keeps that reason)."""
     out = {}
     for n in nodes:
         want, ran = items_selected.get(n, 0), items_ran.get(n, 0)
-        if want == 0:
+        if n in not_collected and n not in items_selected:
+            out[n] = NOT_COLLECTED
+        elif want == 0:
             out[n] = NO_SELECTED_ITEM
         elif ran < want:
             out[n] = (f"NOT EVALUATED: {want - ran} of {want} selected items did not run "

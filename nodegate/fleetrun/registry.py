@@ -151,7 +151,8 @@ class NodeRegistry:
         if self.selected is None:
             return {}
         from ..engine.verdict import selection_reasons   # the one module deciding verdicts
-        return selection_reasons(self.targets or self.all_nodes, self.items_selected, self.items_ran)
+        return selection_reasons(self.targets or self.all_nodes, self.items_selected, self.items_ran,
+                                 self.not_collected)
 
     def add(self, b: Bundle, facts: NodeFacts | None = None) -> None:
         """Add a node; ``facts`` may be a NodeFacts of ``b`` already built (and parsed) by

@@ -371,7 +371,8 @@ class RunReports:
         nodes = list(getattr(run, "targets", None) or getattr(run, "all_nodes", None) or []) if run is not None else []
         spec_source = dict(getattr(run, "spec_source", {}) or {}) if run is not None else {}
         reasons = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
-        deselected = ({n for n in nodes if not run.items_selected.get(n)}
+        not_collected = set(getattr(run, "not_collected", ()) or ()) - set(run.items_selected) if run is not None else set()
+        deselected = ({n for n in nodes if not run.items_selected.get(n) and n not in not_collected}
                       if run is not None and getattr(run, "selected", None) is not None else set())
 
         def info_for(node: str) -> NodeInfo:

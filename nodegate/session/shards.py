@@ -109,11 +109,15 @@ def runtestloop(session) -> bool | None:
     from ..reports.live import count_progress_only
     count_progress_only(config)   # items are reported one after the other: their number, not ids
     done = 0
+    # a later shard's nodes are "not collected" until their shard is: a run stopped before it
+    # (-x, --maxfail, an interrupt) never says they were deselected (FleetRun.not_evaluated)
+    run.not_collected = {n for s in shards[1:] for n in s}
     try:
         for k, shard in enumerate(shards):
             if k:
                 _drop_items(session, config)
                 run.shard = shard
+                run.not_collected.difference_update(shard)
                 failed = session.testsfailed
                 config.stash[FAILED_BEFORE_KEY] = failed   # selection.after_collection: this shard's errors
                 session.perform_collect()

@@ -138,7 +138,9 @@ def _prepare_live(session, run: FleetRun, jobs) -> None:
     nodes = None if counts is None else list(counts)
     if counts is not None:
         # what collection will select (xdist's controller never collects: this is its record)
-        run.items_selected = dict(counts)
+        # every target's count, 0 included: a node the selection leaves out is known to be
+        # deselected even when a sharded run stops before its shard (FleetRun.not_collected)
+        run.items_selected = {n: counts.get(n, 0) for n in (run.targets or list(counts))}
         run.selected = list(counts)
     if nodes is None:
         nodes = run.targets

@@ -106,6 +106,25 @@ def test_failing_first_fleet_verdict(shard_runs):
     assert "nodegate verdict: 9 accepted, 1 need action, 0 not evaluated" in out
 
 
+def test_a_sharded_run_stopped_by_x_says_why_for_the_shards_it_never_collected(tmp_path):
+    """-x stops a sharded replay in its first shard: the nodes of the later shards were never
+    collected, so nothing deselected them (their reason said "no selected item (deselected by
+    -k/-m/--lf/--deselect)"; found by a new-user trial with Ctrl-C)."""
+    fleet = _failing_first_fleet(tmp_path / "fleet")
+    rep = tmp_path / "rep"
+    r = nodegate(["--replay", str(fleet), "--reports-dir", str(rep), "--shard-nodes", "2", "-x"], tmp_path)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    status, _, ne = outcome_of_run(rep)
+    assert status["aer-fatal-upstream"] == NEED_ACTION
+    later = sorted(fleet_node for fleet_node in status if status[fleet_node] == NOT_EVALUATED)
+    assert len(later) == 9
+    assert not any("no selected item" in why for why in ne.values()), ne
+    # the second node of the first shard was collected: its items did not run; the rest never collected
+    assert sum("its items were not collected: the run stopped before this node's shard" in why
+               for why in ne.values()) == 8, ne
+    assert "no selected item" not in r.stdout
+
+
 # ------------------------------------------------------------------ a partial run never accepts
 SITE_TEST = '''import pytest
 
