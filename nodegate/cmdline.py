@@ -73,6 +73,24 @@ def unusable_dir(path: Path, anchor: Path | None = None) -> str | None:
     ``reports/bundles``): every directory below it is opened without following a link
     (nodegate.safeio.open_dir), and a link there is the reason."""
     p = Path(path)
+    # the directories this test creates are removed again: a run that stops before writing
+    # anything (exit 2: nothing selected) leaves no empty reports/bundles/ behind
+    absent = []
+    for d in (p, *p.parents):
+        if os.path.lexists(d):
+            break
+        absent.append(d)
+    try:
+        return _unusable_dir(p, anchor)
+    finally:
+        for d in absent:   # deepest first; a directory something was written into stays
+            try:
+                d.rmdir()
+            except OSError:
+                break
+
+
+def _unusable_dir(p: Path, anchor: Path | None) -> str | None:
     if anchor is not None:
         from .safeio import LinkRefused, makedirs
         try:

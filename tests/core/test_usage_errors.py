@@ -216,3 +216,14 @@ def test_pytest_stops_silently_on_session_failed(tmp_path, stage):
     assert p.returncode == 2, both
     assert both.count("usage-stop-message") == 1, both
     assert "Failed" not in both and "Traceback" not in both and "INTERNALERROR" not in both, both
+
+
+def test_nothing_selected_leaves_no_new_reports_directory_behind(tmp_path):
+    """Exit 2 (nothing selected) with a --reports-dir that does not exist yet: the write test of
+    the output directories (nodegate.cmdline.unusable_dir) removes what it created; an empty
+    reports/bundles/ was left (found by a new-user trial). pytest's own cache aside."""
+    reports = tmp_path / "fresh" / "reports"
+    p = _run([str(NODEGATE), "--replay", str(FLEET), LIMIT, "-k", "zzznomatch", "--reports-dir", str(reports),
+              "-p", "no:cacheprovider"], cwd=tmp_path)
+    assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+    assert not (tmp_path / "fresh").exists()
