@@ -61,17 +61,21 @@ def lines(infos: list[NodeInfo], outputs: list[tuple[str, str]], max_nodes: int 
         hidden_bad = len(bad) - sum(1 for i in shown if not _accepted(i))
         out.append(f"... {len(infos) - len(shown)} more node(s) not listed "
                    f"({hidden_bad} with problems): see the HTML report")
-    probs = [i for i in sorted(infos, key=_worst_first) if not _accepted(i) and i.problem][:max_nodes]
-    if probs:
+    every = [i for i in sorted(infos, key=_worst_first) if not _accepted(i) and i.problem]
+    if every:
         out.append("problems (one line a node, worst first; the fix after '->'; every finding in the HTML report):")
-        for i in probs:
+        for i in every[:max_nodes]:
             out.append(f"  {_short(i.node, 40)}: {_short(i.problem, 400)}")
-    off = [i for i in sorted(infos, key=_worst_first) if i.spec_off][:max_nodes]
-    if off:
+        if len(every) > max_nodes:
+            out.append(f"  ... {len(every) - max_nodes} more node(s) with problems: see the HTML report")
+    every = [i for i in sorted(infos, key=_worst_first) if i.spec_off]
+    if every:
         # issue 37.5: what the spec turned off, per node, with the file that set it
         out.append("checks turned off by the spec (key, and the file that set it):")
-        for i in off:
+        for i in every[:max_nodes]:
             out.append(f"  {_short(i.node, 40)}: {_short(i.spec_off, 400)}")
+        if len(every) > max_nodes:
+            out.append(f"  ... {len(every) - max_nodes} more node(s): see the HTML report")
     for what, path in outputs:
         out.append(f"{what}: {one_line(path, 500)}")
     return out

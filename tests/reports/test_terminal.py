@@ -21,3 +21,12 @@ def test_worst_nodes_first_and_capped():
         "ok00            5     0     0     0  ok",
         "... 29 more node(s) not listed (0 with problems): see the HTML report",
         "HTML report: reports/report.html"]
+
+
+def test_problem_lines_past_the_cap_are_counted_not_dropped():
+    infos = [NodeInfo(node=f"bad{i}", counts=Counter({"pass": 4, "fail": 1}), problem=f"[NG-X-001] fault {i}")
+             for i in range(5)]
+    out = lines(infos, [], max_nodes=2)
+    head = out.index("problems (one line a node, worst first; the fix after '->'; every finding in the HTML report):")
+    assert out[head + 1:] == ["  bad0: [NG-X-001] fault 0", "  bad1: [NG-X-001] fault 1",
+                              "  ... 3 more node(s) with problems: see the HTML report"]
