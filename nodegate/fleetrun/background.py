@@ -47,10 +47,17 @@ class Gathering:
             import multiprocessing
             if "fork" in multiprocessing.get_all_start_methods():
                 ctx = multiprocessing.get_context("fork")
-        if ctx is not None:
-            self._start_process(ctx, jobs, opts)
-        else:
-            self._start_thread(jobs, opts)
+        try:
+            if ctx is not None:
+                self._start_process(ctx, jobs, opts)
+            else:
+                self._start_thread(jobs, opts)
+        except Exception as e:  # noqa: BLE001 - fork or thread refused (EAGAIN: a user's process limit)
+            # nothing will ever gather these nodes: each is an ERROR bundle naming why now, and
+            # wait_all raises it (the session says "gathering stopped", exit 4), never a wait
+            # on events no one sets (seen once: a non-root make test in a loaded chroot hung)
+            self._failure = e
+            self._finish(jobs, f"the gathering could not start: {type(e).__name__}: {e}")
 
     def _arrive(self, node: str, entry, error: bool) -> None:
         with self._lock:

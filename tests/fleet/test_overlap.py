@@ -152,6 +152,29 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
     assert run.progress()[:3] == (3, 3, 2)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_gathering_that_cannot_start_errors_every_node_and_never_hangs(tmp_path, monkeypatch, streaming):
+    """fork refused (EAGAIN: a non-root user's process limit on a loaded machine): every node is
+    an ERROR bundle naming why and wait_all raises it at once. Before, the nodes' events were never
+    set and the session finish waited forever (a non-root make test in a chroot hung there)."""
+    import multiprocessing.process as P
+
+    def refuse(self):
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(P.BaseProcess, "start", refuse)
+    run = FleetRun(bundles_dir=tmp_path)
+    run.streaming = streaming
+    run.start_gather(_jobs(["a", "b"]), GatherOptions())
+    t0 = time.monotonic()
+    with pytest.raises(BlockingIOError):
+        run.wait_all()
+    assert time.monotonic() - t0 < 60
+    assert run.progress()[:3] == (2, 2, 2)
+    if not streaming:
+        for n in ("a", "b"):
+            assert "the gathering could not start: BlockingIOError" in run.bundles[n].gather_error
+
+
 def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_path, monkeypatch):
     """wait(node) returns as soon as that node is in, before the slow one; wait_all restores
     the inventory order whatever the order of arrival."""
