@@ -49,8 +49,13 @@ class Gathering:
                 ctx = multiprocessing.get_context("fork")
         try:
             if ctx is not None:
-                self._start_process(ctx, jobs, opts)
-            else:
+                try:
+                    self._start_process(ctx, jobs, opts)
+                except OSError:
+                    if self._proc is not None:
+                        raise
+                    ctx = None   # fork refused (EAGAIN): the same pool in a thread of this process
+            if ctx is None:
                 self._start_thread(jobs, opts)
         except Exception as e:  # noqa: BLE001 - fork or thread refused (EAGAIN: a user's process limit)
             # nothing will ever gather these nodes: each is an ERROR bundle naming why now, and
@@ -104,11 +109,17 @@ class Gathering:
         import os
 
         from ..interrupt import ReasonBox
-        self._reason_box = ReasonBox(ctx)
+        try:
+            self._reason_box = ReasonBox(ctx)
+        except OSError:
+            # no usable /dev/shm for the shared array (a non-root user in a chroot or a hardened
+            # container: PermissionError): the child then says "interrupted" without the signal
+            self._reason_box = None
         proc = ctx.Process(target=_gather_child, args=(jobs, opts, self.bundles_dir, send, self._reason_box,
                                                        os.getpid()),
                            name="nodegate-gather", daemon=True)
         proc.start()
+        self._proc = proc
         send.close()
 
         def reader() -> None:
@@ -137,7 +148,6 @@ class Gathering:
                 self._finish(jobs, why)
                 recv.close()
 
-        self._proc = proc
         self._thread = threading.Thread(target=reader, name="nodegate-gather-reader", daemon=True)
         self._thread.start()
 

@@ -152,27 +152,75 @@ def test_gathering_process_that_dies_leaves_error_bundles(tmp_path, monkeypatch)
     assert run.progress()[:3] == (3, 3, 2)
 
 
-@pytest.mark.parametrize("streaming", [False, True])
-def test_a_gathering_that_cannot_start_errors_every_node_and_never_hangs(tmp_path, monkeypatch, streaming):
-    """fork refused (EAGAIN: a non-root user's process limit on a loaded machine): every node is
-    an ERROR bundle naming why and wait_all raises it at once. Before, the nodes' events were never
-    set and the session finish waited forever (a non-root make test in a chroot hung there)."""
+def _fake_pool(jobs, opts, bundles_dir, progress=None, prepare=None, prepare_errors=False, keep=True, stop=None):
+    """gather_fleet's signature: every node an ok bundle at once."""
+    for j in jobs:
+        b = Bundle(j.name, {}, {"node": j.name, "status": "ok"})
+        b.write(bundles_dir)
+        prepare(b)
+
+
+def _refuse_fork(monkeypatch):
     import multiprocessing.process as P
 
     def refuse(self):
         raise BlockingIOError(11, "Resource temporarily unavailable")
     monkeypatch.setattr(P.BaseProcess, "start", refuse)
+
+
+def test_fork_refused_gathers_in_a_thread(tmp_path, monkeypatch):
+    """fork refused (EAGAIN: a user's process limit on a loaded machine): the same pool runs in a
+    thread of this process and every node is gathered."""
+    import nodegate.fleetrun.background as BG
+    _refuse_fork(monkeypatch)
+    monkeypatch.setattr(BG, "gather_fleet", _fake_pool)
+    run = FleetRun(bundles_dir=tmp_path)
+    run.start_gather(_jobs(["a", "b"]), GatherOptions())
+    run.wait_all()
+    assert run._proc is None and list(run.bundles) == ["a", "b"]
+    assert all(b.gather_error is None for b in run.bundles.values())
+
+
+def test_no_shared_memory_still_gathers_in_the_child(tmp_path, monkeypatch):
+    """No usable /dev/shm (a non-root user in a chroot: PermissionError for the shared reason
+    array): the gathering child still runs; it only cannot be told the signal's name."""
+    import nodegate.gather as G
+    import nodegate.interrupt as I
+
+    def no_shm(self, ctx):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(I.ReasonBox, "__init__", no_shm)
+    monkeypatch.setattr(G, "gather_fleet", _fake_pool)   # fork: the child runs the patched module
+    run = FleetRun(bundles_dir=tmp_path)
+    run.start_gather(_jobs(["a", "b"]), GatherOptions())
+    run.wait_all()
+    assert run._proc is not None and run._reason_box is None
+    assert [n for n, b in run.bundles.items() if b.gather_error is None] == ["a", "b"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_gathering_that_cannot_start_errors_every_node_and_never_hangs(tmp_path, monkeypatch, streaming):
+    """Neither a child nor a thread can start: every node is an ERROR bundle naming why and
+    wait_all raises it at once. Before, the nodes' events were never set and the session finish
+    waited forever (a non-root make test in a chroot hung there: no /dev/shm for the child's
+    shared array, and nothing set the events)."""
+    import nodegate.fleetrun.background as BG
+    _refuse_fork(monkeypatch)
+
+    def no_thread(self, jobs, opts):
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(BG.Gathering, "_start_thread", no_thread)
     run = FleetRun(bundles_dir=tmp_path)
     run.streaming = streaming
     run.start_gather(_jobs(["a", "b"]), GatherOptions())
     t0 = time.monotonic()
-    with pytest.raises(BlockingIOError):
+    with pytest.raises(RuntimeError, match="can't start new thread"):
         run.wait_all()
     assert time.monotonic() - t0 < 60
     assert run.progress()[:3] == (2, 2, 2)
     if not streaming:
         for n in ("a", "b"):
-            assert "the gathering could not start: BlockingIOError" in run.bundles[n].gather_error
+            assert "the gathering could not start: RuntimeError" in run.bundles[n].gather_error
 
 
 def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_path, monkeypatch):
