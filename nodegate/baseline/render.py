@@ -8,7 +8,6 @@ capped); JSON is written with ``json.dumps`` (escapes by construction).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from ..reports.text import esc

@@ -30,7 +30,6 @@ Example::
 
 from __future__ import annotations
 
-import re
 
 from ..errors import ParseError
 from ..facts import (CLOCKS_EVENT_BITS, NA, EccCounters, GpuFacts, RemappedRows, RetiredPages,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from .. import replay as loader
 from ..cmdline import gather_options, narrows_nodes, streaming, why_gather_first, why_nothing
 from ..errors import SpecError, UsageError, error_label

@@ -239,6 +239,16 @@ def spec_of_report(rep):
     return spec(**raw)
 
 
+def node_of_smi_text(rep):
+    """A healthy node whose GPUs, driver version and module flavor are those of an ``nvidia-smi -a``
+    report (the public text fixtures): the flavor the branch defaults to (open from 560)."""
+    ver = rep.driver_version
+    flavor = "open" if int(ver.split(".")[0]) >= 560 else "proprietary"
+    banner = DriverBanner(flavor, ver, "x86_64", f"NVRM version: {ver}")
+    return healthy(gpus=rep.gpus, nvidia_module_version=ver, driver_banner=banner, driver_gpus=[],
+                   gpu_source="smi_text", pci_links=pci_gpus(rep.gpus)).without("clocks_samples")
+
+
 def verdict_letters(facts, sp, checks=PUBLIC_CHECKS) -> dict[str, str]:
     """check id -> the first letter of its outcome for NG-INV-001 (the GPU count, once a node), one letter
     per GPU for the others."""

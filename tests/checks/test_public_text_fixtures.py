@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from nodegate.facts import NA, DriverBanner
+from nodegate.facts import NA
 from nodegate.outcomes import Outcome
 from nodegate.parsers.smi_text import parse_smi_text
 
-from .fakes import PUBLIC_CHECKS, covers, healthy, pci_gpus, run, spec, spec_of_report, verdict_letters
+from .fakes import PUBLIC_CHECKS, covers, node_of_smi_text, run, spec, spec_of_report, verdict_letters
 
 TXT = Path(__file__).resolve().parents[1] / "fixtures" / "smi_text"
 CHECKS = PUBLIC_CHECKS
@@ -26,12 +26,7 @@ def report(name: str):
 
 
 def node(name: str):
-    rep = report(name)
-    ver = rep.driver_version
-    flavor = "open" if int(ver.split(".")[0]) >= 560 else "proprietary"
-    banner = DriverBanner(flavor, ver, "x86_64", f"NVRM version: {ver}")
-    return healthy(gpus=rep.gpus, nvidia_module_version=ver, driver_banner=banner, driver_gpus=[],
-                   gpu_source="smi_text", pci_links=pci_gpus(rep.gpus)).without("clocks_samples")
+    return node_of_smi_text(report(name))
 
 
 def own_spec(name: str):
