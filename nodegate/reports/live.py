@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ..engine.verdict import NO_SELECTED_ITEM
 from . import html as ng_html
 from . import metadata as ng_metadata
 from .actions import OBTAIN_EVIDENCE, action_for
@@ -371,9 +372,9 @@ class RunReports:
         nodes = list(getattr(run, "targets", None) or getattr(run, "all_nodes", None) or []) if run is not None else []
         spec_source = dict(getattr(run, "spec_source", {}) or {}) if run is not None else {}
         reasons = run.not_evaluated() if run is not None and hasattr(run, "not_evaluated") else {}
-        not_collected = set(getattr(run, "not_collected", ()) or ()) - set(run.items_selected) if run is not None else set()
-        deselected = ({n for n in nodes if not run.items_selected.get(n) and n not in not_collected}
-                      if run is not None and getattr(run, "selected", None) is not None else set())
+        # the nodes the selection left out: the run's own reason says so (engine.verdict), never a
+        # node of a shard the run stopped before
+        deselected = {n for n, why in reasons.items() if why == NO_SELECTED_ITEM}
 
         def info_for(node: str) -> NodeInfo:
             got = run.peek(node) if run is not None and hasattr(run, "peek") else None
