@@ -61,6 +61,10 @@ class Gathering:
             # nothing will ever gather these nodes: each is an ERROR bundle naming why now, and
             # wait_all raises it (the session says "gathering stopped", exit 4), never a wait
             # on events no one sets (seen once: a non-root make test in a loaded chroot hung)
+            if self._proc is not None and self._proc.is_alive():
+                self._proc.kill()   # its reader never started: nothing would read what it gathers
+            if self._thread is not None and self._thread.ident is None:
+                self._thread = None   # never started: wait_all has nothing to join
             self._failure = e
             self._finish(jobs, f"the gathering could not start: {type(e).__name__}: {e}")
 

@@ -223,6 +223,32 @@ def test_a_gathering_that_cannot_start_errors_every_node_and_never_hangs(tmp_pat
             assert "the gathering could not start: RuntimeError" in run.bundles[n].gather_error
 
 
+def test_a_child_whose_reader_cannot_start_is_stopped(tmp_path, monkeypatch):
+    """The gathering child started but its reader thread did not: the child is killed (nothing
+    would read what it gathers) and every node is an ERROR bundle naming why."""
+    import threading
+
+    import nodegate.gather as G
+
+    def slow_pool(jobs, opts, bundles_dir, **kw):
+        time.sleep(60)
+    monkeypatch.setattr(G, "gather_fleet", slow_pool)   # fork: the child runs the patched module
+
+    class NoThread(threading.Thread):
+        def start(self):
+            raise RuntimeError("can't start new thread")
+    import nodegate.fleetrun.background as BG
+    monkeypatch.setattr(BG.threading, "Thread", NoThread)
+    run = FleetRun(bundles_dir=tmp_path)
+    run.start_gather(_jobs(["a"]), GatherOptions())
+    monkeypatch.undo()
+    run._proc.join(30)
+    assert not run._proc.is_alive()
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        run.wait_all()
+    assert "the gathering could not start: RuntimeError" in run.bundles["a"].gather_error
+
+
 def test_gathering_process_reports_nodes_as_they_arrive_in_inventory_order(tmp_path, monkeypatch):
     """wait(node) returns as soon as that node is in, before the slow one; wait_all restores
     the inventory order whatever the order of arrival."""
